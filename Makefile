@@ -1,0 +1,35 @@
+# Aeromap: `make run` starts the whole system, `make test` runs every test.
+# Both install what is missing first (npm packages, the engine's virtual environment) and are quick when nothing is.
+SHELL := /bin/bash
+VENV := engine/.venv
+PY := $(VENV)/bin/python
+NODE_STAMP := node_modules/.aeromap-installed
+ENGINE_STAMP := $(VENV)/.aeromap-installed
+
+.PHONY: install run test test-ts test-engine typecheck bench
+
+install: $(NODE_STAMP) $(ENGINE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(ENGINE_STAMP): engine/pyproject.toml engine/requirements.txt engine/requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r engine/requirements.txt -r engine/requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e engine
+	touch $@
+
+run: install
+	bin/aeromap serve
+
+typecheck: $(NODE_STAMP)
+	npx tsc --noEmit
+
+test-ts: install
+	npx vitest run
+
+test-engine: $(ENGINE_STAMP)
+	$(PY) -m pytest engine/tests
+
+test: install typecheck test-engine test-ts

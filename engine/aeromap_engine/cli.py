@@ -1,0 +1,73 @@
+"""`aeromap-engine`: options | run PROJECT_DIR --options FILE | version."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import EngineError, OptionsError
+from .log import log, setup_logging
+
+
+def _read_option_pairs(path: str | None) -> list[dict[str, Any]]:
+    if path is None:
+        return []
+    try:
+        pairs = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise OptionsError(f"Cannot read options file {path}: {exc}") from None
+    if not isinstance(pairs, list):
+        raise OptionsError("The options file must hold a JSON array of {name, value} objects")
+    return pairs
+
+
+def _cmd_options(_: argparse.Namespace) -> int:
+    from .pipeline import all_options
+
+    json.dump([spec.to_nodeodm() for spec in all_options()], sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _cmd_version(_: argparse.Namespace) -> int:
+    print(__version__)
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from . import pipeline
+    from .project import Project
+
+    pipeline.run(Project(Path(args.project_dir).resolve()), _read_option_pairs(args.options))
+    log.info("Aeromap engine finished successfully")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="aeromap-engine", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("options", help="print the options in NodeODM's /options format").set_defaults(func=_cmd_options)
+    sub.add_parser("version", help="print the engine's version").set_defaults(func=_cmd_version)
+    run = sub.add_parser("run", help="process the images in PROJECT_DIR/images")
+    run.add_argument("project_dir")
+    run.add_argument("--options", help="JSON file: an array of {name, value}")
+    run.set_defaults(func=_cmd_run)
+    args = parser.parse_args(argv)
+
+    setup_logging()
+    try:
+        return args.func(args)
+    except EngineError as exc:
+        log.error("%s", exc)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        log.error("Interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Console logging and the machine-readable progress lines that the processing node parses.
+
+Everything written to stdout is console output, except lines that start with PROGRESS_PREFIX: those carry
+`{"stage": name, "percent": 0..100}` for the whole run and are kept out of the console by the node.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+PROGRESS_PREFIX = "::progress::"
+
+log = logging.getLogger("aeromap")
+
+
+def setup_logging() -> None:
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def emit_progress(stage: str, percent: float) -> None:
+    line = json.dumps({"stage": stage, "percent": round(max(0.0, min(100.0, percent)), 2)})
+    sys.stdout.write(f"{PROGRESS_PREFIX} {line}\n")
+    sys.stdout.flush()

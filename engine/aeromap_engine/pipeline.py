@@ -1,0 +1,179 @@
+"""Runs the stages in order: resumes after the last finished stage, honours rerun-from and end-with, re-runs
+from the earliest stage a changed option affects, and records each stage's time and peak memory."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import psutil
+
+from .errors import OptionsError
+from .files import read_json, write_json
+from .log import emit_progress, log
+from .options import Option, Options, default_concurrency, resolve
+from .project import Project
+from .stages import STAGE_NAMES, implemented_stages
+
+PIPELINE_OPTIONS = [
+    Option("rerun-from", "enum", "", "Re-run the pipeline from this stage onward.", "dataset",
+           choices=("",) + STAGE_NAMES),
+    Option("end-with", "enum", "odm_postprocess", "Stop the pipeline after this stage.", "dataset",
+           choices=STAGE_NAMES),
+    Option("rerun-all", "bool", False, "Discard every earlier result and run the whole pipeline again.",
+           "dataset"),
+    Option("max-concurrency", "int", default_concurrency(),
+           "The maximum number of threads the engine uses at once. More threads use more memory.",
+           "dataset", minimum=1, domain_text="positive integer"),
+]
+
+
+@dataclass
+class StageContext:
+    project: Project
+    options: Options
+    stage: str
+    _start: float
+    _span: float
+
+    def progress(self, fraction: float) -> None:
+        """Report how far this stage has come (0..1)."""
+        emit_progress(self.stage, self._start + self._span * max(0.0, min(1.0, fraction)))
+
+
+def all_options() -> list[Option]:
+    specs = list(PIPELINE_OPTIONS)
+    for module in implemented_stages().values():
+        specs.extend(getattr(module, "OPTIONS", []))
+    return specs
+
+
+class PeakMemory:
+    """Samples the resident memory of this process and its children while a stage runs."""
+
+    def __init__(self, interval: float = 0.2) -> None:
+        self._interval = interval
+        self._stop = threading.Event()
+        self.peak_bytes = 0
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._measure()
+
+    def _measure(self) -> None:
+        proc = psutil.Process()
+        total = proc.memory_info().rss
+        for child in proc.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except psutil.Error:
+                pass
+        self.peak_bytes = max(self.peak_bytes, total)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._measure()
+
+
+def _marker(project: Project, stage: str):
+    return project.state_dir / f"{stage}.done"
+
+
+def _first_stage_to_run(project: Project, options: Options, previous: dict[str, Any] | None,
+                        specs: list[Option]) -> str | None:
+    """The stage to re-run from, or None when every stage up to the end has already finished."""
+    if options.rerun_all:
+        return STAGE_NAMES[0]
+    if options.rerun_from:
+        return options.rerun_from
+    candidates: list[str] = []
+    if previous is not None:
+        changed = [s for s in specs if s.name not in ("rerun-from", "end-with", "rerun-all", "max-concurrency")
+                   and previous.get(s.name, s.default) != options.values[s.name]]
+        if changed:
+            first = min(changed, key=lambda s: STAGE_NAMES.index(s.stage))
+            log.info("Option %s changed since the last run: re-running from %s", first.name, first.stage)
+            candidates.append(first.stage)
+    for name in STAGE_NAMES:
+        if name in implemented_stages() and not _marker(project, name).exists():
+            candidates.append(name)
+            break
+    return min(candidates, key=STAGE_NAMES.index) if candidates else None
+
+
+def _weights(stages: dict[str, ModuleType]) -> dict[str, tuple[float, float]]:
+    """Each stage's start and span on the 0..100 progress scale of a whole run."""
+    total = sum(getattr(m, "WEIGHT", 1.0) for m in stages.values()) or 1.0
+    spans, start = {}, 0.0
+    for name, module in stages.items():
+        span = 100.0 * getattr(module, "WEIGHT", 1.0) / total
+        spans[name] = (start, span)
+        start += span
+    return spans
+
+
+def run(project: Project, option_pairs: list[dict[str, Any]]) -> None:
+    specs = all_options()
+    options, dropped = resolve(specs, option_pairs)
+    for name in dropped:
+        log.warning("Ignoring unknown option %s", name)
+    if not project.root.is_dir():
+        raise OptionsError(f"Project folder {project.root} does not exist")
+
+    stages = implemented_stages()
+    previous = read_json(project.state_dir / "options.json")
+    start = _first_stage_to_run(project, options, previous, specs)
+    end = options.end_with
+    last = STAGE_NAMES.index(end)
+    if options.rerun_from and STAGE_NAMES.index(options.rerun_from) > last:
+        raise OptionsError(f"rerun-from {options.rerun_from} comes after end-with {end}")
+    if start is not None:
+        for name in STAGE_NAMES[STAGE_NAMES.index(start):]:
+            _marker(project, name).unlink(missing_ok=True)
+
+    spans = _weights(stages)
+    for name in STAGE_NAMES[: last + 1]:
+        module = stages.get(name)
+        if module is None:
+            continue
+        if _marker(project, name).exists():
+            log.info("Stage %s already done, skipping", name)
+            continue
+        _run_stage(project, options, name, module, spans[name])
+
+    emit_progress(end, 100.0)
+    write_json(project.state_dir / "options.json", {s.name: options.values[s.name] for s in specs})
+    _write_stage_stats(project)
+
+
+def _run_stage(project: Project, options: Options, name: str, module: ModuleType,
+               span: tuple[float, float]) -> None:
+    log.info("Running stage %s", name)
+    ctx = StageContext(project, options, name, span[0], span[1])
+    ctx.progress(0.0)
+    began = time.monotonic()
+    with PeakMemory() as memory:
+        module.run(ctx)
+    seconds = time.monotonic() - began
+    ctx.progress(1.0)
+    write_json(_marker(project, name), {"seconds": round(seconds, 3),
+                                         "peak_memory_mb": round(memory.peak_bytes / 2**20, 1)})
+    log.info("Finished stage %s in %.1f s (peak memory %.0f MB)", name, seconds, memory.peak_bytes / 2**20)
+
+
+def _write_stage_stats(project: Project) -> None:
+    stages = {}
+    for name in STAGE_NAMES:
+        record = read_json(_marker(project, name))
+        if record is not None:
+            stages[name] = record
+    project.update_stats("stages", stages)

@@ -1,0 +1,39 @@
+"""Pipeline stages, in ODM's order and with ODM's names.
+
+A stage is a module with `run(ctx: StageContext) -> None`, `OPTIONS: list[Option]` and `WEIGHT` (its rough share
+of a run's time, for progress). Names without a module are accepted in `rerun-from`/`end-with`, so scripts
+written for ODM keep working, but have nothing to do in Aeromap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+STAGE_NAMES: tuple[str, ...] = (
+    "dataset",
+    "split",
+    "merge",
+    "opensfm",
+    "openmvs",
+    "odm_filterpoints",
+    "odm_meshing",
+    "mvs_texturing",
+    "odm_georeferencing",
+    "odm_dem",
+    "odm_orthophoto",
+    "odm_report",
+    "odm_postprocess",
+)
+
+# Stage name -> module (in this package) that does its work.
+_MODULES: dict[str, str] = {
+    "dataset": "dataset",
+}
+
+
+def implemented_stages() -> dict[str, ModuleType]:
+    """Stage name -> module, for the stages that have work to do, in pipeline order."""
+    return {
+        name: importlib.import_module(f".{_MODULES[name]}", __name__) for name in STAGE_NAMES if name in _MODULES
+    }

@@ -1,0 +1,7 @@
+// The single entry point of Aeromap: `aeromap serve | node | user ...`.
+// Each part registers its own subcommands so that this file stays a table of contents.
+import { Command } from 'commander';
+
+const program = new Command('aeromap').description('Aeromap: drone photographs to maps').showHelpAfterError();
+
+await program.parseAsync(process.argv);
