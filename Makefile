@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 NODE_STAMP := node_modules/.aeromap-installed
 ENGINE_STAMP := $(VENV)/.aeromap-installed
 
-.PHONY: install run test test-ts test-engine typecheck bench
+.PHONY: install run test test-ts test-engine test-pyodm typecheck
 
 install: $(NODE_STAMP) $(ENGINE_STAMP)
 
@@ -32,4 +32,8 @@ test-ts: install
 test-engine: $(ENGINE_STAMP)
 	$(PY) -m pytest engine/tests
 
-test: install typecheck test-engine test-ts
+# Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
+test-pyodm: install
+	$(PY) -m pytest test/pyodm
+
+test: install typecheck test-engine test-ts test-pyodm
