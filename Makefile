@@ -11,7 +11,7 @@ ENGINE_STAMP := $(VENV)/.aeromap-installed
 install: $(NODE_STAMP) $(ENGINE_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
 $(ENGINE_STAMP): engine/pyproject.toml engine/requirements.txt engine/requirements-dev.txt
