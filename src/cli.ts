@@ -1,7 +1,11 @@
 // The single entry point of Aeromap: `aeromap serve | node | user ...`.
 // Each part registers its own subcommands so that this file stays a table of contents.
 import { Command } from 'commander';
+import { registerNodeCommand } from './node/index.ts';
+import { registerServiceCommands } from './service/cli.ts';
 
 const program = new Command('aeromap').description('Aeromap: drone photographs to maps').showHelpAfterError();
+registerServiceCommands(program);
+registerNodeCommand(program);
 
 await program.parseAsync(process.argv);

@@ -27,7 +27,7 @@ PIPELINE_OPTIONS = [
            "dataset"),
     Option("max-concurrency", "int", default_concurrency(),
            "The maximum number of threads the engine uses at once. More threads use more memory.",
-           "dataset", minimum=1, domain_text="positive integer"),
+           "dataset", minimum=1),
 ]
 
 

@@ -1,0 +1,104 @@
+// The service's configuration, read from the environment. Every variable is optional; README.md
+// ("Configuration") lists them. Invalid values stop the start with a message naming the variable.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface ServiceConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** postgres://... selects PostgreSQL; unset means the SQLite file DATA_DIR/aeromap.sqlite3. */
+  databaseUrl: string | undefined;
+  secretKey: string;
+  tokenLifetimeSeconds: number;
+  passwordIterations: number;
+  /** Credentials of the superuser created on the first start, when no user exists yet. */
+  firstAdmin: { username: string; password: string | undefined };
+  /** How often the processing nodes are asked for /info and /options; 0 disables the refresher. */
+  nodeRefreshIntervalMs: number;
+  nodeTimeoutMs: number;
+  bodyLimitBytes: number;
+  logLevel: string;
+  /** The processing node `aeromap serve` runs in its own process; null when EMBEDDED_NODE is off. */
+  embeddedNode: { port: number; dataDir: string } | null;
+}
+
+export class ConfigError extends Error {}
+
+export const DEFAULT_PASSWORD_ITERATIONS = 600_000;
+const SECRET_KEY_FILE = 'secret_key';
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 };
+
+/** Parses a duration such as "21600", "90s", "45m", "6h" or "7d" into whole seconds. */
+export function parseDuration(text: string): number {
+  const match = /^\s*(\d+)\s*([smhd]?)\s*$/i.exec(text);
+  if (!match) throw new ConfigError(`"${text}" is not a duration: use seconds or a number with s, m, h or d, e.g. 6h`);
+  const seconds = Number(match[1]) * UNIT_SECONDS[(match[2] || 's').toLowerCase()];
+  if (seconds <= 0 || !Number.isSafeInteger(seconds)) throw new ConfigError(`duration "${text}" must be positive`);
+  return seconds;
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+/**
+ * The signing key of the tokens. Kept in DATA_DIR when SECRET_KEY is unset so that tokens outlive a
+ * restart; created with O_EXCL so that two processes starting together agree on one key.
+ */
+export function loadOrCreateSecretKey(dataDir: string): string {
+  const file = path.join(dataDir, SECRET_KEY_FILE);
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    writeFileSync(file, randomBytes(48).toString('base64url'), { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const key = readFileSync(file, 'utf8').trim();
+  if (!key) throw new ConfigError(`${file} is empty; delete it or set SECRET_KEY`);
+  return key;
+}
+
+function embeddedNodeConfig(env: NodeJS.ProcessEnv, dataDir: string): ServiceConfig['embeddedNode'] {
+  const enabled = (env.EMBEDDED_NODE ?? 'true').trim().toLowerCase();
+  if (['false', '0', 'no', 'off'].includes(enabled)) return null;
+  if (!['true', '1', 'yes', 'on'].includes(enabled)) throw new ConfigError(`EMBEDDED_NODE must be true or false, got "${env.EMBEDDED_NODE}"`);
+  // A fixed port by default, so that the node keeps one record across restarts.
+  const servicePort = integer(env, 'PORT', 8000, 0, 65535);
+  const port = integer(env, 'EMBEDDED_NODE_PORT', servicePort > 0 && servicePort < 65535 ? servicePort + 1 : 0, 0, 65535);
+  return { port, dataDir: path.join(dataDir, 'node') };
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig {
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// (leave it unset for the SQLite file in DATA_DIR)');
+  }
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const config: Omit<ServiceConfig, 'secretKey'> = {
+    host: env.HOST || '0.0.0.0',
+    port: integer(env, 'PORT', 8000, 0, 65535),
+    dataDir,
+    databaseUrl,
+    tokenLifetimeSeconds: env.TOKEN_LIFETIME ? parseDuration(env.TOKEN_LIFETIME) : 6 * 3600,
+    passwordIterations: integer(env, 'PASSWORD_ITERATIONS', DEFAULT_PASSWORD_ITERATIONS, 1, 100_000_000),
+    firstAdmin: { username: env.AEROMAP_ADMIN_USERNAME || 'admin', password: env.AEROMAP_ADMIN_PASSWORD || undefined },
+    nodeRefreshIntervalMs: 15_000,
+    nodeTimeoutMs: 5_000,
+    bodyLimitBytes: 1024 * 1024,
+    logLevel,
+    embeddedNode: embeddedNodeConfig(env, dataDir),
+  };
+  // Last, so that a configuration error leaves DATA_DIR untouched.
+  return { ...config, secretKey: env.SECRET_KEY || loadOrCreateSecretKey(dataDir) };
+}

@@ -1,0 +1,236 @@
+// Schema migrations, one list for SQLite and PostgreSQL, applied on every start. A migration, once
+// released, never changes: later needs get a new entry. Data a migration inserts is written out here
+// (not imported) so that it stays what it was when the migration first ran.
+import { type ColumnDefinitionBuilder, type Kysely, type Migration, Migrator, PostgresAdapter } from 'kysely';
+import type { Database } from './schema.ts';
+
+type Columns = (col: ColumnDefinitionBuilder) => ColumnDefinitionBuilder;
+
+function dialectHelpers(db: Kysely<any>) {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const id: Columns = (col) =>
+    postgres ? col.primaryKey().generatedByDefaultAsIdentity() : col.primaryKey().autoIncrement();
+  return { id };
+}
+
+const timestampNow = () => new Date().toISOString();
+
+const MODELS = ['project', 'task', 'preset', 'processingnode', 'user', 'group'];
+const ACTIONS = ['add', 'change', 'delete', 'view'];
+
+// ODM option names that the engine honours (`aeromap-engine options`), so that the presets carry over.
+const STARTER_PRESETS: { name: string; options: { name: string; value: boolean | number | string }[] }[] = [
+  { name: 'Default', options: [{ name: 'dsm', value: true }] },
+  { name: 'Fast Orthophoto', options: [{ name: 'fast-orthophoto', value: true }] },
+  {
+    name: 'DSM + DTM',
+    options: [
+      { name: 'dsm', value: true },
+      { name: 'dtm', value: true },
+      { name: 'smrf-threshold', value: 0.4 },
+      { name: 'smrf-window', value: 24 },
+    ],
+  },
+  {
+    name: 'High Resolution',
+    options: [
+      { name: 'pc-quality', value: 'high' },
+      { name: 'feature-quality', value: 'high' },
+      { name: 'dsm', value: true },
+      { name: 'dem-resolution', value: 2 },
+      { name: 'orthophoto-resolution', value: 2 },
+    ],
+  },
+  {
+    name: '3D Model',
+    options: [
+      { name: 'pc-quality', value: 'high' },
+      { name: 'mesh-size', value: 300000 },
+      { name: 'mesh-octree-depth', value: 12 },
+      { name: 'use-3dmesh', value: true },
+    ],
+  },
+  {
+    name: 'Forest',
+    options: [
+      { name: 'min-num-features', value: 18000 },
+      { name: 'feature-quality', value: 'high' },
+      { name: 'pc-filter', value: 5 },
+      { name: 'dsm', value: true },
+    ],
+  },
+  {
+    name: 'Buildings',
+    options: [
+      { name: 'pc-quality', value: 'high' },
+      { name: 'mesh-size', value: 300000 },
+      { name: 'use-3dmesh', value: true },
+      { name: 'dsm', value: true },
+    ],
+  },
+];
+
+async function initial(db: Kysely<any>): Promise<void> {
+  const { id } = dialectHelpers(db);
+  const text = 'text';
+
+  await db.schema
+    .createTable('users')
+    .addColumn('id', 'integer', id)
+    .addColumn('username', 'varchar(150)', (c) => c.notNull().unique())
+    .addColumn('password', 'varchar(255)', (c) => c.notNull())
+    .addColumn('email', 'varchar(254)', (c) => c.notNull().defaultTo(''))
+    .addColumn('first_name', 'varchar(150)', (c) => c.notNull().defaultTo(''))
+    .addColumn('last_name', 'varchar(150)', (c) => c.notNull().defaultTo(''))
+    .addColumn('is_superuser', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('is_staff', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('is_active', 'integer', (c) => c.notNull().defaultTo(1))
+    .addColumn('last_login', text)
+    .addColumn('date_joined', text, (c) => c.notNull())
+    .execute();
+
+  await db.schema
+    .createTable('groups')
+    .addColumn('id', 'integer', id)
+    .addColumn('name', 'varchar(150)', (c) => c.notNull().unique())
+    .execute();
+
+  await db.schema
+    .createTable('user_groups')
+    .addColumn('user_id', 'integer', (c) => c.notNull().references('users.id').onDelete('cascade'))
+    .addColumn('group_id', 'integer', (c) => c.notNull().references('groups.id').onDelete('cascade'))
+    .addPrimaryKeyConstraint('user_groups_pk', ['user_id', 'group_id'])
+    .execute();
+  await db.schema.createIndex('user_groups_group').on('user_groups').column('group_id').execute();
+
+  await db.schema
+    .createTable('permissions')
+    .addColumn('id', 'integer', id)
+    .addColumn('codename', 'varchar(100)', (c) => c.notNull().unique())
+    .addColumn('name', 'varchar(255)', (c) => c.notNull())
+    .execute();
+
+  for (const [owner, table] of [
+    ['user', 'user_permissions'],
+    ['group', 'group_permissions'],
+  ]) {
+    await db.schema
+      .createTable(table)
+      .addColumn(`${owner}_id`, 'integer', (c) => c.notNull().references(`${owner}s.id`).onDelete('cascade'))
+      .addColumn('permission_id', 'integer', (c) => c.notNull().references('permissions.id').onDelete('cascade'))
+      .addPrimaryKeyConstraint(`${table}_pk`, [`${owner}_id`, 'permission_id'])
+      .execute();
+  }
+
+  await db.schema
+    .createTable('projects')
+    .addColumn('id', 'integer', id)
+    .addColumn('owner_id', 'integer', (c) => c.notNull().references('users.id').onDelete('cascade'))
+    .addColumn('name', 'varchar(255)', (c) => c.notNull())
+    .addColumn('description', text, (c) => c.notNull().defaultTo(''))
+    .addColumn('created_at', text, (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('projects_owner').on('projects').column('owner_id').execute();
+  await db.schema.createIndex('projects_created_at').on('projects').column('created_at').execute();
+
+  for (const [owner, table] of [
+    ['user', 'project_user_permissions'],
+    ['group', 'project_group_permissions'],
+  ]) {
+    await db.schema
+      .createTable(table)
+      .addColumn('project_id', 'integer', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+      .addColumn(`${owner}_id`, 'integer', (c) => c.notNull().references(`${owner}s.id`).onDelete('cascade'))
+      .addColumn('permission', 'varchar(16)', (c) => c.notNull())
+      .addPrimaryKeyConstraint(`${table}_pk`, ['project_id', `${owner}_id`, 'permission'])
+      .execute();
+    await db.schema.createIndex(`${table}_${owner}`).on(table).columns([`${owner}_id`, 'permission']).execute();
+  }
+
+  await db.schema
+    .createTable('processing_nodes')
+    .addColumn('id', 'integer', id)
+    .addColumn('hostname', 'varchar(255)', (c) => c.notNull())
+    .addColumn('port', 'integer', (c) => c.notNull())
+    .addColumn('token', 'varchar(1024)', (c) => c.notNull().defaultTo(''))
+    .addColumn('api_version', 'varchar(32)', (c) => c.notNull().defaultTo(''))
+    .addColumn('engine', 'varchar(255)', (c) => c.notNull().defaultTo(''))
+    .addColumn('engine_version', 'varchar(255)', (c) => c.notNull().defaultTo(''))
+    .addColumn('queue_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('max_images', 'integer')
+    .addColumn('available_options', text, (c) => c.notNull().defaultTo('[]'))
+    .addColumn('last_refreshed', text)
+    .addColumn('created_at', text, (c) => c.notNull())
+    .execute();
+
+  await db.schema
+    .createTable('tasks')
+    .addColumn('id', 'integer', id)
+    .addColumn('project_id', 'integer', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+    .addColumn('processing_node_id', 'integer', (c) => c.references('processing_nodes.id').onDelete('set null'))
+    .addColumn('uuid', 'varchar(255)', (c) => c.notNull().defaultTo(''))
+    .addColumn('name', 'varchar(255)', (c) => c.notNull().defaultTo(''))
+    .addColumn('images_count', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('available_assets', text, (c) => c.notNull().defaultTo('[]'))
+    .addColumn('processing_time', 'bigint', (c) => c.notNull().defaultTo(-1))
+    .addColumn('auto_processing_node', 'integer', (c) => c.notNull().defaultTo(1))
+    .addColumn('status', 'integer')
+    .addColumn('last_error', text)
+    .addColumn('options', text, (c) => c.notNull().defaultTo('[]'))
+    .addColumn('created_at', text, (c) => c.notNull())
+    .addColumn('pending_action', 'integer')
+    .addColumn('upload_progress', 'double precision', (c) => c.notNull().defaultTo(0))
+    .addColumn('resize_progress', 'double precision', (c) => c.notNull().defaultTo(0))
+    .addColumn('running_progress', 'double precision', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema.createIndex('tasks_project').on('tasks').column('project_id').execute();
+  await db.schema.createIndex('tasks_processing_node').on('tasks').column('processing_node_id').execute();
+
+  await db.schema
+    .createTable('presets')
+    .addColumn('id', 'integer', id)
+    .addColumn('owner_id', 'integer', (c) => c.references('users.id').onDelete('cascade'))
+    .addColumn('name', 'varchar(255)', (c) => c.notNull())
+    .addColumn('options', text, (c) => c.notNull().defaultTo('[]'))
+    .addColumn('system', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('created_at', text, (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('presets_owner').on('presets').column('owner_id').execute();
+
+  await db
+    .insertInto('permissions')
+    .values(
+      MODELS.flatMap((model) =>
+        ACTIONS.map((action) => ({ codename: `${action}_${model}`, name: `Can ${action} ${model}` })),
+      ),
+    )
+    .execute();
+
+  const created = timestampNow();
+  await db
+    .insertInto('presets')
+    .values(
+      STARTER_PRESETS.map((preset) => ({
+        owner_id: null,
+        name: preset.name,
+        options: JSON.stringify(preset.options),
+        system: 1,
+        created_at: created,
+      })),
+    )
+    .execute();
+}
+
+const MIGRATIONS: Record<string, Migration> = {
+  '0001_initial': { up: initial },
+};
+
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((result) => result.status === 'Error');
+  if (error || failed) {
+    const which = failed ? ` ${failed.migrationName}` : '';
+    throw new Error(`database migration${which} failed: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+  }
+}

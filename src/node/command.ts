@@ -1,0 +1,63 @@
+// `aeromap node`: a processing node that speaks the NodeODM API, with NodeODM's settings as flags.
+import { Command, InvalidArgumentError } from 'commander';
+import { defaultEnginePath, startNode } from './server.ts';
+
+function integerFrom(min: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min) throw new InvalidArgumentError(`Not a whole number >= ${min}.`);
+    return n;
+  };
+}
+
+function minutes(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('Not a number of minutes >= 0.');
+  return n;
+}
+
+interface NodeFlags {
+  port: number;
+  host: string;
+  dataDir: string;
+  token?: string;
+  maxImages?: number;
+  parallelTasks: number;
+  cleanupAfter: number;
+  webhook?: string;
+  engine?: string;
+}
+
+export function registerNodeCommand(program: Command): void {
+  program
+    .command('node')
+    .description('run a processing node (NodeODM API 2.x) that processes tasks with the Aeromap engine')
+    .option('--port <n>', 'port to listen on (0: any free port)', integerFrom(0), 3000)
+    .option('--host <address>', 'address to listen on', '0.0.0.0')
+    .option('--data-dir <dir>', 'folder for the task database, uploads and task folders', 'data/node')
+    .option('--token <token>', 'require this token (query parameter token=) on every request')
+    .option('--max-images <n>', 'refuse tasks with more images than this (default: no limit)', integerFrom(1))
+    .option('--parallel-tasks <n>', 'tasks processed at the same time', integerFrom(1), 1)
+    .option('--cleanup-after <minutes>', 'remove finished tasks this long after they end (0: never)', minutes, 2880)
+    .option('--webhook <url>', 'URL to POST every finished task to')
+    .option('--engine <path>', `engine executable (default: $AEROMAP_ENGINE or ${defaultEnginePath()})`)
+    .action(async (flags: NodeFlags) => {
+      const node = await startNode({
+        dataDir: flags.dataDir,
+        port: flags.port,
+        host: flags.host,
+        token: flags.token,
+        maxImages: flags.maxImages,
+        parallelTasks: flags.parallelTasks,
+        cleanupAfterMinutes: flags.cleanupAfter,
+        webhook: flags.webhook,
+        enginePath: flags.engine,
+      });
+      console.log(`Aeromap processing node listening on http://${flags.host}:${node.port} (data: ${flags.dataDir})`);
+      const stop = (): void => {
+        void node.close().then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}

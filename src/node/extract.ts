@@ -1,0 +1,106 @@
+// Zip files that clients upload (seed.zip, zips of images, zipurl). Entries are checked before anything is
+// written: absolute paths and paths that climb out refuse the whole archive, links are never created, and each
+// file is written under a temporary name and renamed into place.
+import fs from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import yauzl from 'yauzl';
+import { freeName, partialName, safeFileName, safeRelativePath } from './safe-path.ts';
+
+/** 'tree' keeps the archive's folders (seed.zip); 'flat' puts every file in one folder (images). */
+export type ZipLayout = 'tree' | 'flat';
+
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+
+function isSymlink(entry: yauzl.Entry): boolean {
+  return ((entry.externalFileAttributes >>> 16) & S_IFMT) === S_IFLNK;
+}
+
+function isDirectory(entry: yauzl.Entry): boolean {
+  return entry.fileName.endsWith('/');
+}
+
+function openZip(file: string): Promise<yauzl.ZipFile> {
+  return new Promise((resolve, reject) =>
+    yauzl.open(file, { lazyEntries: true, validateEntrySizes: true }, (err, zip) =>
+      err ? reject(err) : resolve(zip),
+    ),
+  );
+}
+
+function openEntry(zip: yauzl.ZipFile, entry: yauzl.Entry): Promise<NodeJS.ReadableStream> {
+  return new Promise((resolve, reject) =>
+    zip.openReadStream(entry, (err, stream) => (err ? reject(err) : resolve(stream))),
+  );
+}
+
+/** Where an entry goes under `dest`, or null for entries that are skipped (folders, links, flat-layout junk). */
+function target(entry: yauzl.Entry, dest: string, layout: ZipLayout): string | null {
+  if (isDirectory(entry) || isSymlink(entry)) return null;
+  const relative = safeRelativePath(entry.fileName);
+  if (relative === null) throw new Error(`unsafe path ${JSON.stringify(entry.fileName)}`);
+  if (layout === 'tree') {
+    const file = path.resolve(dest, relative);
+    if (!file.startsWith(path.resolve(dest) + path.sep)) throw new Error(`unsafe path ${entry.fileName}`);
+    return file;
+  }
+  const name = safeFileName(relative);
+  // Resource forks and hidden files that archivers on some systems add are not images.
+  if (name.startsWith('.') || relative.startsWith('__MACOSX/')) return null;
+  return path.join(dest, freeName(dest, name));
+}
+
+async function writeEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, file: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = partialName(path.dirname(file));
+  try {
+    await pipeline(await openEntry(zip, entry), fs.createWriteStream(tmp));
+    await rename(tmp, file);
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/** Extracts `zipFile` into `dest`; returns the paths written. Throws on an unsafe or broken archive. */
+export async function extractZip(zipFile: string, dest: string, layout: ZipLayout): Promise<string[]> {
+  const label = path.basename(zipFile);
+  let zip: yauzl.ZipFile;
+  try {
+    zip = await openZip(zipFile);
+  } catch (err) {
+    throw new Error(`Cannot read ${label}: ${(err as Error).message}`);
+  }
+  const written: string[] = [];
+  try {
+    await new Promise<void>((resolve, reject) => {
+      zip.on('error', reject);
+      zip.on('end', () => resolve());
+      zip.on('entry', (entry: yauzl.Entry) => {
+        let file: string | null;
+        try {
+          file = target(entry, dest, layout);
+        } catch (err) {
+          reject(err);
+          return;
+        }
+        if (file === null) {
+          zip.readEntry();
+          return;
+        }
+        const chosen = file;
+        writeEntry(zip, entry, chosen).then(() => {
+          written.push(chosen);
+          zip.readEntry();
+        }, reject);
+      });
+      zip.readEntry();
+    });
+  } catch (err) {
+    throw new Error(`Cannot extract ${label}: ${(err as Error).message}`);
+  } finally {
+    zip.close();
+  }
+  return written;
+}

@@ -1,0 +1,95 @@
+// A processing node in this process: `aeromap node` runs one, and the service can embed one.
+import cors from '@fastify/cors';
+import formbody from '@fastify/formbody';
+import multipart from '@fastify/multipart';
+import Fastify from 'fastify';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describeEngine } from './engine.ts';
+import { DataLayout } from './layout.ts';
+import { registerRoutes } from './routes.ts';
+import { TaskStore } from './store.ts';
+import { TaskManager } from './tasks.ts';
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The engine a node runs unless told otherwise: $AEROMAP_ENGINE, else the one `make` installs. */
+export function defaultEnginePath(): string {
+  return process.env.AEROMAP_ENGINE || path.join(REPO_ROOT, 'engine', '.venv', 'bin', 'aeromap-engine');
+}
+
+export interface NodeOptions {
+  dataDir: string;
+  /** 0 picks a free port. */
+  port: number;
+  host?: string;
+  token?: string | null;
+  maxImages?: number | null;
+  parallelTasks?: number;
+  cleanupAfterMinutes?: number;
+  webhook?: string | null;
+  enginePath?: string;
+  log?: (message: string) => void;
+}
+
+export interface RunningNode {
+  /** Where clients on this machine reach the node. */
+  url: string;
+  port: number;
+  /** Stops serving and stops running engines; their tasks resume when a node starts on the same data folder. */
+  close(): Promise<void>;
+}
+
+// Big enough for any option value (a boundary polygon) sent as a field or a JSON body.
+const FIELD_LIMIT = 64 * 2 ** 20;
+
+export async function startNode(options: NodeOptions): Promise<RunningNode> {
+  const log = options.log ?? ((message: string) => console.error(message));
+  const dataDir = path.resolve(options.dataDir);
+  await mkdir(dataDir, { recursive: true });
+  const layout = new DataLayout(dataDir);
+  const engine = await describeEngine(options.enginePath ?? defaultEnginePath());
+  const settings = {
+    token: options.token || null,
+    maxImages: options.maxImages ?? null,
+    parallelTasks: options.parallelTasks ?? 1,
+    cleanupAfterMinutes: options.cleanupAfterMinutes ?? 2880,
+    webhook: options.webhook || null,
+  };
+  const store = new TaskStore(layout.database);
+  const tasks = new TaskManager(layout, store, engine, settings, log);
+  // Closing drops open connections too: a client that left a download unread must not hold up a shutdown.
+  const app = Fastify({
+    bodyLimit: FIELD_LIMIT,
+    forceCloseConnections: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  try {
+    await tasks.open();
+    await app.register(cors);
+    await app.register(formbody, { bodyLimit: FIELD_LIMIT });
+    await app.register(multipart, {
+      limits: { fieldSize: FIELD_LIMIT, fileSize: Infinity, files: Infinity, parts: Infinity },
+    });
+    registerRoutes(app, tasks, engine, settings);
+    await app.listen({ port: options.port, host: options.host ?? '0.0.0.0' });
+  } catch (err) {
+    await tasks.close();
+    store.close();
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+  const host = options.host ?? '0.0.0.0';
+  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    url: `http://${reachable}:${port}`,
+    port,
+    async close() {
+      await tasks.close();
+      await app.close();
+      store.close();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+// Files of a task before it exists: uploads land in uploads/<uuid>/files/ (each written under a temporary name,
+// then renamed), and a commit assembles the engine's project folder from them without touching them, so that a
+// commit cut short by a crash can simply run again.
+import fs from 'node:fs';
+import { copyFile, link, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { pipeline } from 'node:stream/promises';
+import { extractZip } from './extract.ts';
+import type { DataLayout } from './layout.ts';
+import { freeName, partialName, safeFileName } from './safe-path.ts';
+
+/** Files that are not images and that the engine must not find in images/ (NodeODM moves the same ones). */
+const ANCILLARY = /(\.txt|^align\.(las|laz|tif))$/i;
+const ZIP = /\.zip$/i;
+const SEED = /^seed\.zip$/i;
+/** Files of these names reach the engine at the project root, where it reads them. */
+const GEO_FILE = 'geo.txt';
+const GCP_FILE = 'gcp_list.txt';
+const NOT_GCP = /^(geo|image_groups)\.txt$/i;
+
+export interface AssembledTask {
+  dir: string;
+  imagesCount: number;
+}
+
+export class UploadArea {
+  constructor(private readonly layout: DataLayout) {}
+
+  private filesDir(uuid: string): string {
+    return path.join(this.layout.uploadDir(uuid), 'files');
+  }
+
+  /** Creates the upload folder; fails when it exists, so two requests can never share a uuid. */
+  async create(uuid: string): Promise<void> {
+    await mkdir(this.layout.uploadsDir, { recursive: true });
+    await mkdir(this.layout.uploadDir(uuid));
+    await mkdir(this.filesDir(uuid));
+  }
+
+  /** Stores one uploaded file under the client's file name, made safe and unique. */
+  async receive(uuid: string, fileName: string, content: NodeJS.ReadableStream): Promise<void> {
+    const tmp = partialName(this.layout.uploadDir(uuid));
+    try {
+      await pipeline(content, fs.createWriteStream(tmp));
+      const dir = this.filesDir(uuid);
+      fs.renameSync(tmp, path.join(dir, freeName(dir, safeFileName(fileName))));
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  }
+
+  /** Fetches the archive of a `zipurl` into the upload (http and https only). */
+  async download(uuid: string, url: string): Promise<void> {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new Error(`Invalid zipurl: ${url}`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new Error(`Invalid zipurl: only http and https are supported (${url})`);
+    }
+    const response = await fetch(parsed).catch((err: Error) => {
+      throw new Error(`Cannot download ${url}: ${(err.cause as Error | undefined)?.message ?? err.message}`);
+    });
+    if (!response.ok || !response.body) throw new Error(`Cannot download ${url}: HTTP ${response.status}`);
+    await this.receive(uuid, 'zipurl.zip', Readable.fromWeb(response.body as WebReadableStream));
+  }
+
+  /** Builds the task folder from the uploaded files: images (zips of images unpacked flat) in images/, seed.zip
+   * unpacked at the root, ground control points and geo.txt where the engine reads them, the other ancillary
+   * files kept in gcp/. */
+  async assemble(uuid: string): Promise<AssembledTask> {
+    const dir = this.layout.assemblyDir(uuid);
+    const images = path.join(dir, 'images');
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(images, { recursive: true });
+    const files = this.filesDir(uuid);
+    const names = (await readdir(files)).sort();
+    for (const name of names.filter((n) => SEED.test(n))) await extractZip(path.join(files, name), dir, 'tree');
+    for (const name of names.filter((n) => !SEED.test(n))) {
+      if (ZIP.test(name)) await extractZip(path.join(files, name), images, 'flat');
+      else await link(path.join(files, name), path.join(images, freeName(images, name)));
+    }
+    await this.placeAncillary(dir);
+    return { dir, imagesCount: (await readdir(images)).length };
+  }
+
+  private async placeAncillary(dir: string): Promise<void> {
+    const images = path.join(dir, 'images');
+    const gcp = path.join(dir, 'gcp');
+    const ancillary = (await readdir(images)).filter((n) => ANCILLARY.test(n)).sort();
+    if (ancillary.length === 0) return;
+    await mkdir(gcp, { recursive: true });
+    for (const name of ancillary) await rename(path.join(images, name), path.join(gcp, name));
+    const texts = ancillary.filter((n) => /\.txt$/i.test(n));
+    const geo = texts.find((n) => n.toLowerCase() === GEO_FILE);
+    const points = texts.find((n) => n.toLowerCase() === GCP_FILE) ?? texts.find((n) => !NOT_GCP.test(n));
+    if (geo) await copyFile(path.join(gcp, geo), path.join(dir, GEO_FILE));
+    if (points) await copyFile(path.join(gcp, points), path.join(dir, GCP_FILE));
+  }
+
+  /** Moves the assembled folder to its final place (same file system: a rename). */
+  async install(assembled: AssembledTask, taskDir: string): Promise<void> {
+    await mkdir(path.dirname(taskDir), { recursive: true });
+    await rename(assembled.dir, taskDir);
+  }
+
+  async discard(uuid: string): Promise<void> {
+    await rm(this.layout.assemblyDir(uuid), { recursive: true, force: true });
+    await rm(this.layout.uploadDir(uuid), { recursive: true, force: true });
+  }
+}

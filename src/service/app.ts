@@ -1,0 +1,133 @@
+// The service's app factory: opens and migrates the database, makes sure an admin exists, and assembles the
+// HTTP API. `aeromap serve` and the tests start the service through buildService.
+import { createRequire } from 'node:module';
+import formbody from '@fastify/formbody';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify from 'fastify';
+import type { Kysely } from 'kysely';
+import type { ServiceConfig } from '../config.ts';
+import { type DialectName, openDatabase } from '../db/connect.ts';
+import { migrateToLatest } from '../db/migrations.ts';
+import type { Database } from '../db/schema.ts';
+import { TokenService, requireUser, tokenRoutes } from './auth.ts';
+import { type FirstAdmin, ensureFirstAdmin } from './bootstrap.ts';
+import { installErrorHandling, methodNotAllowed } from './errors.ts';
+import { GroupSchema, groupRoutes } from './groups.ts';
+import { registerOpenApi } from './openapi.ts';
+import { ProcessingNodeSchema, processingNodeRoutes } from './processingnodes.ts';
+import { PresetSchema, presetRoutes } from './presets.ts';
+import { ProjectSchema, projectRoutes } from './projects.ts';
+import { NodeRefresher } from './refresher.ts';
+import { ErrorReply } from './schemas.ts';
+import type { App } from './types.ts';
+import { UserSchema, userRoutes } from './users.ts';
+
+export interface Service {
+  app: App;
+  db: Kysely<Database>;
+  dialect: DialectName;
+  refresher: NodeRefresher;
+  tokens: TokenService;
+  /** The admin created on this start, if the database had no user. */
+  firstAdmin: FirstAdmin | undefined;
+  /** Starts listening; answers the base URL, e.g. http://127.0.0.1:8000. */
+  listen(port?: number, host?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * Answers 405 with an Allow header for the methods a path does not take, instead of the router's 404.
+ * Collects the routes as they are registered; call the returned function once all are.
+ */
+function methodNotAllowedRoutes(app: App): () => void {
+  const methodsByUrl = new Map<string, Set<string>>();
+  let collecting = true;
+  app.addHook('onRoute', (route) => {
+    if (!collecting || !route.url.startsWith('/')) return;
+    const methods = methodsByUrl.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    methodsByUrl.set(route.url, methods);
+  });
+  return () => {
+    collecting = false;
+    for (const [url, methods] of methodsByUrl) {
+      const missing = METHODS.filter((method) => !methods.has(method));
+      if (missing.length === 0 || url.includes('*')) continue;
+      const allow = METHODS.filter((method) => methods.has(method)).join(', ');
+      app.route({
+        method: missing,
+        url,
+        schema: { hide: true },
+        handler: async (request, reply) => {
+          reply.header('allow', allow);
+          throw methodNotAllowed(request.method);
+        },
+      });
+    }
+  };
+}
+
+export async function buildService(config: ServiceConfig): Promise<Service> {
+  const { db, dialect } = openDatabase(config.databaseUrl, config.dataDir);
+  try {
+    await migrateToLatest(db);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  const firstAdmin = await ensureFirstAdmin(db, config.firstAdmin, config.passwordIterations);
+
+  const app: App = Fastify({
+    logger: { level: config.logLevel },
+    bodyLimit: config.bodyLimitBytes,
+    routerOptions: { ignoreTrailingSlash: true },
+    // All errors of a body at once, so that a client fixes them in one go; type lists (see Nullable).
+    ajv: { customOptions: { allErrors: true, allowUnionTypes: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  const tokens = new TokenService(db, config);
+  const refresher = new NodeRefresher(db, app.log, {
+    intervalMs: config.nodeRefreshIntervalMs,
+    timeoutMs: config.nodeTimeoutMs,
+  });
+
+  installErrorHandling(app);
+  const finishMethodRoutes = methodNotAllowedRoutes(app);
+  await app.register(formbody);
+  for (const schema of [ErrorReply, ProjectSchema, PresetSchema, ProcessingNodeSchema, UserSchema, GroupSchema]) {
+    app.addSchema(schema);
+  }
+  await registerOpenApi(app, version);
+  await app.register(async (open: App) => tokenRoutes(open, { tokens, db }));
+  await app.register(async (api: App) => {
+    requireUser(api, tokens);
+    await projectRoutes(api, { db, dataDir: config.dataDir });
+    await presetRoutes(api, { db });
+    await processingNodeRoutes(api, { db, refresher });
+    await userRoutes(api, { db, dataDir: config.dataDir, passwordIterations: config.passwordIterations });
+    await groupRoutes(api, { db });
+  });
+  finishMethodRoutes();
+  await app.ready();
+  if (config.nodeRefreshIntervalMs > 0) refresher.start();
+
+  return {
+    app,
+    db,
+    dialect,
+    refresher,
+    tokens,
+    firstAdmin,
+    async listen(port = config.port, host = config.host) {
+      const address = await app.listen({ port, host });
+      return address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
+    },
+    async close() {
+      await refresher.stop();
+      await app.close();
+      await db.destroy();
+    },
+  };
+}

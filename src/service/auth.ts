@@ -1,0 +1,161 @@
+// Authentication: POST /api/token-auth/ trades a username and password for a JWT (HS256, payload user_id,
+// username, email, exp), which later requests carry as "Authorization: JWT <token>" or "?jwt=<token>".
+// Every failure is a 403 with a detail, as WebODM's clients expect (they read 403 as "log in again").
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { SignJWT, errors as joseErrors, jwtVerify } from 'jose';
+import type { Kysely } from 'kysely';
+import type { Database, User } from '../db/schema.ts';
+import { findUserById, findUserByUsername, touchLastLogin } from '../db/users.ts';
+import { HttpError, notAuthenticated, permissionDenied } from './errors.ts';
+import { spendVerificationTime, verifyPassword } from './passwords.ts';
+import type { App } from './types.ts';
+
+export interface Principal {
+  id: number;
+  username: string;
+  email: string;
+  superuser: boolean;
+  staff: boolean;
+}
+
+export interface AuthSettings {
+  secretKey: string;
+  tokenLifetimeSeconds: number;
+  passwordIterations: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+/** Staff users run the admin API and manage nodes and system presets; superusers are staff too. */
+export const isAdmin = (user: Principal) => user.staff || user.superuser;
+
+const denied = (detail: string) => new HttpError(403, { detail });
+
+function principalOf(user: User): Principal {
+  return {
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    superuser: user.is_superuser === 1,
+    staff: user.is_staff === 1,
+  };
+}
+
+export class TokenService {
+  private readonly key: Uint8Array;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly settings: AuthSettings,
+  ) {
+    this.key = new TextEncoder().encode(settings.secretKey);
+  }
+
+  async issue(user: Pick<User, 'id' | 'username' | 'email'>): Promise<string> {
+    return new SignJWT({ user_id: user.id, username: user.username, email: user.email })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setExpirationTime(Math.floor(Date.now() / 1000) + this.settings.tokenLifetimeSeconds)
+      .sign(this.key);
+  }
+
+  /** The active user whose credentials match, or undefined; as slow for unknown names as for wrong passwords. */
+  async checkCredentials(username: string, password: string): Promise<User | undefined> {
+    const user = await findUserByUsername(this.db, username);
+    if (!user) {
+      await spendVerificationTime(this.settings.passwordIterations);
+      return undefined;
+    }
+    const valid = await verifyPassword(password, user.password);
+    return valid && user.is_active === 1 ? user : undefined;
+  }
+
+  /** The user a request authenticates as; null without credentials; a 403 for credentials that fail. */
+  async authenticate(request: FastifyRequest): Promise<Principal | null> {
+    const token = tokenOf(request);
+    if (token === undefined) return null;
+    const userId = await this.verify(token);
+    const user = await findUserById(this.db, userId);
+    if (!user) throw denied('Invalid signature.');
+    if (user.is_active !== 1) throw denied('User account is disabled.');
+    return principalOf(user);
+  }
+
+  private async verify(token: string): Promise<number> {
+    try {
+      // Only HS256: a token that names another algorithm (or "none") is refused before its signature is read.
+      const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], requiredClaims: ['exp'] });
+      if (!Number.isSafeInteger(payload.user_id)) throw denied('Invalid payload.');
+      return payload.user_id as number;
+    } catch (error) {
+      if (error instanceof HttpError) throw error;
+      if (error instanceof joseErrors.JWTExpired) throw denied('Signature has expired.');
+      throw denied('Error decoding signature.');
+    }
+  }
+}
+
+function tokenOf(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (header) {
+    const parts = header.trim().split(/\s+/);
+    if (parts[0].toLowerCase() === 'jwt') {
+      if (parts.length === 1) throw denied('Invalid Authorization header. No credentials provided.');
+      if (parts.length > 2) throw denied('Invalid Authorization header. Credentials string should not contain spaces.');
+      return parts[1];
+    }
+  }
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  if (typeof query.jwt === 'string' && query.jwt) return query.jwt;
+  return undefined;
+}
+
+/** The signed-in user of a request that passed requireUser. */
+export function currentUser(request: FastifyRequest): Principal {
+  if (!request.principal) throw notAuthenticated();
+  return request.principal;
+}
+
+export async function requireAdmin(request: FastifyRequest): Promise<void> {
+  if (!isAdmin(currentUser(request))) throw permissionDenied();
+}
+
+/** Hooks of the authenticated part of the API: every route in the context needs a valid token. */
+export function requireUser(app: App, tokens: TokenService): void {
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', async (request) => {
+    request.principal = await tokens.authenticate(request);
+    if (!request.principal) throw notAuthenticated();
+  });
+}
+
+const Credentials = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 150 }),
+  password: Type.String({ minLength: 1, maxLength: 4096 }),
+});
+
+export async function tokenRoutes(app: App, { tokens, db }: { tokens: TokenService; db: Kysely<Database> }) {
+  app.post(
+    '/api/token-auth/',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Obtain a token',
+        description: 'Form or JSON body. Send the token as "Authorization: JWT <token>" or as ?jwt=<token>.',
+        security: [],
+        body: Credentials,
+        response: { 200: Type.Object({ token: Type.String() }), 400: Type.Ref('Error') },
+      },
+    },
+    async (request) => {
+      const user = await tokens.checkCredentials(request.body.username, request.body.password);
+      if (!user) throw new HttpError(400, { non_field_errors: ['Unable to log in with provided credentials.'] });
+      await touchLastLogin(db, user.id);
+      return { token: await tokens.issue(user) };
+    },
+  );
+}

@@ -1,0 +1,218 @@
+// Projects: CRUD at /api/projects/, sharing at /api/projects/{id}/permissions/ and /api/projects/{id}/edit/.
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { type Static, Type } from '@sinclair/typebox';
+import type { Kysely } from 'kysely';
+import { findGroupByName } from '../db/groups.ts';
+import {
+  deleteProjects,
+  insertProject,
+  ownerName,
+  replaceSharing,
+  revokeUser,
+  sharingOf,
+  taskIdsOf,
+  updateProject,
+  visibleProjects,
+} from '../db/projects.ts';
+import { type Database, PROJECT_PERMISSIONS, type Project, type ProjectPermission } from '../db/schema.ts';
+import { findUserByUsername } from '../db/users.ts';
+import { fieldError } from './errors.ts';
+import { permissionsOn, requireProjectPermission } from './permissions.ts';
+import { type Context, contextOf, loadVisible, registerResource, type ResourceDefinition } from './resource.ts';
+import { Body, Id, IdParams, Success, Timestamp } from './schemas.ts';
+import type { App } from './types.ts';
+
+const Permission = Type.Union(PROJECT_PERMISSIONS.map((permission) => Type.Literal(permission)));
+
+export const ProjectSchema = Type.Object(
+  {
+    id: Id,
+    tasks: Type.Array(Type.Integer(), { description: 'Ids of the tasks of the project' }),
+    created_at: Timestamp,
+    name: Type.String(),
+    description: Type.String(),
+    permissions: Type.Array(Permission, { description: "The current user's permissions on the project" }),
+  },
+  { $id: 'Project' },
+);
+type ProjectItem = Static<typeof ProjectSchema>;
+
+const ProjectBody = Body({
+  name: Type.String({ minLength: 1, maxLength: 255 }),
+  description: Type.String({ default: '', maxLength: 65536 }),
+});
+
+const UserGrant = Type.Object({
+  username: Type.String(),
+  owner: Type.Optional(Type.Boolean()),
+  permissions: Type.Array(Permission),
+});
+const GroupGrant = Type.Object({ groupname: Type.String(), permissions: Type.Array(Permission) });
+const Grant = Type.Union([UserGrant, GroupGrant]);
+
+const EditBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  description: Type.Optional(Type.String({ maxLength: 65536 })),
+  permissions: Type.Optional(
+    Type.Array(
+      Type.Object({
+        username: Type.Optional(Type.String()),
+        groupname: Type.Optional(Type.String()),
+        owner: Type.Optional(Type.Boolean()),
+        permissions: Type.Array(Permission),
+      }),
+      {
+        maxItems: 10000,
+        description:
+          'Replaces the sharing: each entry names a user (username) or a group (groupname); the owner is ignored, and users and groups left out lose their permissions',
+      },
+    ),
+  ),
+});
+
+/** Where the files of a project's tasks live: DATA_DIR/media/project/{id}/. */
+export const projectDirectory = (dataDir: string, projectId: number) =>
+  path.join(dataDir, 'media', 'project', String(projectId));
+
+/** Deletes projects with their tasks and the tasks' files. */
+export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids: number[]): Promise<void> {
+  await deleteProjects(db, ids);
+  await Promise.all(ids.map((id) => rm(projectDirectory(dataDir, id), { recursive: true, force: true })));
+}
+
+async function present(ctx: Context, rows: Project[]): Promise<ProjectItem[]> {
+  const ids = rows.map((row) => row.id);
+  const [tasks, permissions] = await Promise.all([taskIdsOf(ctx.db, ids), permissionsOn(ctx.db, ctx.user, rows)]);
+  return rows.map((row) => ({
+    id: row.id,
+    tasks: tasks.get(row.id) ?? [],
+    created_at: row.created_at,
+    name: row.name,
+    description: row.description,
+    permissions: permissions.get(row.id) ?? [],
+  }));
+}
+
+function definition(dataDir: string): ResourceDefinition<Project, ProjectItem, typeof ProjectBody, typeof ProjectBody> {
+  return {
+    path: '/api/projects',
+    table: 'projects',
+    noun: 'project',
+    plural: 'projects',
+    item: ProjectSchema,
+    createBody: ProjectBody,
+    updateBody: ProjectBody,
+    list: {
+      paged: true,
+      filters: {
+        id: { kind: 'integer', column: 'projects.id' },
+        name: { kind: 'string', column: 'projects.name' },
+        description: { kind: 'string', column: 'projects.description' },
+        created_at: { kind: 'datetime', column: 'projects.created_at' },
+      },
+      ordering: {
+        id: 'projects.id',
+        name: 'projects.name',
+        description: 'projects.description',
+        created_at: 'projects.created_at',
+      },
+      defaultOrdering: ['-created_at'],
+    },
+    scope: (ctx) => visibleProjects(ctx.db, { id: ctx.user.id, superuser: ctx.user.superuser }),
+    present,
+    create: (ctx, body) => insertProject(ctx.db, ctx.user.id, body.name, body.description),
+    async update(ctx, project, body) {
+      await requireProjectPermission(ctx.db, ctx.user, project, 'change');
+      await updateProject(ctx.db, project.id, { name: body.name, description: body.description });
+    },
+    async remove(ctx, project) {
+      if (ctx.user.superuser || project.owner_id === ctx.user.id) {
+        await destroyProjects(ctx.db, dataDir, [project.id]);
+      } else {
+        // As in WebODM: someone the project is shared with removes it from their own list only, so that
+        // a shared project cannot be destroyed by accident.
+        await revokeUser(ctx.db, project.id, ctx.user.id);
+      }
+    },
+  };
+}
+
+type EditEntry = NonNullable<Static<typeof EditBody>['permissions']>[number];
+
+/** Resolves the named users and groups of an edit to ids; the owner's entry is left out. */
+async function resolveGrants(db: Kysely<Database>, owner: string, entries: EditEntry[]) {
+  const users: { id: number; permissions: ProjectPermission[] }[] = [];
+  const groups: { id: number; permissions: ProjectPermission[] }[] = [];
+  for (const entry of entries) {
+    if ((entry.username === undefined) === (entry.groupname === undefined)) {
+      throw fieldError('permissions', 'Each entry needs either a username or a groupname.');
+    }
+    if (entry.username !== undefined) {
+      if (entry.username === owner) continue;
+      const user = await findUserByUsername(db, entry.username);
+      if (!user) throw fieldError('permissions', 'Invalid user in permissions list');
+      users.push({ id: user.id, permissions: entry.permissions });
+    } else {
+      const group = await findGroupByName(db, entry.groupname as string);
+      if (!group) throw fieldError('permissions', 'Invalid group in permissions list');
+      groups.push({ id: group.id, permissions: entry.permissions });
+    }
+  }
+  return { users, groups };
+}
+
+export async function projectRoutes(app: App, { db, dataDir }: { db: Kysely<Database>; dataDir: string }) {
+  const def = definition(dataDir);
+  registerResource(app, db, def);
+
+  app.get(
+    '/api/projects/:id/permissions/',
+    {
+      schema: {
+        tags: ['projects'],
+        summary: "A project's sharing",
+        description: 'The owner first, then the users and the groups the project is shared with. Needs "change".',
+        params: IdParams,
+        response: { 200: Type.Array(Grant), 403: Type.Ref('Error'), 404: Type.Ref('Error') },
+      },
+    },
+    async (request) => {
+      const ctx = contextOf(db, request);
+      const project = await loadVisible(def, ctx, request.params.id);
+      await requireProjectPermission(db, ctx.user, project, 'change');
+      const [owner, sharing] = await Promise.all([ownerName(db, project), sharingOf(db, project.id)]);
+      return [
+        { username: owner, owner: true, permissions: [...PROJECT_PERMISSIONS] },
+        ...sharing.users.filter((user) => user.username !== owner).map((user) => ({ ...user, owner: false })),
+        ...sharing.groups,
+      ];
+    },
+  );
+
+  app.post(
+    '/api/projects/:id/edit/',
+    {
+      schema: {
+        tags: ['projects'],
+        summary: "Change a project's name, description and sharing",
+        description: 'Needs "change". Fields left out keep their value.',
+        params: IdParams,
+        body: EditBody,
+        response: { 200: Success, 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') },
+      },
+    },
+    async (request) => {
+      const ctx = contextOf(db, request);
+      const project = await loadVisible(def, ctx, request.params.id);
+      await requireProjectPermission(db, ctx.user, project, 'change');
+      const { name, description, permissions } = request.body;
+      const grants = permissions && (await resolveGrants(db, await ownerName(db, project), permissions));
+      await db.transaction().execute(async (trx) => {
+        await updateProject(trx, project.id, { name, description });
+        if (grants) await replaceSharing(trx, project.id, grants.users, grants.groups);
+      });
+      return { success: true };
+    },
+  );
+}

@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startNode, type RunningNode } from '../../src/node/index.ts';
+
+const FAKE_ENGINE = fileURLToPath(new URL('../pyodm/fake_engine.py', import.meta.url));
+
+interface TaskInfo {
+  status: { code: number; errorMessage?: string };
+  progress: number;
+  output?: string[];
+}
+
+async function json<T = unknown>(url: string, init?: RequestInit): Promise<T> {
+  const response = await fetch(url, init);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toContain('application/json');
+  return (await response.json()) as T;
+}
+
+function form(files: Record<string, string>, fields: Record<string, string>): FormData {
+  const data = new FormData();
+  // Files first, fields last, as CloudODM sends them.
+  for (const [name, content] of Object.entries(files)) data.append('images', new Blob([content]), name);
+  for (const [name, value] of Object.entries(fields)) data.append(name, value);
+  return data;
+}
+
+async function waitFor(base: string, uuid: string, codes: number[]): Promise<TaskInfo> {
+  for (let i = 0; i < 600; i++) {
+    const info = await json<TaskInfo>(`${base}/task/${uuid}/info`);
+    if (codes.includes(info.status.code)) return info;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`task ${uuid} never reached ${codes}`);
+}
+
+describe('processing node over HTTP, in process', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-http-'));
+  let node: RunningNode;
+  let base: string;
+
+  beforeAll(async () => {
+    node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
+    base = `http://127.0.0.1:${node.port}`;
+  });
+  afterAll(async () => node.close());
+
+  it('answers errors as NodeODM does: HTTP 200 with an error field', async () => {
+    expect(await json(`${base}/task/nope/info`)).toEqual({ error: 'nope not found' });
+    expect(await json(`${base}/task/nope/download/all.zip`)).toEqual({ error: 'nope not found' });
+    expect(await json(`${base}/task/remove`, { method: 'POST' })).toEqual({ error: 'uuid param missing.' });
+    expect(await json(`${base}/task/new/commit/nope`, { method: 'POST' })).toEqual({
+      error: 'Invalid uuid (not found)',
+    });
+    const broken = await json<{ error: string }>(`${base}/task/cancel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{broken',
+    });
+    expect(broken.error).toBeTruthy();
+  });
+
+  it('serves all.zip whole and in byte ranges', async () => {
+    const { uuid } = await json<{ uuid: string }>(`${base}/task/new`, {
+      method: 'POST',
+      body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, { options: '[{"name": "fake-output-mb", "value": 2}]' }),
+    });
+    await waitFor(base, uuid, [40]);
+    const url = `${base}/task/${uuid}/download/all.zip`;
+    const whole = Buffer.from(await (await fetch(url)).arrayBuffer());
+    const size = whole.length;
+    expect(size).toBeGreaterThan(2 * 2 ** 20);
+
+    const tail = await fetch(url, { headers: { Range: 'bytes=-100' } });
+    expect(tail.status).toBe(206);
+    expect(tail.headers.get('content-range')).toBe(`bytes ${size - 100}-${size - 1}/${size}`);
+    // Buffer.equals: a deep comparison of a megabyte byte by byte would take seconds.
+    expect(Buffer.from(await tail.arrayBuffer()).equals(whole.subarray(size - 100))).toBe(true);
+
+    const middle = await fetch(url, { headers: { Range: 'bytes=1000-1048575' } });
+    expect(middle.status).toBe(206);
+    expect(middle.headers.get('content-length')).toBe(String(1048575 - 1000 + 1));
+    expect(Buffer.from(await middle.arrayBuffer()).equals(whole.subarray(1000, 1048576))).toBe(true);
+
+    const beyond = await fetch(url, { headers: { Range: `bytes=${size}-` } });
+    expect(beyond.status).toBe(416);
+    expect(beyond.headers.get('content-range')).toBe(`bytes */${size}`);
+    await beyond.arrayBuffer();
+  });
+
+  it('stops its engines on close and resumes their tasks when started again', async () => {
+    const { uuid } = await json<{ uuid: string }>(`${base}/task/new`, {
+      method: 'POST',
+      body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, { options: '[{"name": "fake-seconds", "value": 1}]' }),
+    });
+    await waitFor(base, uuid, [20]);
+    await node.close();
+    node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
+    base = `http://127.0.0.1:${node.port}`;
+    const info = await waitFor(base, uuid, [40, 30]);
+    expect(info.status.code).toBe(40);
+    const output = (await json<string[]>(`${base}/task/${uuid}/output?line=0`)).join('\n');
+    expect(output).toContain('resuming the task');
+  });
+});
