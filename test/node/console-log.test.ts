@@ -1,11 +1,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConsoleLog, sliceStart } from '../../src/node/console-log.ts';
 
+const tempDirs: string[] = [];
+afterAll(() => tempDirs.forEach((dir) => fs.rmSync(dir, { recursive: true, force: true })));
+
 function tempFile(): string {
-  return path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'console-')), 'console.txt');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'aeromap-console-'));
+  tempDirs.push(dir);
+  return path.join(dir, 'console.txt');
 }
 
 describe('console output paging', () => {
