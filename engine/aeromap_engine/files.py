@@ -21,6 +21,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        # mkstemp makes the file private (0600); outputs are for whoever may read the project folder.
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -34,6 +36,7 @@ def atomic_dir(path: Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o755)  # mkdtemp makes the folder private
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)

@@ -28,6 +28,11 @@ class Project:
         return self.root / "geo.txt"
 
     @property
+    def images_json(self) -> Path:
+        """The photographs that passed the dataset stage and their metadata (ODM's format)."""
+        return self.root / "images.json"
+
+    @property
     def state_dir(self) -> Path:
         """Engine bookkeeping: stage completion markers and the options of the last successful run."""
         return self.root / ".aeromap"

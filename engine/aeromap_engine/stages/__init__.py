@@ -29,6 +29,12 @@ STAGE_NAMES: tuple[str, ...] = (
 # Stage name -> module (in this package) that does its work.
 _MODULES: dict[str, str] = {
     "dataset": "dataset",
+    "opensfm": "opensfm",
+    "openmvs": "openmvs",
+    "odm_filterpoints": "odm_filterpoints",
+    "odm_georeferencing": "odm_georeferencing",
+    "odm_dem": "odm_dem",
+    "odm_orthophoto": "odm_orthophoto",
 }
 
 

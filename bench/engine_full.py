@@ -1,0 +1,68 @@
+"""Whole engine pipeline on Brighton Beach: images to point cloud, DSM, DTM and orthophoto, then the same with
+fast-orthophoto. Prints each stage's time and peak memory (as the engine records them in odm_report/stats.json)
+and the wall time of each run.
+
+Usage: engine/.venv/bin/python bench/engine_full.py [WORK_DIR] [--only default|fast]
+WORK_DIR (default: a temporary folder) keeps the two projects, e.g. for bench/dense_quality.py WORK_DIR/default.
+The machine may be shared: timings are noisy, run twice when they matter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+IMAGES = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "brighton_beach" / "images"
+RUNS = {
+    "default": [{"name": "dsm", "value": True}, {"name": "dtm", "value": True}],
+    "fast": [{"name": "fast-orthophoto", "value": True}],
+}
+
+
+def run(name: str, root: Path) -> None:
+    project = root / name
+    (project / "images").mkdir(parents=True, exist_ok=True)
+    for image in sorted(IMAGES.iterdir()):
+        link = project / "images" / image.name
+        if not link.exists():
+            link.symlink_to(image)
+    options = project / "options.json"
+    options.write_text(json.dumps(RUNS[name] + [{"name": "rerun-all", "value": True}]))
+    began = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "aeromap_engine.cli", "run", str(project), "--options",
+                             str(options)], capture_output=True, text=True, env=dict(os.environ))
+    wall = time.monotonic() - began
+    if result.returncode != 0:
+        print(result.stdout[-3000:], result.stderr[-3000:])
+        raise SystemExit(f"{name} run failed with exit code {result.returncode}")
+    stats = json.loads((project / "odm_report" / "stats.json").read_text())
+    print(f"\n== {name}: {wall:.1f} s wall, peak memory "
+          f"{max(s['peak_memory_mb'] for s in stats['stages'].values()) / 1024:.2f} GiB")
+    print(f"{'stage':<20}{'seconds':>10}{'peak MB':>10}")
+    for stage, figures in stats["stages"].items():
+        print(f"{stage:<20}{figures['seconds']:>10.1f}{figures['peak_memory_mb']:>10.0f}")
+    cloud, ortho = stats.get("point_cloud", {}), stats.get("orthophoto", {})
+    print(f"point cloud: {cloud.get('points')} points ({cloud.get('source')}); orthophoto "
+          f"{ortho.get('width')}x{ortho.get('height')} px at {ortho.get('resolution_cm')} cm")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("work_dir", nargs="?")
+    parser.add_argument("--only", choices=tuple(RUNS))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="aeromap-bench-") as tmp:
+        root = Path(args.work_dir or tmp)
+        for name in RUNS:
+            if args.only in (None, name):
+                run(name, root)
+
+
+if __name__ == "__main__":
+    main()

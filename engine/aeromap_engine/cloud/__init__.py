@@ -1,0 +1,1 @@
+"""Point cloud math: the cloud type, outlier filtering, thinning and the surveyed area."""

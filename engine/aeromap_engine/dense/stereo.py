@@ -1,0 +1,84 @@
+"""Semi-global matching of a rectified pair (OpenCV StereoSGBM) into a depth map of the reference image."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from .camera import Pinhole
+from .rectify import RectifiedPair
+
+
+@dataclass(frozen=True)
+class SgbmSettings:
+    block_size: int = 5
+    uniqueness: int = 10  # percent by which the best cost must beat the second best
+    speckle_window: int = 100  # px: smaller blobs of consistent disparity are noise
+    speckle_range: int = 2  # px of disparity variation inside one blob
+    lr_max_diff: int = 1  # px: left-right consistency check
+    range_margin: float = 0.25  # fraction of the sparse points' disparity span searched beyond it on each side
+    min_margin: float = 8.0  # px
+
+
+@dataclass(frozen=True)
+class DisparitySearch:
+    minimum: int
+    count: int  # a multiple of 16, as StereoSGBM requires
+
+
+def disparity_search(sparse_disparities: np.ndarray, settings: SgbmSettings) -> DisparitySearch | None:
+    """The range to search, from the disparities of sparse points both views see (robust to a few outliers)."""
+    finite = sparse_disparities[np.isfinite(sparse_disparities)]
+    if len(finite) < 5:
+        return None
+    low, high = np.percentile(finite, [1, 99])
+    margin = max(settings.min_margin, settings.range_margin * (high - low))
+    minimum = math.floor(low - margin)
+    return DisparitySearch(minimum, 16 * math.ceil((high + margin - minimum) / 16))
+
+
+def rectified_images(pair: RectifiedPair, ref: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Rectified grey images of the pair and their validity masks (where each image has content)."""
+    size = (pair.width, pair.height)
+    out = []
+    for image, h in ((ref, pair.h_ref), (other, pair.h_other)):
+        out.append(cv2.warpPerspective(image, h, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE))
+        mask = np.full(image.shape[:2], 255, np.uint8)
+        out.append(cv2.warpPerspective(mask, h, size, flags=cv2.INTER_NEAREST) > 0)
+    return tuple(out)
+
+
+def match(ref_rect: np.ndarray, ref_mask: np.ndarray, other_rect: np.ndarray, other_mask: np.ndarray,
+          search: DisparitySearch, settings: SgbmSettings) -> np.ndarray:
+    """Disparity of every rectified reference pixel (float32, NaN where no reliable match was found)."""
+    block = settings.block_size
+    sgbm = cv2.StereoSGBM.create(
+        minDisparity=search.minimum, numDisparities=search.count, blockSize=block,
+        P1=8 * block * block, P2=32 * block * block, disp12MaxDiff=settings.lr_max_diff,
+        uniquenessRatio=settings.uniqueness, speckleWindowSize=settings.speckle_window,
+        speckleRange=settings.speckle_range, mode=cv2.STEREO_SGBM_MODE_SGBM_3WAY)
+    raw = sgbm.compute(ref_rect, other_rect)
+    disparity = raw.astype(np.float32) / 16.0
+    valid = (raw >= search.minimum * 16) & ref_mask
+    # The match must land on real content of the partner, not on the fill around its rectified outline.
+    rows, cols = np.nonzero(valid)
+    target = np.rint(cols - disparity[rows, cols]).astype(np.int64)
+    inside = (target >= 0) & (target < other_mask.shape[1])
+    keep = np.zeros(len(rows), dtype=bool)
+    keep[inside] = other_mask[rows[inside], target[inside]]
+    valid[rows[~keep], cols[~keep]] = False
+    disparity[~valid] = np.nan
+    return disparity
+
+
+def ref_depth(pair: RectifiedPair, disparity: np.ndarray, ref_pinhole: Pinhole, ref_rotation: np.ndarray
+              ) -> np.ndarray:
+    """Depth map on the reference pinhole grid from a rectified disparity map (nearest sampling: interpolating
+    across depth edges would invent surfaces)."""
+    resampled = cv2.warpPerspective(disparity, pair.h_ref, (ref_pinhole.width, ref_pinhole.height),
+                                    flags=cv2.INTER_NEAREST | cv2.WARP_INVERSE_MAP,
+                                    borderMode=cv2.BORDER_CONSTANT, borderValue=float("nan"))
+    return pair.ref_depth(resampled, ref_pinhole, ref_rotation)

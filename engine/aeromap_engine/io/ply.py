@@ -1,0 +1,73 @@
+"""Binary PLY point clouds (x, y, z, red, green, blue, views), the format of the intermediate clouds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..cloud.points import PointCloud
+from ..files import atomic_path
+
+_TYPES = {"float": "f4", "float32": "f4", "double": "f8", "float64": "f8", "uchar": "u1", "uint8": "u1",
+          "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4", "short": "i2", "ushort": "u2", "char": "i1"}
+_NAMES = {"f4": "float", "f8": "double", "u1": "uchar"}
+
+
+def _dtype(coordinates: np.dtype) -> np.dtype:
+    c = np.dtype(coordinates).str[1:]
+    return np.dtype([("x", "<" + c), ("y", "<" + c), ("z", "<" + c), ("red", "u1"), ("green", "u1"),
+                     ("blue", "u1"), ("views", "u1")])
+
+
+def write_ply(path: Path, cloud: PointCloud, comments: tuple[str, ...] = ()) -> None:
+    """Write atomically; float64 coordinates are kept (CRS coordinates need them), others become float32."""
+    coords = np.float64 if cloud.xyz.dtype == np.float64 else np.float32
+    dtype = _dtype(coords)
+    header = ["ply", "format binary_little_endian 1.0", *(f"comment {c}" for c in comments),
+              f"element vertex {len(cloud)}"]
+    header += [f"property {_NAMES[dtype[name].str[1:]]} {name}" for name in dtype.names]
+    header.append("end_header")
+    data = np.empty(len(cloud), dtype=dtype)
+    for i, axis in enumerate("xyz"):
+        data[axis] = cloud.xyz[:, i]
+    for i, band in enumerate(("red", "green", "blue")):
+        data[band] = cloud.rgb[:, i]
+    data["views"] = cloud.views
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(("\n".join(header) + "\n").encode("ascii"))
+            data.tofile(f)
+
+
+def read_ply(path: Path) -> PointCloud:
+    """Read a binary little-endian PLY's vertices; colour and views default to 0 and 1 when absent."""
+    with open(path, "rb") as f:
+        if f.readline().strip() != b"ply":
+            raise ValueError(f"{path} is not a PLY file")
+        fields, count, in_vertex = [], 0, False
+        while True:
+            line = f.readline()
+            if not line:
+                raise ValueError(f"{path}: PLY header has no end")
+            words = line.decode("ascii", "replace").split()
+            if not words or words[0] == "comment":
+                continue
+            if words[0] == "format" and words[1] != "binary_little_endian":
+                raise ValueError(f"{path}: only binary little-endian PLY is supported")
+            if words[0] == "element":
+                in_vertex = words[1] == "vertex"
+                if in_vertex:
+                    count = int(words[2])
+            elif words[0] == "property" and in_vertex:
+                fields.append((words[2], "<" + _TYPES[words[1]]))
+            elif words[0] == "end_header":
+                break
+        data = np.fromfile(f, dtype=np.dtype(fields), count=count)
+    names = data.dtype.names
+    coord_type = np.float64 if data.dtype["x"] == np.float64 else np.float32
+    xyz = np.stack([data[a] for a in "xyz"], axis=1).astype(coord_type)
+    rgb = (np.stack([data[b] for b in ("red", "green", "blue")], axis=1).astype(np.uint8)
+           if "red" in names else np.zeros((count, 3), np.uint8))
+    views = data["views"].astype(np.uint8) if "views" in names else np.ones(count, np.uint8)
+    return PointCloud(xyz, rgb, views)

@@ -1,0 +1,1 @@
+"""Structure from motion: features, pairs, matching, mapping and georeferencing of the reconstruction."""

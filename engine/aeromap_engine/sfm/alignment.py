@@ -1,0 +1,185 @@
+"""Bringing a reconstruction into the world frame: robust similarity to known positions, levelling by gravity,
+bundle adjustment with position priors.
+
+A few wild GPS fixes are common (a receiver still converging, a glitch at a turn), so alignments are robust:
+RANSAC first, then least squares on the positions that agree with the model to within a threshold that follows
+the data (a multiple of the median residual). A survey flown along one line cannot fix the roll about that line
+from positions alone: there the model is first levelled by the cameras' viewing directions, then turned only as
+far as it takes to lay its line onto the positions' line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pycolmap
+
+from .database import PositionPrior
+
+MIN_INLIER_ERROR = 0.1  # m; residuals below this always count as agreeing (RTK fixes are this good)
+# Residuals up to this many times the median agree with the model: about 6 standard deviations of Gaussian 3D
+# noise, so that only fixes that are plainly wrong are left out.
+INLIER_MEDIAN_FACTOR = 4.0
+MIN_ALIGNMENT_POINTS = 3
+COLLINEAR_RATIO = 0.05  # median distance from the principal line, over the length, below which points are a line
+
+
+AlignmentMode = Literal["full", "line", "level"]
+
+
+@dataclass(frozen=True)
+class SimilarityFit:
+    transform: pycolmap.Sim3d  # target from source
+    inliers: np.ndarray  # bool per position
+    mode: AlignmentMode
+
+
+def apply(transform: pycolmap.Sim3d, points: np.ndarray) -> np.ndarray:
+    """(N, 3) points through a similarity."""
+    matrix = np.asarray(transform.matrix())
+    return np.asarray(points, dtype=np.float64) @ matrix[:, :3].T + matrix[:, 3]
+
+
+def is_collinear(points: np.ndarray) -> bool:
+    """Whether points spread along one line only (a corridor flight), leaving the roll about it unknown. Judged
+    by the median distance from the principal line, so that one point pulled aside does not make a plane."""
+    centred = points - points.mean(axis=0)
+    _, singular, axes = np.linalg.svd(centred, full_matrices=False)
+    if singular[0] == 0:
+        return True
+    off_line = centred - np.outer(centred @ axes[0], axes[0])
+    extent = np.ptp(centred @ axes[0])
+    return float(np.median(np.linalg.norm(off_line, axis=1))) < COLLINEAR_RATIO * extent
+
+
+def robust_similarity(source: np.ndarray, target: np.ndarray, max_error: float,
+                      mode: AlignmentMode = "full") -> SimilarityFit | None:
+    """Similarity taking `source` points onto `target` points, ignoring those that disagree.
+
+    mode "full": all seven parameters from the points. "line": the points spread along one line; the source is
+    levelled and keeps its roll about the line. "level": the source is levelled and the target heights are not
+    trusted; heading, scale and horizontal position come from horizontal coordinates, the height offset from
+    the median difference.
+    """
+    if len(source) < MIN_ALIGNMENT_POINTS:
+        return None
+    if mode == "full":
+        options = pycolmap.RANSACOptions()
+        options.max_error = max_error
+        options.random_seed = 1
+        estimate = pycolmap.estimate_sim3d_robust(source, target, options)
+        transform = estimate["tgt_from_src"] if estimate else None
+    else:
+        transform = _ESTIMATORS[mode](source, target)
+    if transform is None:
+        return None
+    compared = slice(0, 2) if mode == "level" else slice(0, 3)
+    inliers = np.ones(len(source), dtype=bool)
+    for _ in range(3):
+        residuals = np.linalg.norm((apply(transform, source) - target)[:, compared], axis=1)
+        threshold = min(max_error, max(MIN_INLIER_ERROR, INLIER_MEDIAN_FACTOR * float(np.median(residuals))))
+        agreeing = residuals <= threshold
+        if agreeing.sum() < MIN_ALIGNMENT_POINTS or np.array_equal(agreeing, inliers):
+            break
+        inliers = agreeing
+        refit = _ESTIMATORS[mode](source[inliers], target[inliers])
+        if refit is None:
+            break
+        transform = refit
+    return SimilarityFit(transform, inliers, mode)
+
+
+def similarity_about_vertical(source: np.ndarray, target: np.ndarray) -> pycolmap.Sim3d:
+    """Least-squares heading, scale and horizontal shift between the horizontal coordinates of a levelled source
+    and a target, with the median height difference as the vertical shift."""
+    source_centre, target_centre = source[:, :2].mean(axis=0), target[:, :2].mean(axis=0)
+    a, b = source[:, :2] - source_centre, target[:, :2] - target_centre
+    h = a.T @ b
+    angle = np.arctan2(h[0, 1] - h[1, 0], h[0, 0] + h[1, 1])
+    rotation = pycolmap.Rotation3d(np.array([0.0, 0.0, angle])).matrix()
+    scale = float(np.sum((a @ rotation[:2, :2].T) * b) / max(np.sum(a * a), 1e-12))
+    shift = target_centre - scale * rotation[:2, :2] @ source_centre
+    height = float(np.median(target[:, 2] - scale * source[:, 2]))
+    return pycolmap.Sim3d(scale, pycolmap.Rotation3d(rotation), np.array([shift[0], shift[1], height]))
+
+
+def similarity_along_line(source: np.ndarray, target: np.ndarray) -> pycolmap.Sim3d:
+    """Least-squares similarity between points spread along a line, for a levelled source: it turns the source
+    line's heading onto the target line's (about the vertical), then tilts it onto the target's slope about the
+    horizontal axis across the line, so the roll about the line stays level."""
+    source_centre, target_centre = source.mean(axis=0), target.mean(axis=0)
+    a, b = source - source_centre, target - target_centre
+    along_source, along_target = (np.linalg.svd(x, full_matrices=False)[2][0] for x in (a, b))
+    if np.dot(a @ along_source, b @ along_target) < 0:
+        along_target = -along_target
+    heading = np.arctan2(along_target[1], along_target[0]) - np.arctan2(along_source[1], along_source[0])
+    turn = pycolmap.Rotation3d(np.array([0.0, 0.0, heading])).matrix()
+    rotation = rotation_between(turn @ along_source, along_target) @ turn
+    scale = float(np.sum((a @ rotation.T) * b) / max(np.sum(a * a), 1e-12))
+    translation = target_centre - scale * rotation @ source_centre
+    return pycolmap.Sim3d(scale, pycolmap.Rotation3d(rotation), translation)
+
+
+def rotation_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The smallest rotation (3x3) taking unit vector u onto unit vector v."""
+    axis = np.cross(u, v)
+    angle = np.arctan2(np.linalg.norm(axis), float(np.dot(u, v)))
+    if np.linalg.norm(axis) < 1e-12:  # parallel: nothing to do, or opposite: half a turn about any normal
+        axis = np.cross(u, [1.0, 0.0, 0.0] if abs(u[0]) < 0.9 else [0.0, 1.0, 0.0])
+    return pycolmap.Rotation3d(axis / np.linalg.norm(axis) * angle).matrix()
+
+
+_ESTIMATORS = {"full": pycolmap.estimate_sim3d, "line": similarity_along_line,
+               "level": similarity_about_vertical}
+
+
+def gravity_direction(reconstruction: pycolmap.Reconstruction, pitch_by_name: dict[str, float]) -> np.ndarray:
+    """The model's downward direction: each camera looks down at its pitch (degrees from nadir, from the
+    metadata; nadir when unknown) with a level image x axis, which puts gravity at (0, sin p, cos p) in the
+    camera frame. The average over all cameras is robust to gimbal wobble."""
+    total = np.zeros(3)
+    for image in reconstruction.images.values():
+        if not image.has_pose:
+            continue
+        pitch = np.deg2rad(pitch_by_name.get(image.name, 0.0))
+        down_in_camera = np.array([0.0, np.sin(pitch), np.cos(pitch)])
+        total += image.cam_from_world().rotation.matrix().T @ down_in_camera
+    norm = np.linalg.norm(total)
+    return total / norm if norm > 0 else np.array([0.0, 0.0, -1.0])
+
+
+def levelling_transform(down: np.ndarray) -> pycolmap.Sim3d:
+    """The rotation that takes the unit direction `down` onto -Z."""
+    rotation = rotation_between(np.asarray(down, dtype=np.float64), np.array([0.0, 0.0, -1.0]))
+    return pycolmap.Sim3d(1.0, pycolmap.Rotation3d(rotation), np.zeros(3))
+
+
+def adjust_with_priors(reconstruction: pycolmap.Reconstruction, priors: dict[str, PositionPrior],
+                       refine_intrinsics: bool, threads: int) -> None:
+    """Bundle adjustment in which the given camera positions pull on the cameras, each by its accuracy, through
+    a robust loss (a fix far from the model loses its pull instead of bending the model)."""
+    colmap_priors, config = [], pycolmap.BundleAdjustmentConfig()
+    for image_id in reconstruction.reg_image_ids():
+        image = reconstruction.image(image_id)
+        config.add_image(image_id)
+        if image.name in priors:
+            colmap_priors.append(priors[image.name].to_colmap(image.data_id))
+    options = _bundle_options(refine_intrinsics, threads)
+    prior_options = pycolmap.PosePriorBundleAdjustmentOptions()
+    prior_options.ceres.prior_position_loss_function_type = pycolmap.LossFunctionType.CAUCHY
+    pycolmap.create_pose_prior_bundle_adjuster(options, prior_options, config, colmap_priors,
+                                               reconstruction).solve()
+    reconstruction.update_point_3d_errors()
+
+
+def _bundle_options(refine_intrinsics: bool, threads: int) -> pycolmap.BundleAdjustmentOptions:
+    options = pycolmap.BundleAdjustmentOptions()
+    options.print_summary = False
+    options.refine_focal_length = refine_intrinsics
+    options.refine_extra_params = refine_intrinsics
+    # Matches that survived mapping are mostly right; a soft loss keeps the rest from dragging the cameras.
+    options.ceres.loss_function_type = pycolmap.LossFunctionType.SOFT_L1
+    options.ceres.solver_options.num_threads = threads
+    return options

@@ -1,0 +1,82 @@
+"""Camera models: which lens model each camera gets, its starting calibration, and ODM's cameras.json form.
+
+The camera-lens option takes ODM's projection names; each maps to the COLMAP model with the same equations:
+
+| camera-lens    | COLMAP model    | parameters                     |
+|----------------|-----------------|--------------------------------|
+| perspective    | RADIAL          | f, k1, k2                      |
+| brown          | OPENCV          | fx, fy, k1, k2, p1, p2         |
+| fisheye        | RADIAL_FISHEYE  | f, k1, k2                      |
+| fisheye_opencv | OPENCV_FISHEYE  | fx, fy, k1, k2, k3, k4         |
+
+"auto" takes the projection the photographs declare, else one focal length and one radial coefficient
+(SIMPLE_RADIAL, written to cameras.json as a perspective camera with k2 = 0). Drone cameras mostly correct their
+lens in-camera, and on flat nadir surveys every extra distortion term trades off against the shape of the model
+(the bowl effect), so the lean model is the safer default; the others remain a choice away. Principal points
+stay at the image centre: a survey flown at one height cannot tell them from the camera positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pycolmap
+
+from ..photo import Photo
+
+LENS_MODELS = {"perspective": "RADIAL", "brown": "OPENCV", "fisheye": "RADIAL_FISHEYE",
+               "fisheye_opencv": "OPENCV_FISHEYE"}
+AUTO_MODEL = "SIMPLE_RADIAL"
+LENS_CHOICES = ("auto",) + tuple(LENS_MODELS)
+
+
+@dataclass(frozen=True)
+class CameraKind:
+    """What makes photographs share one calibration: same body, image size, lens and focal length."""
+
+    make: str
+    model: str
+    width: int
+    height: int
+    projection: str  # ODM's projection name written to cameras.json
+    colmap_model: str
+    focal_ratio: float
+
+    @property
+    def odm_id(self) -> str:
+        """The camera's key in ODM's cameras.json and shots."""
+        return " ".join(["v2", self.make, self.model, str(self.width), str(self.height), self.projection,
+                         str(float(self.focal_ratio))[:6]]).lower()
+
+    def initial_camera(self) -> pycolmap.Camera:
+        focal = self.focal_ratio * max(self.width, self.height)
+        return pycolmap.Camera.create_from_model_name(0, self.colmap_model, focal, self.width, self.height)
+
+
+def camera_kind(photo: Photo, lens: str) -> CameraKind:
+    projection = lens if lens != "auto" else (photo.camera_projection or "")
+    model = LENS_MODELS.get(projection)
+    if model is None:
+        projection, model = "perspective", AUTO_MODEL
+    return CameraKind(photo.camera_make.strip() or "unknown", photo.camera_model.strip() or "unknown",
+                      photo.width, photo.height, projection, model, round(photo.focal_ratio, 4))
+
+
+def odm_camera(camera: pycolmap.Camera, projection: str) -> dict[str, float | int | str]:
+    """A calibrated camera in OpenSfM's normalised form (lengths over the larger image side, principal point
+    relative to the image centre), as ODM's cameras.json holds it."""
+    size = float(max(camera.width, camera.height))
+    p = dict(zip((name.strip() for name in camera.params_info.split(",")), map(float, camera.params)))
+    out: dict[str, float | int | str] = {"projection_type": projection, "width": camera.width,
+                                         "height": camera.height}
+    if "f" in p:
+        # SIMPLE_RADIAL names its one coefficient k.
+        out.update(focal=p["f"] / size, k1=p.get("k1", p.get("k", 0.0)), k2=p.get("k2", 0.0))
+        return out
+    out.update(focal_x=p["fx"] / size, focal_y=p["fy"] / size, c_x=(p["cx"] - camera.width / 2.0) / size,
+               c_y=(p["cy"] - camera.height / 2.0) / size, k1=p["k1"], k2=p["k2"])
+    if projection == "brown":
+        out.update(p1=p["p1"], p2=p["p2"], k3=0.0)
+    else:
+        out.update(k3=p["k3"], k4=p["k4"])
+    return out

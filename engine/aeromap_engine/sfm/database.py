@@ -1,0 +1,139 @@
+"""The COLMAP database that matching and mapping read: cameras, images, features, position priors, matches."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pycolmap
+
+from .features import Features
+
+PROGRESS_INTERVAL = 1.0  # seconds between progress reports while matching
+
+
+@dataclass(frozen=True)
+class PositionPrior:
+    """A camera position in the world frame and its standard deviations (metres)."""
+
+    position: np.ndarray
+    horizontal_stddev: float
+    vertical_stddev: float
+
+    def to_colmap(self, data_id: pycolmap.data_t) -> pycolmap.PosePrior:
+        prior = pycolmap.PosePrior()
+        prior.position = np.asarray(self.position, dtype=np.float64)
+        prior.position_covariance = np.diag([self.horizontal_stddev ** 2] * 2 + [self.vertical_stddev ** 2])
+        prior.coordinate_system = pycolmap.PosePriorCoordinateSystem.CARTESIAN
+        prior.corr_data_id = data_id
+        return prior
+
+
+@contextlib.contextmanager
+def open_database(path: Path, cameras: list[pycolmap.Camera]) -> Iterator["ImageWriter"]:
+    """A fresh database holding the cameras, open for images to be added one by one (so that features need not
+    all be held in memory). Each camera is its own rig, and each image its own frame, as COLMAP models
+    single-camera photographs."""
+    path.unlink(missing_ok=True)
+    database = pycolmap.Database.open(path)
+    try:
+        camera_ids, rig_ids = [], []
+        for camera in cameras:
+            camera_id = database.write_camera(camera)
+            rig = pycolmap.Rig()
+            rig.add_ref_sensor(pycolmap.sensor_t(pycolmap.SensorType.CAMERA, camera_id))
+            camera_ids.append(camera_id)
+            rig_ids.append(database.write_rig(rig))
+        yield ImageWriter(database, camera_ids, rig_ids)
+    finally:
+        database.close()
+
+
+@dataclass(frozen=True)
+class ImageWriter:
+    database: pycolmap.Database
+    camera_ids: list[int]  # database id of each camera, in the order given
+    rig_ids: list[int]
+
+    def add(self, name: str, camera_index: int, features: Features, prior: PositionPrior | None) -> None:
+        camera_id = self.camera_ids[camera_index]
+        image_id = self.database.write_image(pycolmap.Image(name=name, camera_id=camera_id))
+        data_id = pycolmap.Image(name=name, camera_id=camera_id, image_id=image_id).data_id
+        frame = pycolmap.Frame()
+        frame.rig_id = self.rig_ids[camera_index]
+        frame.add_data_id(data_id)
+        self.database.write_frame(frame)
+        self.database.write_keypoints(image_id, features.keypoints)
+        self.database.write_descriptors(image_id, pycolmap.FeatureDescriptors(pycolmap.FeatureExtractorType.SIFT,
+                                                                              features.descriptors))
+        if prior is not None:
+            self.database.write_pose_prior(prior.to_colmap(data_id))
+
+
+def match_pairs(path: Path, pairs: list[tuple[str, str]], list_file: Path, threads: int,
+                progress: Callable[[float], None]) -> None:
+    """Match descriptors and verify the two-view geometry of the given image pairs, in one call: the matcher
+    builds a search index per image, which separate calls would build again."""
+    list_file.write_text("".join(f"{a} {b}\n" for a, b in pairs))
+    matching = pycolmap.FeatureMatchingOptions()
+    matching.num_threads = threads
+    pairing = pycolmap.ImportedPairingOptions()
+    pairing.match_list_path = str(list_file)
+    verification = pycolmap.TwoViewGeometryOptions()
+    verification.ransac.num_threads = 1  # pairs already run in parallel
+    with _watch_verified_pairs(path, len(pairs), progress):
+        pycolmap.match_image_pairs(path, matching_options=matching, pairing_options=pairing,
+                                   verification_options=verification, device=pycolmap.Device.cpu)
+
+
+@contextlib.contextmanager
+def _watch_verified_pairs(path: Path, total: int, progress: Callable[[float], None]) -> Iterator[None]:
+    """Report the share of pairs done while COLMAP matches (it releases the interpreter, and commits each
+    verified pair to the database as it goes)."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(PROGRESS_INTERVAL):
+            try:
+                with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.1)) as db:
+                    done = db.execute("SELECT COUNT(*) FROM two_view_geometries").fetchone()[0]
+            except sqlite3.Error:
+                continue  # the matcher holds the lock; try at the next tick
+            progress(min(1.0, done / max(1, total)))
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+    progress(1.0)
+
+
+def drop_priors(path: Path, names: list[str]) -> None:
+    """Remove the position priors of the named images."""
+    database = pycolmap.Database.open(path)
+    try:
+        dropped = {database.read_image_with_name(name).image_id for name in names}
+        kept = [p for p in database.read_all_pose_priors() if p.corr_data_id.id not in dropped]
+        database.clear_pose_priors()
+        for prior in kept:
+            database.write_pose_prior(prior)
+    finally:
+        database.close()
+
+
+def overlapping_pair_count(path: Path, min_inliers: int) -> int:
+    """How many matched pairs passed geometric verification with at least `min_inliers` matches."""
+    database = pycolmap.Database.open(path)
+    try:
+        _, geometries = database.read_two_view_geometries()
+    finally:
+        database.close()
+    return sum(len(g.inlier_matches) >= min_inliers for g in geometries)

@@ -1,0 +1,76 @@
+"""Camera poses and sparse points from the verified matches: COLMAP's incremental or global (GLOMAP) mapper."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pycolmap
+
+from ..log import log
+
+SFM_ALGORITHMS = ("incremental", "global")
+SEED = 1  # fixed, so that runs on the same data differ only by the order of parallel sums
+
+
+@dataclass(frozen=True)
+class MappingSettings:
+    algorithm: str  # one of SFM_ALGORITHMS
+    threads: int
+    refine_intrinsics: bool
+    use_position_priors: bool
+
+
+def reconstruct(database: Path, images_dir: Path, work_dir: Path, settings: MappingSettings,
+                on_registered: Callable[[], None]) -> tuple[pycolmap.Reconstruction | None, str]:
+    """The largest reconstruction found (None when no pair of images could start one) and the algorithm that
+    found it."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    if settings.algorithm == "global":
+        models = pycolmap.global_mapping(database, images_dir, work_dir, _global_options(settings))
+        if models:
+            return _largest(models), "global"
+        # Rotation averaging can fail on small or weakly linked view graphs, and on flat ground seen straight
+        # down (two-view geometry is then a plane's, with two readings), where adding images one by one works.
+        log.warning("Global mapping found no model; mapping incrementally instead")
+    models = pycolmap.incremental_mapping(database, images_dir, work_dir, _incremental_options(settings),
+                                          next_image_callback=on_registered)
+    return (_largest(models) if models else None), "incremental"
+
+
+def _largest(models: dict[int, pycolmap.Reconstruction]) -> pycolmap.Reconstruction:
+    return max(models.values(), key=lambda r: (r.num_reg_images(), r.num_points3D()))
+
+
+def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipelineOptions:
+    options = pycolmap.IncrementalPipelineOptions()
+    options.num_threads = settings.threads
+    options.random_seed = SEED
+    options.extract_colors = False  # done once, on the final model
+    options.min_model_size = 3  # keep small surveys' models; the largest is chosen anyway
+    # Global adjustment after every 25 % growth of the model instead of 10 %: it is the mapper's main cost on
+    # large surveys, local adjustments keep the model in shape in between, and the last one is always run.
+    options.ba_global_frames_ratio = 1.25
+    options.ba_global_points_ratio = 1.25
+    options.ba_refine_focal_length = settings.refine_intrinsics
+    options.ba_refine_extra_params = settings.refine_intrinsics
+    options.use_prior_position = settings.use_position_priors
+    # GPS fixes can be wildly wrong; a robust loss keeps them from bending the model. Its scale, in standard
+    # deviations, is the 95 % bound of 3D Gaussian noise, as in the final adjustment with priors (COLMAP's
+    # mapper default is that bound squared, which leaves a fix four deviations off with 80 % of its pull).
+    options.use_robust_loss_on_prior_position = True
+    options.prior_position_loss_scale = pycolmap.CeresPosePriorBundleAdjustmentOptions().prior_position_loss_scale
+    return options
+
+
+def _global_options(settings: MappingSettings) -> pycolmap.GlobalPipelineOptions:
+    options = pycolmap.GlobalPipelineOptions()
+    options.num_threads = settings.threads
+    options.random_seed = SEED
+    options.min_model_size = 3
+    options.mapper.num_threads = settings.threads
+    options.mapper.random_seed = SEED
+    options.mapper.bundle_adjustment.refine_focal_length = settings.refine_intrinsics
+    options.mapper.bundle_adjustment.refine_extra_params = settings.refine_intrinsics
+    return options

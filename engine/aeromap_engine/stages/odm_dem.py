@@ -1,0 +1,125 @@
+"""Elevation models: odm_dem/dsm.tif (the highest surface) and odm_dem/dtm.tif (the bare terrain, from the
+ground points SMRF finds), float32 GeoTIFFs with nodata outside the surveyed area, built tile by tile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import cv2
+import numpy as np
+
+from ..cloud.boundary import Boundary
+from ..dem.grid import Grid, PointIndex
+from ..dem.smrf import SmrfSettings, is_ground, terrain
+from ..dem.surface import CoarseSurface, SurfaceSettings, surface
+from ..georef import Georef
+from ..io.geotiff import RasterFormat, TiledRaster
+from ..io.ply import read_ply
+from ..log import log
+from ..options import Option
+from .odm_filterpoints import filtered_cloud_path, load_boundary
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("dsm", "bool", False, "Build a Digital Surface Model (the ground and everything on it).", "odm_dem"),
+    Option("dtm", "bool", False, "Build a Digital Terrain Model (the bare ground: the points a simple "
+           "morphological filter classifies as ground). Tune with the smrf-* options.", "odm_dem"),
+    Option("dem-resolution", "float", 5.0, "Resolution of the DSM and DTM in cm per pixel. It is never finer "
+           "than the images' ground sampling distance allows, unless ignore-gsd is set.", "odm_dem", minimum=0.1),
+    Option("dem-gapfill-steps", "int", 3, "Rings of cells grown into small gaps of the elevation models, before "
+           "larger gaps are interpolated. 0 grows none.", "odm_dem", minimum=0, domain_text="positive integer"),
+    Option("smrf-scalar", "float", 1.25, "Simple Morphological Filter: extra ground threshold per unit of "
+           "terrain slope.", "odm_dem", minimum=0),
+    Option("smrf-slope", "float", 0.15, "Simple Morphological Filter: the steepest terrain slope (rise over "
+           "run) still taken as ground.", "odm_dem", minimum=0),
+    Option("smrf-threshold", "float", 0.5, "Simple Morphological Filter: height in metres above or below the "
+           "terrain within which a point is ground.", "odm_dem", minimum=0),
+    Option("smrf-window", "float", 18.0, "Simple Morphological Filter: radius in metres of the largest object "
+           "(tree, building) to remove from the terrain.", "odm_dem", minimum=1),
+    Option("ignore-gsd", "bool", False, "Do not limit the resolution of the elevation models and the "
+           "orthophoto to what the images' ground sampling distance supports (slower, more memory).", "odm_dem"),
+    Option("cog", "bool", True, "Write the elevation models and the orthophoto as Cloud-Optimized GeoTIFFs "
+           "(false: plain tiled GeoTIFFs).", "odm_dem"),
+]
+WEIGHT = 0.6
+
+TILE = 2048  # cells per tile side
+MARGIN = 64  # cells of context around a tile, for gap growing and smoothing
+COARSE_FACTOR = 10  # the gap-filling surface is this many times coarser than the model
+NODATA = -9999.0
+
+
+def output_resolution(project: "Project", requested_cm: float, ignore_gsd: bool) -> float:
+    """Metres per pixel: the requested resolution, but no finer than 0.9 x the mean GSD (ODM's cap: finer
+    pixels would only interpolate what the images did not resolve)."""
+    gsd = project.read_stats().get("reconstruction", {}).get("gsd_cm")
+    if ignore_gsd or not gsd:
+        return requested_cm / 100.0
+    capped = max(requested_cm, 0.9 * float(gsd))
+    if capped > requested_cm:
+        log.info("Resolution %.2f cm/px is finer than the images resolve (GSD %.2f cm): using %.2f cm/px",
+                 requested_cm, gsd, capped)
+    return capped / 100.0
+
+
+def dem_path(project: "Project", kind: str) -> Path:
+    return project.path("odm_dem", f"{kind}.tif")
+
+
+def boundary_mask(boundary: Boundary, grid: Grid) -> np.ndarray:
+    """Cells of the grid the (convex) boundary covers, the cells its edges cross included."""
+    subpixel = 16  # fillConvexPoly takes fixed-point vertices
+    col = ((boundary.vertices[:, 0] - grid.x0) / grid.resolution - 0.5) * subpixel
+    row = ((grid.y1 - boundary.vertices[:, 1]) / grid.resolution - 0.5) * subpixel
+    mask = np.zeros((grid.height, grid.width), np.uint8)
+    cv2.fillConvexPoly(mask, np.rint(np.c_[col, row]).astype(np.int32), 1, shift=4)
+    return mask.astype(bool)
+
+
+def write_model(path: Path, xyz: np.ndarray, boundary: Boundary, resolution: float, settings: SurfaceSettings,
+                georef: Georef, fmt: RasterFormat) -> Grid:
+    """One elevation model of the points over the boundary, written tile by tile."""
+    grid = Grid.covering(boundary.bounds, resolution)
+    coarse = CoarseSurface.of(xyz, grid.bounds, resolution * COARSE_FACTOR)
+    index = PointIndex(xyz, resolution * TILE)
+    with TiledRaster(path, grid, georef.crs, georef.offset, 1, "float32", fmt, nodata=NODATA) as out:
+        for core, padded in grid.tiles(TILE, MARGIN):
+            padded_grid = grid.sub(padded)
+            values = surface(index.near(padded_grid.bounds), padded_grid, coarse, settings)[core.inside(padded)]
+            values[~boundary_mask(boundary, grid.sub(core))] = NODATA
+            out.write(core, values)
+    return grid
+
+
+def run(ctx: "StageContext") -> None:
+    project, options = ctx.project, ctx.options
+    for kind in ("dsm", "dtm"):
+        dem_path(project, kind).unlink(missing_ok=True)  # no stale model from a run with other options
+    if not (options.dsm or options.dtm):
+        log.info("Neither dsm nor dtm requested: no elevation models")
+        return
+    georef = Georef.load(project)
+    xyz = read_ply(filtered_cloud_path(project)).xyz
+    boundary = load_boundary(project, georef)
+    resolution = output_resolution(project, options.dem_resolution, options.ignore_gsd)
+    fmt = RasterFormat(cog=options.cog)
+    figures: dict = {"resolution_cm": round(resolution * 100, 3)}
+    if options.dsm:
+        grid = write_model(dem_path(project, "dsm"), xyz, boundary, resolution,
+                           SurfaceSettings("max", options.dem_gapfill_steps), georef, fmt)
+        figures["dsm"] = {"width": grid.width, "height": grid.height}
+        ctx.progress(0.4)
+    if options.dtm:
+        smrf = SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
+        ground = is_ground(xyz, terrain(xyz, boundary.bounds, smrf), smrf)
+        grid = write_model(dem_path(project, "dtm"), xyz[ground], boundary, resolution,
+                           SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt)
+        figures["dtm"] = {"width": grid.width, "height": grid.height, "ground_points": int(ground.sum()),
+                          "ground_fraction": round(float(ground.mean()), 3)}
+    project.update_stats("dem", figures)
+    log.info("Elevation models at %.1f cm/px: %s", resolution * 100,
+             ", ".join(k for k in ("dsm", "dtm") if options.values[k]))

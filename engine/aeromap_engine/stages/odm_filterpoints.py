@@ -1,0 +1,109 @@
+"""Point cloud filtering: outliers, thinning and cropping to the surveyed area.
+
+Reads the dense cloud (or, with fast-orthophoto, the sparse points, opensfm/sparse.ply); writes
+odm_filterpoints/point_cloud.ply (world frame) and odm_filterpoints/bounds.geojson (the surveyed area, in the
+output CRS), which the elevation models and the orthophoto are cropped to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pycolmap
+
+from ..cloud.boundary import Boundary, camera_boundary
+from ..cloud.filters import statistical_inliers, thin
+from ..dense.views import SparseModel, sparse_model
+from ..errors import InputError
+from ..georef import Georef
+from ..io.geojson import read_polygon, write_polygon
+from ..io.ply import read_ply, write_ply
+from ..log import log
+from ..options import Option
+from .openmvs import dense_cloud_path, reconstruction_dir
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("pc-filter", "float", 5.0,
+           "Remove points whose mean distance to their 16 nearest neighbours is more than this many standard "
+           "deviations above the average. 0 turns the filter off.", "odm_filterpoints", minimum=0),
+    Option("pc-sample", "float", 0.0,
+           "Thin the point cloud to about one point per N metres (removes duplicates, limits the cloud's "
+           "resolution). 0 keeps every point.", "odm_filterpoints", minimum=0),
+    Option("auto-boundary", "bool", False,
+           "Limit the reconstruction to an area around the camera positions, which removes far-away background "
+           "(sky, distant landscape) seen by oblique images.", "odm_filterpoints"),
+    Option("auto-boundary-distance", "float", 0.0,
+           "Distance in metres between the camera positions and the edge of the automatic boundary. 0 chooses "
+           "it from the flight height and the cameras' field of view.", "odm_filterpoints", minimum=0),
+    Option("crop", "float", 3.0,
+           "Crop the outputs to the surveyed area shrunk by N metres, which removes the unreliable edges. "
+           "0 turns cropping off.", "odm_filterpoints", minimum=0),
+]
+WEIGHT = 0.5
+
+
+def filtered_cloud_path(project: "Project") -> Path:
+    return project.path("odm_filterpoints", "point_cloud.ply")
+
+
+def bounds_path(project: "Project") -> Path:
+    return project.path("odm_filterpoints", "bounds.geojson")
+
+
+def load_boundary(project: "Project", georef: Georef) -> Boundary:
+    """The surveyed area in the world frame."""
+    return Boundary(read_polygon(bounds_path(project)) - np.asarray(georef.offset))
+
+
+def sparse_cloud_path(project: "Project") -> Path:
+    return project.path("opensfm", "sparse.ply")
+
+
+def _auto_boundary_distance(model: SparseModel) -> float:
+    """Half the diagonal of an image's ground footprint, averaged over the views: the area the cameras see."""
+    ground = float(np.median(model.points[:, 2]))
+    radii = [max(v.center[2] - ground, 0.0) * 0.5 * np.hypot(v.camera.width, v.camera.height)
+             / v.camera.mean_focal_length() for v in model.views]
+    return float(np.mean(radii))
+
+
+def run(ctx: "StageContext") -> None:
+    project, options = ctx.project, ctx.options
+    georef = Georef.load(project)
+    cloud = read_ply(sparse_cloud_path(project) if options.fast_orthophoto else dense_cloud_path(project))
+    figures: dict = {"source": "sparse" if options.fast_orthophoto else "dense", "input_points": len(cloud)}
+
+    if options.auto_boundary:
+        model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
+        distance = options.auto_boundary_distance or _auto_boundary_distance(model)
+        area = camera_boundary(np.array([v.center[:2] for v in model.views]), distance)
+        cloud = cloud.subset(area.contains(cloud.xyz[:, :2].astype(np.float64)))
+        log.info("Auto boundary %.1f m around the cameras keeps %d points", distance, len(cloud))
+    if options.pc_filter > 0:
+        cloud = cloud.subset(statistical_inliers(cloud.xyz, options.pc_filter, workers=options.max_concurrency))
+        figures["after_outlier_filter"] = len(cloud)
+    if options.pc_sample > 0:
+        cloud = cloud.subset(thin(cloud.xyz, options.pc_sample))
+        figures["after_sampling"] = len(cloud)
+
+    boundary = Boundary.around(cloud.xyz[:, :2].astype(np.float64)) if len(cloud) >= 3 else None
+    if boundary is None:
+        raise InputError("The point cloud is empty or spans no area after filtering")
+    if options.crop > 0:
+        boundary = boundary.shrunk(options.crop)
+        if boundary is None:
+            raise InputError(f"Nothing is left of the surveyed area after cropping {options.crop:g} m off its edges")
+        cloud = cloud.subset(boundary.contains(cloud.xyz[:, :2].astype(np.float64)))
+
+    write_ply(filtered_cloud_path(project), cloud)
+    write_polygon(bounds_path(project), boundary.vertices + np.asarray(georef.offset), georef.crs)
+    figures.update({"points": len(cloud), "area_m2": round(boundary.area, 1),
+                    "density_per_m2": round(len(cloud) / max(boundary.area, 1e-9), 2)})
+    project.update_stats("point_cloud", figures)
+    log.info("Filtered point cloud: %d points over %.0f m2", len(cloud), boundary.area)

@@ -1,0 +1,52 @@
+"""Georeferenced point cloud: the filtered cloud moved back into the CRS (offset added) and written as LAZ
+(always), LAS (pc-las), CSV (pc-csv) and PLY under odm_georeferencing/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..cloud.points import PointCloud
+from ..georef import Georef
+from ..io.ply import read_ply, write_ply
+from ..io.pointcloud import write_csv, write_las
+from ..log import log
+from ..options import Option
+from .odm_filterpoints import filtered_cloud_path
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("pc-las", "bool", False, "Also write the georeferenced point cloud in LAS format.", "odm_georeferencing"),
+    Option("pc-csv", "bool", False, "Also write the georeferenced point cloud in CSV format (X,Y,Z,Red,Green,Blue).",
+           "odm_georeferencing"),
+]
+WEIGHT = 0.2
+
+
+def model_path(project: "Project", extension: str) -> Path:
+    return project.path("odm_georeferencing", f"odm_georeferenced_model.{extension}")
+
+
+def run(ctx: "StageContext") -> None:
+    project, options = ctx.project, ctx.options
+    georef = Georef.load(project)
+    local = read_ply(filtered_cloud_path(project))
+    # Float64 from here on: CRS coordinates (northings of millions of metres) need it for millimetres.
+    cloud = PointCloud(local.xyz.astype(np.float64) + [georef.offset[0], georef.offset[1], 0.0], local.rgb,
+                       local.views)
+    for name in ("las", "csv"):
+        model_path(project, name).unlink(missing_ok=True)  # no stale output from a run with other options
+    write_las(model_path(project, "laz"), cloud, georef.crs, compress=True)
+    ctx.progress(0.5)
+    if options.pc_las:
+        write_las(model_path(project, "las"), cloud, georef.crs, compress=False)
+    if options.pc_csv:
+        write_csv(model_path(project, "csv"), cloud)
+    write_ply(model_path(project, "ply"), cloud, comments=(f"crs {georef.crs}",) if georef.crs else ())
+    log.info("Georeferenced point cloud: %d points%s", len(cloud), f" in {georef.crs}" if georef.crs else
+             " (local frame, no CRS)")

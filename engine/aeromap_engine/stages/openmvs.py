@@ -1,0 +1,171 @@
+"""Dense point cloud: stereo partners per image, rectification, semi-global matching, multi-view fusion.
+
+Reads the sparse reconstruction (opensfm/reconstruction, a COLMAP model in the engine's world frame) and the
+images; writes openmvs/scene_dense.ply (world frame, colour, number of agreeing views). Depth maps are kept on
+disk between the two passes, so memory grows with the working image size, not with the number of images.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import cv2
+import numpy as np
+import pycolmap
+
+from ..cloud.points import PointCloud
+from ..dense.camera import QUALITY_SCALES, Pinhole, undistortion_maps, working_pinhole, working_scale
+from ..dense.fusion import DepthMap, FusionSettings, fuse_pairs, fuse_views
+from ..dense.pairs import ViewLinks, link_views
+from ..dense.rectify import rectify_pair
+from ..dense.stereo import SgbmSettings, disparity_search, match, rectified_images, ref_depth
+from ..dense.views import SparseModel, View, sparse_model
+from ..errors import InputError
+from ..io.images import read_scaled, resize_area
+from ..io.ply import write_ply
+from ..log import log
+from ..options import Option
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("pc-quality", "enum", "medium",
+           "Point cloud quality: the scale at which images are matched densely (medium: a quarter of their size). "
+           "Each step up doubles the image side, so gives about 4 times the points, time and memory.",
+           "openmvs", choices=tuple(QUALITY_SCALES)),
+    Option("fast-orthophoto", "bool", False,
+           "Skip the dense point cloud: the orthophoto is draped on a surface made from the sparse points. Much "
+           "faster; fine for flat ground, less true where buildings and trees stand.", "openmvs"),
+]
+WEIGHT = 1.2
+
+IMAGE_CACHE = 24  # working images kept in memory; partners and neighbours are mostly recent views
+
+
+def reconstruction_dir(project: "Project") -> Path:
+    return project.path("opensfm", "reconstruction")
+
+
+def dense_cloud_path(project: "Project") -> Path:
+    return project.path("openmvs", "scene_dense.ply")
+
+
+@dataclass
+class WorkingImages:
+    """Undistorted working images (colour and grey) of the views, decoded on demand and cached."""
+
+    images_dir: Path
+    views: list[View]
+    pinholes: list[Pinhole]
+    _maps: dict = field(default_factory=dict)
+    _cache: OrderedDict = field(default_factory=OrderedDict)
+
+    def get(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        if index in self._cache:
+            self._cache.move_to_end(index)
+            return self._cache[index]
+        view, pinhole = self.views[index], self.pinholes[index]
+        scale = pinhole.width / view.camera.width
+        image = resize_area(read_scaled(self.images_dir / view.name, scale), pinhole.width, pinhole.height)
+        key = (view.camera.camera_id, image.shape[1], image.shape[0])
+        if key not in self._maps:
+            self._maps[key] = undistortion_maps(view.camera, pinhole, (image.shape[1], image.shape[0]))
+        map_x, map_y = self._maps[key]
+        color = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        entry = (color, cv2.cvtColor(color, cv2.COLOR_BGR2GRAY))
+        self._cache[index] = entry
+        if len(self._cache) > IMAGE_CACHE:
+            self._cache.popitem(last=False)
+        return entry
+
+
+def _pair_depth(model: SparseModel, images: WorkingImages, i: int, j: int, settings: SgbmSettings
+                ) -> tuple[np.ndarray, float] | None:
+    ref, other = model.views[i], model.views[j]
+    pair = rectify_pair(ref, images.pinholes[i], other, images.pinholes[j])
+    if pair is None:
+        return None
+    shared = np.intersect1d(ref.point_ids, other.point_ids, assume_unique=True)
+    search = disparity_search(pair.disparity(ref.center, model.xyz(shared)), settings)
+    if search is None:
+        return None
+    ref_rect, ref_mask, other_rect, other_mask = rectified_images(pair, images.get(i)[1], images.get(j)[1])
+    disparity = match(ref_rect, ref_mask, other_rect, other_mask, search, settings)
+    return ref_depth(pair, disparity, images.pinholes[i], ref.rotation), pair.focal * pair.baseline
+
+
+def _depth_map(model: SparseModel, images: WorkingImages, i: int, partners: list[int],
+               sgbm: SgbmSettings, fusion: FusionSettings) -> DepthMap | None:
+    results = [r for j in partners if (r := _pair_depth(model, images, i, j, sgbm)) is not None]
+    if not results:
+        return None
+    return fuse_pairs([d for d, _ in results], [fb for _, fb in results], fusion)
+
+
+def _save(path: Path, depth: DepthMap) -> None:
+    np.savez(path, depth=depth.depth, focal_baseline=depth.focal_baseline)
+
+
+def _load(path: Path) -> DepthMap:
+    with np.load(path) as data:
+        return DepthMap(data["depth"], float(data["focal_baseline"]))
+
+
+def densify(project: "Project", quality: str, progress: Callable[[float], None] = lambda fraction: None
+            ) -> tuple[PointCloud, dict]:
+    """The fused dense cloud of the project's reconstruction and figures about it."""
+    model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
+    if len(model.views) < 2:
+        raise InputError("The reconstruction has fewer than 2 registered images: nothing to match densely")
+    links: list[ViewLinks] = link_views(model)
+    pinholes = [working_pinhole(v.camera, working_scale(v.camera.width, v.camera.height, quality))
+                for v in model.views]
+    images = WorkingImages(project.images_dir, model.views, pinholes)
+    alone = [v.name for v, link in zip(model.views, links) if not link.partners]
+    if len(alone) == len(model.views):
+        raise InputError("No two images overlap enough for dense matching (too little overlap between images)")
+    if alone:
+        log.warning("%d image(s) have no stereo partner with enough overlap and add no dense points: %s",
+                    len(alone), ", ".join(alone))
+    sgbm, fusion = SgbmSettings(), FusionSettings()
+    with tempfile.TemporaryDirectory(prefix="depthmaps.", dir=project.root) as tmp:
+        paths: dict[int, Path] = {}
+        for i, link in enumerate(links):
+            if link.partners:
+                depth = _depth_map(model, images, i, link.partners, sgbm, fusion)
+                if depth is not None:
+                    paths[i] = Path(tmp) / f"{i}.npz"
+                    _save(paths[i], depth)
+            progress(0.7 * (i + 1) / len(links))
+        parts = []
+        for n, (i, path) in enumerate(paths.items()):
+            neighbours = [(model.views[j], pinholes[j], _load(paths[j])) for j in links[i].neighbours if j in paths]
+            color = images.get(i)[0]
+            parts.append(fuse_views(model.views[i], pinholes[i], _load(path), color[:, :, ::-1], neighbours, fusion))
+            progress(0.7 + 0.3 * (n + 1) / len(paths))
+    cloud = PointCloud.concatenate(parts)
+    figures = {"images": len(model.views), "images_without_partner": alone, "depth_maps": len(paths),
+               "working_size": max(pinholes[0].width, pinholes[0].height), "points": len(cloud)}
+    return cloud, figures
+
+
+def run(ctx: "StageContext") -> None:
+    project = ctx.project
+    cv2.setNumThreads(ctx.options.max_concurrency)
+    if ctx.options.fast_orthophoto:
+        log.info("fast-orthophoto: skipping the dense point cloud, the sparse points will be used")
+        dense_cloud_path(project).unlink(missing_ok=True)
+        return
+    cloud, figures = densify(project, ctx.options.pc_quality, ctx.progress)
+    if len(cloud) == 0:
+        raise InputError("Dense matching found no surface that several images agree on")
+    write_ply(dense_cloud_path(project), cloud)
+    log.info("Dense point cloud: %d points from %d depth maps", len(cloud), figures["depth_maps"])
+    project.update_stats("dense", figures)

@@ -1,0 +1,271 @@
+"""Structure from motion: from the photographs to calibrated, posed cameras and sparse points in the world frame.
+
+Steps: SIFT features at the feature quality's scale; candidate pairs from GPS neighbours; matching and geometric
+verification; incremental or global mapping with the GPS positions as priors; georeferencing (see
+sfm/georeference.py): by ground control points when gcp_list.txt is given (unless use-exif), else by the GPS
+through a robust similarity and a bundle adjustment with the fixes that agree (mapping again without the others
+when some do not), else a levelled local frame.
+
+Writes (see georef.py for the frame): opensfm/reconstruction/ (COLMAP binary model, image names as in images/,
+coloured points), opensfm/georef.json, opensfm/sparse.ply, cameras.json, odm_report/shots.geojson and the
+"reconstruction" section of odm_report/stats.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import cv2
+import psutil
+import pycolmap
+
+from ..errors import InputError
+from ..files import atomic_dir, read_json, write_json
+from ..georef import Georef
+from ..io.gcp import GcpFile, parse_gcp_list
+from ..io.images import read_scaled, resize_area
+from ..io.ply import write_ply
+from ..log import log
+from ..options import Option
+from ..photo import Photo
+from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind
+from ..sfm.database import PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count
+from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
+from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_size, sift_memory
+from ..sfm.georeference import WorldFrame, georeference, photo_positions, position_priors, world_frame
+from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
+from ..sfm.pairs import candidate_pairs
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("feature-quality", "enum", "high",
+           "Image scale at which features are found: ultra uses the full resolution, high half of it, medium a "
+           "quarter, low an eighth, lowest a sixteenth. Higher finds more and better features but takes longer.",
+           "opensfm", choices=tuple(QUALITY_SCALES)),
+    Option("min-num-features", "int", 10000,
+           "Number of features to find in each image. More can connect images with little overlap or texture; "
+           "matching time grows with it.", "opensfm", minimum=100, domain_text="positive integer"),
+    Option("matcher-neighbors", "int", 0,
+           "Match each image with this many nearest images by GPS position. 0 chooses automatically (nearest "
+           "images plus the triangulation graph of the positions).", "opensfm", minimum=0,
+           domain_text="positive integer"),
+    Option("sfm-algorithm", "enum", "incremental",
+           "Structure from motion method: incremental adds the images one at a time (robust); global solves all "
+           "camera poses at once (faster on large sets).", "opensfm", choices=SFM_ALGORITHMS),
+    Option("use-exif", "bool", False,
+           "Georeference with the images' GPS even when a gcp_list.txt is present.", "opensfm"),
+    Option("gps-accuracy", "float", 10.0,
+           "Accuracy of the images' GPS positions in metres. When set, it replaces the accuracy the images "
+           "declare (for example RTK); smaller values hold the model closer to the GPS positions, which can "
+           "counter bowl-shaped deformation over large areas.", "opensfm", minimum=0.001,
+           domain_text="positive float"),
+    Option("camera-lens", "enum", "auto",
+           "Camera projection model. auto uses the projection the images declare, else a simple radial "
+           "model; perspective and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses.",
+           "opensfm", choices=LENS_CHOICES),
+    Option("use-fixed-camera-params", "bool", False,
+           "Keep the initial camera calibration instead of refining it during bundle adjustment; can help "
+           "against bowl-shaped deformation.", "opensfm"),
+]
+WEIGHT = 4.0
+
+MIN_PAIR_INLIERS = 15  # verified matches for a pair to count as overlapping (COLMAP's default)
+
+
+def run(ctx: "StageContext") -> None:
+    project, options = ctx.project, ctx.options
+    threads = options.max_concurrency
+    cv2.setNumThreads(threads)
+    pycolmap.logging.minloglevel = 2  # the engine logs what matters; COLMAP's own lines would flood the console
+    photos = [Photo.from_odm(p) for p in read_json(project.images_json, [])]
+    if len(photos) < 2:
+        raise InputError("Need at least 2 images: run the dataset stage first")
+
+    frame = world_frame(photos, None if options.use_exif else read_gcp_file(project))
+    positions = photo_positions(photos, frame)
+    priors = position_priors(photos, positions, options.gps_accuracy, options.was_given("gps-accuracy"))
+    mapping_priors = priors if frame.source == "gps" else {}  # control points, when given, replace the GPS
+    kinds = [camera_kind(p, options.camera_lens) for p in photos]
+    timings: dict[str, float] = {}
+    project.path("opensfm").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".sfm-", dir=project.path("opensfm")) as scratch:
+        database = Path(scratch) / "database.db"
+        with timed("features", timings):
+            camera_kinds = build_database(ctx, database, photos, kinds, mapping_priors)
+        with timed("matching", timings):
+            pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors)
+            match_pairs(database, [(photos[i].filename, photos[j].filename) for i, j in pairs],
+                        Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.35 * f))
+            log.info("Matched %d candidate pairs; %d overlap", len(pairs),
+                     overlapping_pair_count(database, MIN_PAIR_INLIERS))
+        settings = MappingSettings(options.sfm_algorithm, threads, not options.use_fixed_camera_params,
+                                   use_position_priors=bool(mapping_priors))
+        model, algorithm, figures = solve(ctx, Path(scratch), settings, frame, priors, photos, timings)
+    ctx.progress(0.92)
+    with timed("colours", timings):
+        model.extract_colors_for_all_images(str(project.images_dir), threads)
+    figures["timings_s"] = timings
+    figures["sfm_algorithm"] = algorithm
+    source = figures["georef_source"]
+    georef = Georef(frame.crs, frame.offset, source) if source != "none" else Georef(None, (0.0, 0.0), "none")
+    write_outputs(project, model, georef, camera_kinds, photos, figures)
+
+
+def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: WorldFrame,
+          priors: dict[str, PositionPrior], photos: list[Photo], timings: dict[str, float]
+          ) -> tuple[pycolmap.Reconstruction, str, dict[str, Any]]:
+    """Map, then georeference. When mapping used GPS priors and some fixes turn out wild, map again without
+    them: even through a robust loss they pull, and on a small survey they can bend the model."""
+    database = scratch / "database.db"
+    pitch_by_name = {p.filename: p.pitch for p in photos if p.pitch is not None}
+    progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
+    for attempt in (1, 2):
+        with timed("mapping", timings):
+            model, algorithm = reconstruct(database, ctx.project.images_dir, scratch / f"models{attempt}", settings,
+                                           progress)
+        if model is None or model.num_reg_images() < 2:
+            raise InputError("The images do not overlap enough to reconstruct anything: no pair of images could "
+                             "be matched and triangulated")
+        log.info("Registered %d of %d images, %d points", model.num_reg_images(), len(photos),
+                 model.num_points3D())
+        with timed("georeferencing", timings):
+            figures = georeference(model, frame, priors, photos, pitch_by_name, settings.refine_intrinsics,
+                                   settings.threads, ctx.options.was_given("gps-accuracy"))
+        wild = (figures.get("gps_residual_m") or {}).get("outliers", [])
+        if attempt == 2 or not (wild and settings.use_position_priors):
+            break
+        log.info("Mapping again without the GPS positions that disagree with the model")
+        drop_priors(database, wild)
+    return model, algorithm, figures
+
+
+def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: list[CameraKind],
+                   priors: dict[str, PositionPrior]) -> dict[int, CameraKind]:
+    """The matching database with every photograph's features and prior; returns the kind of each camera id."""
+    distinct = list(dict.fromkeys(kinds))
+    log.info("Cameras: %s", "; ".join(f"{k.make} {k.model} {k.width}x{k.height} ({k.projection}, "
+                                      f"{k.colmap_model})" for k in distinct))
+    options = ctx.options
+    with open_database(path, [k.initial_camera() for k in distinct]) as database:
+        extracted = extract_all(ctx.project, photos, options.feature_quality, options.min_num_features,
+                                options.max_concurrency, lambda f: ctx.progress(0.3 * f))
+        for i, features in enumerate(extracted):
+            database.add(photos[i].filename, distinct.index(kinds[i]), features, priors.get(photos[i].filename))
+        return dict(zip(database.camera_ids, distinct))
+
+
+def read_gcp_file(project: "Project") -> GcpFile | None:
+    if not project.gcp_file.exists():
+        return None
+    try:
+        return parse_gcp_list(project.gcp_file.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"Cannot read gcp_list.txt: {exc}") from None
+
+
+@contextlib.contextmanager
+def timed(step: str, timings: dict[str, float]) -> Iterator[None]:
+    began = time.monotonic()
+    yield
+    timings[step] = round(timings.get(step, 0.0) + time.monotonic() - began, 2)
+    log.info("%s took %.1f s", step.capitalize(), timings[step])
+
+
+def registration_progress(ctx: "StageContext", total: int) -> Callable[[], None]:
+    registered = 0
+
+    def on_registered() -> None:
+        nonlocal registered
+        registered += 1
+        ctx.progress(0.65 + 0.2 * min(1.0, registered / total))
+
+    return on_registered
+
+
+def capture_order(photos: list[Photo]) -> list[int]:
+    """Image indices by capture time (file name where times are missing or equal)."""
+    return sorted(range(len(photos)), key=lambda i: (photos[i].utc_time or 0.0, photos[i].filename))
+
+
+@contextlib.contextmanager
+def opencv_threads(count: int) -> Iterator[None]:
+    previous = cv2.getNumThreads()
+    cv2.setNumThreads(count)
+    try:
+        yield
+    finally:
+        cv2.setNumThreads(previous)
+
+
+def extract_all(project: "Project", photos: list[Photo], quality: str, count: int, threads: int,
+                progress: Callable[[float], None]) -> Iterator[Features]:
+    """Features of every photograph in order, several images at a time (one OpenCV thread each: SIFT scales
+    better across images than within one)."""
+    def extract(photo: Photo) -> Features:
+        side = process_size(max(photo.width, photo.height), quality)
+        scale = side / max(photo.width, photo.height)
+        width, height = round(photo.width * scale), round(photo.height * scale)
+        colour = resize_area(read_scaled(project.images_dir / photo.filename, scale), width, height)
+        return extract_features(cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), (photo.width, photo.height), count)
+
+    # Large images at high quality take gigabytes each: run no more at once than half the free memory holds.
+    largest = max(sift_memory(p.width, p.height, quality) for p in photos)
+    workers = max(1, min(threads, psutil.virtual_memory().available // 2 // largest))
+    total = 0
+    with opencv_threads(1), ThreadPoolExecutor(workers) as pool:
+        for i, features in enumerate(pool.map(extract, photos)):
+            total += len(features)
+            progress((i + 1) / len(photos))
+            yield features
+    log.info("Extracted %d features per image on average (feature quality %s)", round(total / len(photos)),
+             quality)
+
+
+def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Georef,
+                  kinds: dict[int, CameraKind], photos: list[Photo], figures: dict[str, Any]) -> None:
+    with atomic_dir(project.path("opensfm", "reconstruction")) as tmp:
+        model.write(tmp)
+    georef.save(project)
+    write_ply(project.path("opensfm", "sparse.ply"), sparse_cloud(model))
+    write_json(project.path("cameras.json"), cameras_json(model, kinds))
+    shots = project.report_dir / "shots.geojson"
+    if georef.georeferenced:
+        write_json(shots, shots_geojson(model, georef, kinds, {p.filename: p.utc_time for p in photos}))
+    else:
+        shots.unlink(missing_ok=True)  # a previous georeferenced run's shots would no longer match
+    registered = {model.image(i).name for i in model.reg_image_ids()}
+    unregistered = sorted(p.filename for p in photos if p.filename not in registered)
+    if unregistered:
+        log.warning("Not reconstructed: %s", ", ".join(unregistered))
+    gsd = mean_gsd_cm(model)
+    error = model.compute_mean_reprojection_error()
+    project.update_stats("reconstruction", {
+        "images_total": len(photos),
+        "images_registered": len(registered),
+        "images_unregistered": unregistered,
+        "points": model.num_points3D(),
+        "observations": model.compute_num_observations(),
+        "mean_track_length": model.compute_mean_track_length(),
+        "mean_reprojection_error_px": error,
+        "gps_residual_m": figures.get("gps_residual_m"),
+        "gcp_residual_m": figures.get("gcp_residual_m"),
+        "gsd_cm": gsd,
+        "sfm_algorithm": figures["sfm_algorithm"],
+        "georef_source": georef.source,
+        "crs": georef.crs,
+        "cameras": {kind.odm_id: model.cameras[cid].params.tolist() for cid, kind in kinds.items()
+                    if cid in model.cameras},
+        "timings_s": figures["timings_s"],
+    })
+    log.info("Reconstruction: %d/%d images, %d points, reprojection error %.2f px%s", len(registered),
+             len(photos), model.num_points3D(), error,
+             f", GSD {gsd:.2f} cm" if gsd and georef.source != "none" else "")

@@ -1,0 +1,91 @@
+"""The geometry behind the map products, on synthetic scenes whose answer is known exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pycolmap
+import pytest
+from scipy.spatial import cKDTree
+
+from aeromap_engine.cloud.boundary import Boundary
+from aeromap_engine.cloud.filters import thin
+from aeromap_engine.dem.grid import Grid, bin_points
+from aeromap_engine.dem.smrf import SmrfSettings, is_ground, terrain
+from aeromap_engine.dem.surface import fill_all
+from aeromap_engine.dense.camera import working_pinhole
+from aeromap_engine.dense.rectify import rectify_pair
+from aeromap_engine.dense.views import View
+
+
+def _view(name: str, center: np.ndarray, yaw: float, tilt: float) -> View:
+    """A 1000x750 pinhole camera looking down (tilted about x, turned about the vertical)."""
+    camera = pycolmap.Camera.create_from_model_id(1, pycolmap.CameraModelId.PINHOLE, 800.0, 1000, 750)
+    down = np.diag([1.0, -1.0, -1.0])  # camera z towards the ground
+    c, s = np.cos(yaw), np.sin(yaw)
+    turn = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    ct, st = np.cos(tilt), np.sin(tilt)
+    lean = np.array([[1, 0, 0], [0, ct, -st], [0, st, ct]])
+    rotation = lean @ down @ turn.T
+    return View(name, camera, rotation, -rotation @ center, np.array([], dtype=np.int64))
+
+
+@pytest.mark.parametrize("yaw", [0.0, 0.7, 2.0])
+def test_rectified_pairs_put_matches_on_one_row(yaw: float) -> None:
+    ref = _view("a", np.array([0.0, 0.0, 40.0]), yaw, 0.05)
+    other = _view("b", np.array([9.0, 6.0, 41.0]), yaw + 0.1, -0.03)  # baseline at an angle to the image axes
+    pin_ref, pin_other = working_pinhole(ref.camera, 0.5), working_pinhole(other.camera, 0.5)
+    pair = rectify_pair(ref, pin_ref, other, pin_other)
+    assert pair is not None
+    world = np.random.default_rng(0).uniform([-5, -5, 0], [10, 8, 12], (200, 3))
+    rect = []
+    for view, pinhole, h in ((ref, pin_ref, pair.h_ref), (other, pin_other, pair.h_other)):
+        cam = view.to_camera(world)
+        pixel = cam[:, :2] / cam[:, 2:] @ np.diag(pinhole.K[[0, 1], [0, 1]]) + pinhole.K[:2, 2]
+        mapped = np.c_[pixel, np.ones(len(pixel))] @ h.T
+        rect.append(mapped[:, :2] / mapped[:, 2:])
+    assert np.allclose(rect[0][:, 1], rect[1][:, 1], atol=1e-6)  # same row in both
+    disparity = rect[0][:, 0] - rect[1][:, 0]
+    assert np.allclose(disparity, pair.disparity(ref.center, world), atol=1e-6)
+    assert disparity.min() > 0  # the partner always sits to the right
+
+
+def test_smrf_separates_a_building_from_sloping_ground() -> None:
+    rng = np.random.default_rng(0)
+    xy = rng.uniform(0, 60, (60_000, 2))
+    ground = 100 + 0.05 * xy[:, 0] + rng.normal(0, 0.03, len(xy))
+    on_roof = (np.abs(xy[:, 0] - 30) < 6) & (np.abs(xy[:, 1] - 30) < 6)
+    z = np.where(on_roof, ground + 6.0, ground)
+    xyz = np.c_[xy, z]
+    settings = SmrfSettings()
+    ground_found = is_ground(xyz, terrain(xyz, (0, 0, 60, 60), settings), settings)
+    assert not ground_found[on_roof].any()
+    assert ground_found[~on_roof].mean() > 0.99
+
+
+def test_gaps_are_filled_smoothly_within_the_data_range() -> None:
+    grid = Grid(0, 50, 1.0, 50, 50)
+    x, y = np.meshgrid(np.arange(50) + 0.5, 50 - np.arange(50) - 0.5)
+    xyz = np.c_[x.ravel(), y.ravel(), 2 * x.ravel()]
+    values = bin_points(grid, xyz, "mean")
+    values[10:40, 10:40] = np.nan
+    filled = fill_all(values)
+    hole = filled[10:40, 10:40]
+    assert np.isfinite(filled).all() and hole.min() > 19 - 5 and hole.max() < 81 + 5  # the edges' range, +-5 %
+    assert np.all(np.diff(hole[15]) > 0)  # still rising across the gap, no steps back
+
+
+def test_boundary_shrinks_and_contains() -> None:
+    square = Boundary.around(np.array([[0, 0], [10, 0], [10, 10], [0, 10], [5, 5]], dtype=float))
+    inner = square.shrunk(1.0)
+    assert inner.area == pytest.approx(64.0)
+    assert list(inner.contains(np.array([[1.5, 1.5], [0.5, 5.0]]))) == [True, False]
+    assert square.shrunk(6.0) is None
+    assert square.grown(1.0).area == pytest.approx(100 + 40 + np.pi, rel=0.01)
+
+
+def test_thinning_keeps_points_at_least_a_radius_apart_and_covers_the_rest() -> None:
+    xyz = np.random.default_rng(2).uniform(0, 5, (20_000, 3))
+    kept = thin(xyz, 0.4)
+    spacing = cKDTree(xyz[kept]).query(xyz[kept], k=2)[0][:, 1]
+    assert spacing.min() >= 0.4
+    assert cKDTree(xyz[kept]).query(xyz)[0].max() < 0.4 * 1.01  # every dropped point has a kept neighbour

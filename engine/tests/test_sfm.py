@@ -1,0 +1,338 @@
+"""Dataset and structure-from-motion stages on real photographs: six Brighton Beach images (two flight lines),
+downscaled to 1000 px so that each reconstruction takes seconds.
+
+Expected values come from the photographs themselves (EXIF GPS read here with Pillow and pyproj, DJI's XMP
+heights) or from geometry, never from the engine's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pycolmap
+import pytest
+from PIL import ExifTags, Image
+from pyproj import Transformer
+
+from aeromap_engine import pipeline
+from aeromap_engine.io.ply import read_ply
+from aeromap_engine.project import Project
+
+DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
+SUBSET = ["DJI_0020.JPG", "DJI_0021.JPG", "DJI_0022.JPG", "DJI_0025.JPG", "DJI_0026.JPG", "DJI_0027.JPG"]
+WIDTH, HEIGHT = 1000, 562
+UTM_15N = "EPSG:32615"  # Brighton Beach, Minnesota: longitude -92
+# Features at the test images' full 1000 px: at "high" (500 px) too few tie three images together.
+SFM = [{"name": "end-with", "value": "opensfm"}, {"name": "feature-quality", "value": "ultra"}]
+
+
+def downscale(source: Path, target: Path, keep_gps: bool = True) -> None:
+    """A 1000 px copy with the original EXIF and XMP (without the GPS directory when keep_gps is false)."""
+    with Image.open(source) as image:
+        image.draft("RGB", (WIDTH, HEIGHT))
+        exif = image.getexif()
+        if not keep_gps:
+            del exif[ExifTags.IFD.GPSInfo]
+        small = image.convert("RGB").resize((WIDTH, HEIGHT), Image.LANCZOS)
+        small.save(target, quality=92, exif=exif, xmp=image.info.get("xmp"))
+
+
+def exif_lonlat_alt(path: Path) -> tuple[float, float, float]:
+    gps = Image.open(path).getexif().get_ifd(ExifTags.IFD.GPSInfo)
+    lat = sum(float(v) / 60 ** i for i, v in enumerate(gps[2])) * (-1 if gps[1] == "S" else 1)
+    lon = sum(float(v) / 60 ** i for i, v in enumerate(gps[4])) * (-1 if gps[3] == "W" else 1)
+    return lon, lat, float(gps[6])
+
+
+def exif_utm(names: list[str]) -> dict[str, np.ndarray]:
+    """Camera positions from the original photographs' EXIF, in UTM 15N (easting, northing, altitude)."""
+    to_utm = Transformer.from_crs("EPSG:4326", UTM_15N, always_xy=True)
+    out = {}
+    for name in names:
+        lon, lat, alt = exif_lonlat_alt(DATASET / name)
+        out[name] = np.array([*to_utm.transform(lon, lat), alt])
+    return out
+
+
+def relative_altitude(name: str) -> float:
+    match = re.search(rb'drone-dji:RelativeAltitude="([-+0-9.]+)"', (DATASET / name).read_bytes())
+    return float(match.group(1))
+
+
+def model_centres(project: Project) -> dict[str, np.ndarray]:
+    """Camera centres of the written model, back in the CRS (offset added)."""
+    georef = json.loads((project.root / "opensfm" / "georef.json").read_text())
+    model = pycolmap.Reconstruction(project.root / "opensfm" / "reconstruction")
+    offset = np.array([georef["offset"][0], georef["offset"][1], 0.0])
+    return {model.image(i).name: model.image(i).projection_center() + offset for i in model.reg_image_ids()}
+
+
+def make_project(root: Path, keep_gps: bool = True, names: list[str] = SUBSET) -> Project:
+    (root / "images").mkdir(parents=True)
+    for name in names:
+        downscale(DATASET / name, root / "images" / name, keep_gps)
+    return Project(root)
+
+
+def stats(project: Project) -> dict:
+    return json.loads(project.stats_file.read_text())
+
+
+@pytest.fixture(scope="module")
+def gps_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    project = make_project(tmp_path_factory.mktemp("gps"))
+    pipeline.run(project, SFM)
+    return project
+
+
+@pytest.fixture(scope="module")
+def local_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
+    project = make_project(tmp_path_factory.mktemp("nogps"), keep_gps=False)
+    logger = logging.getLogger("aeromap")
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        pipeline.run(project, SFM)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return project, "\n".join(lines)
+
+
+def test_all_images_register_with_subpixel_error(gps_project: Project) -> None:
+    rec = stats(gps_project)["reconstruction"]
+    assert rec["images_registered"] == len(SUBSET) and rec["images_unregistered"] == []
+    assert rec["mean_reprojection_error_px"] < 1.0
+    assert rec["points"] > 300
+    assert rec["georef_source"] == "gps" and rec["crs"] == UTM_15N and rec["sfm_algorithm"] == "incremental"
+
+
+def test_camera_centres_lie_at_their_exif_gps(gps_project: Project) -> None:
+    truth = exif_utm(SUBSET)
+    centres = model_centres(gps_project)
+    distances = np.array([np.linalg.norm(centres[n] - truth[n]) for n in SUBSET])
+    assert distances.mean() < 1.0 and distances.max() < 1.5, distances
+    reported = stats(gps_project)["reconstruction"]["gps_residual_m"]
+    assert reported["mean"] == pytest.approx(distances.mean(), abs=0.01)
+
+
+def test_model_is_right_side_up_and_metric(gps_project: Project) -> None:
+    model = pycolmap.Reconstruction(gps_project.root / "opensfm" / "reconstruction")
+    ground = np.median([p.xyz[2] for p in model.points3D.values()])
+    heights = [model.image(i).projection_center()[2] - ground for i in model.reg_image_ids()]
+    # The drone flew about 40 m above its take-off point; the beach lies some metres below it.
+    assert 0.8 * relative_altitude(SUBSET[0]) < np.median(heights) < 1.6 * relative_altitude(SUBSET[0])
+    for i in model.reg_image_ids():
+        assert model.image(i).viewing_direction()[2] < -0.95  # nadir photographs look down
+
+
+def test_outputs_follow_odm_formats(gps_project: Project) -> None:
+    root = gps_project.root
+    cameras = json.loads((root / "cameras.json").read_text())
+    (key, camera), = cameras.items()
+    assert key.startswith("v2 dji fc300s 1000 562 ")
+    assert camera["projection_type"] == "perspective" and camera["width"] == WIDTH
+    assert 0.4 < camera["focal"] < 1.2
+
+    images = {p["filename"]: p for p in json.loads((root / "images.json").read_text())}
+    assert sorted(images) == SUBSET
+    for name in SUBSET:
+        lon, lat, alt = exif_lonlat_alt(DATASET / name)
+        assert images[name]["longitude"] == pytest.approx(lon, abs=1e-9)
+        assert images[name]["latitude"] == pytest.approx(lat, abs=1e-9)
+        assert images[name]["altitude"] == pytest.approx(alt)
+        assert images[name]["width"] == WIDTH and images[name]["camera_make"] == "DJI"
+
+    shots = json.loads((root / "odm_report" / "shots.geojson").read_text())
+    assert sorted(f["properties"]["filename"] for f in shots["features"]) == SUBSET
+    for feature in shots["features"]:
+        lon, lat, _ = exif_lonlat_alt(DATASET / feature["properties"]["filename"])
+        x, y, _ = feature["geometry"]["coordinates"]
+        assert abs(x - lon) * 111_320 * np.cos(np.radians(lat)) < 1.5 and abs(y - lat) * 111_320 < 1.5
+        assert len(feature["properties"]["rotation"]) == 3 and len(feature["properties"]["translation"]) == 3
+
+    model = pycolmap.Reconstruction(root / "opensfm" / "reconstruction")
+    assert sorted(model.image(i).name for i in model.reg_image_ids()) == sorted(
+        p.name for p in (root / "images").iterdir())
+    colours = np.array([p.color for p in model.points3D.values()])
+    assert colours.std() > 5  # real colours, not the black default
+    cloud = read_ply(root / "opensfm" / "sparse.ply")
+    assert len(cloud) == model.num_points3D() and (cloud.views >= 2).all()
+
+
+def test_ground_sample_distance(gps_project: Project) -> None:
+    # Height over the focal length from the metadata alone: the beach lies below the take-off point and the
+    # 35 mm equivalent underrates this camera's focal length, so allow a wide band.
+    photo = json.loads((gps_project.root / "images.json").read_text())[0]
+    focal_px = photo["focal_ratio"] * WIDTH
+    expected_cm = relative_altitude(SUBSET[0]) / focal_px * 100
+    assert 0.6 * expected_cm < stats(gps_project)["reconstruction"]["gsd_cm"] < 1.6 * expected_cm
+
+
+def test_without_gps_a_local_levelled_frame(local_project: tuple[Project, str]) -> None:
+    project, log_text = local_project
+    rec = stats(project)["reconstruction"]
+    assert rec["images_registered"] == len(SUBSET)
+    assert rec["georef_source"] == "none" and rec["crs"] is None and rec["gps_residual_m"] is None
+    assert json.loads((project.root / "opensfm" / "georef.json").read_text())["crs"] is None
+    assert not (project.root / "odm_report" / "shots.geojson").exists()
+    assert "local frame" in log_text
+    model = pycolmap.Reconstruction(project.root / "opensfm" / "reconstruction")
+    ground = np.median([p.xyz[2] for p in model.points3D.values()])
+    heights = [model.image(i).projection_center()[2] - ground for i in model.reg_image_ids()]
+    # Levelled with Z up and scaled by DJI's height above the take-off point.
+    assert np.median(heights) == pytest.approx(np.median([relative_altitude(n) for n in SUBSET]), rel=0.05)
+    # The camera layout has the shape of the GPS positions the photographs no longer carry; its size follows
+    # from the height over ground, which the take-off height only approximates (the beach lies lower) and the
+    # focal length of six views of flat ground only loosely fixes.
+    truth = exif_utm(SUBSET)
+    centres = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
+    pairs = [(a, b) for a in SUBSET for b in SUBSET if a < b]
+    ratios = np.array([np.linalg.norm(centres[a][:2] - centres[b][:2]) / np.linalg.norm(truth[a][:2] - truth[b][:2])
+                       for a, b in pairs])
+    assert ratios.std() / ratios.mean() < 0.05
+    assert 0.6 < np.median(ratios) < 1.3
+
+
+def test_ground_control_points_georeference_without_gps(gps_project: Project, tmp_path: Path) -> None:
+    """Control points surveyed on the GPS-referenced model georeference a copy whose photographs have no GPS;
+    one of them is mis-marked by 25 m and must be caught."""
+    model = pycolmap.Reconstruction(gps_project.root / "opensfm" / "reconstruction")
+    georef = json.loads((gps_project.root / "opensfm" / "georef.json").read_text())
+    offset = np.array([georef["offset"][0], georef["offset"][1], 0.0])
+    points = sorted((p for p in model.points3D.values() if p.track.length() >= 4), key=lambda p: p.xyz[0])
+    chosen = [points[int(i)] for i in np.linspace(0, len(points) - 1, 6)]
+    lines = ["WGS84 UTM 15N"]
+    for n, point in enumerate(chosen):
+        xyz = point.xyz + offset + ([25.0, 0.0, 0.0] if n == 2 else 0.0)
+        for element in point.track.elements:
+            image = model.image(element.image_id)
+            x, y = image.points2D[element.point2D_idx].xy - 0.5  # ODM's pixel convention
+            lines.append(f"{xyz[0]:.3f} {xyz[1]:.3f} {xyz[2]:.3f} {x:.2f} {y:.2f} {image.name} gcp{n}")
+    project = make_project(tmp_path, keep_gps=False)
+    project.gcp_file.write_text("\n".join(lines) + "\n")
+    pipeline.run(project, SFM)
+
+    rec = stats(project)["reconstruction"]
+    assert rec["georef_source"] == "gcp" and rec["crs"] == UTM_15N
+    residuals = {p["name"]: p for p in rec["gcp_residual_m"]["points"]}
+    assert residuals["gcp2"]["horizontal_m"] > 20 and rec["gcp_residual_m"]["rejected"] == ["gcp2"]
+    assert rec["gcp_residual_m"]["max"] < 0.2
+    good = [p for name, p in residuals.items() if name != "gcp2"]
+    assert len(good) == 5 and all(p["horizontal_m"] < 0.1 and p["vertical_m"] < 0.2 for p in good)
+    # Control points fix the model's position, orientation and scale, not its shape: how high the cameras sit
+    # above flat ground rests on the focal length, which six nadir views without GPS pin down loosely, so
+    # heights are not checked; a wrong CRS, offset or axis order would put the cameras tens of metres off.
+    truth = exif_utm(SUBSET)
+    centres = model_centres(project)
+    offsets = np.array([centres[n] - truth[n] for n in SUBSET])
+    assert np.linalg.norm(offsets[:, :2], axis=1).max() < 2.5, offsets
+
+
+def test_global_mapping(tmp_path: Path) -> None:
+    # Two flight lines: global mapping needs more views than the six-image set to settle on flat ground.
+    names = [f"DJI_00{i}.JPG" for i in range(18, 30)]
+    project = make_project(tmp_path, names=names)
+    pipeline.run(project, SFM + [{"name": "sfm-algorithm", "value": "global"}])
+    rec = stats(project)["reconstruction"]
+    assert rec["sfm_algorithm"] == "global"
+    assert rec["images_registered"] == len(names) and rec["mean_reprojection_error_px"] < 1.0
+    truth = exif_utm(names)
+    centres = model_centres(project)
+    assert np.mean([np.linalg.norm(centres[n] - truth[n]) for n in names]) < 1.0
+
+
+def test_single_flight_line_with_a_wild_fix(tmp_path: Path) -> None:
+    """Six photographs along one line (the roll about it is not in the positions) and one GPS fix 40 m off."""
+    strip = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0020.JPG", "DJI_0021.JPG", "DJI_0022.JPG", "DJI_0023.JPG"]
+    project = make_project(tmp_path, names=strip)
+    lon, lat, alt = exif_lonlat_alt(DATASET / strip[3])
+    project.geo_file.write_text(f"EPSG:4326\n{strip[3]} {lon + 40 / (111_320 * np.cos(np.radians(lat)))} {lat} "
+                                f"{alt}\n")
+    pipeline.run(project, SFM)
+    rec = stats(project)["reconstruction"]
+    assert rec["images_registered"] == 6 and rec["gps_residual_m"]["outliers"] == [strip[3]]
+    truth = exif_utm(strip)
+    centres = model_centres(project)
+    distances = np.array([np.linalg.norm(centres[n] - truth[n]) for n in strip])
+    # The wild fix's camera too (the model put it where it was); a roll about the line would cost metres.
+    assert distances.mean() < 1.0 and distances.max() < 2.0, distances
+    model = pycolmap.Reconstruction(project.root / "opensfm" / "reconstruction")
+    for i in model.reg_image_ids():
+        assert model.image(i).viewing_direction()[2] < -0.95  # level: no roll about the line
+
+
+def test_drifting_gps_heights_do_not_tilt_the_model(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The photographs' altitudes replaced by ones that climb 12 m over the six photographs."""
+    project = make_project(tmp_path)
+    times = {n: Image.open(DATASET / n).getexif().get_ifd(ExifTags.IFD.Exif)[36867] for n in SUBSET}
+    lines = ["EPSG:4326"]
+    for rank, name in enumerate(sorted(SUBSET, key=lambda n: (times[n], n))):
+        lon, lat, alt = exif_lonlat_alt(DATASET / name)
+        lines.append(f"{name} {lon} {lat} {alt + 2.4 * rank}")
+    project.geo_file.write_text("\n".join(lines) + "\n")
+    with caplog.at_level(logging.WARNING, logger="aeromap"):
+        pipeline.run(project, SFM)
+    assert "tilt the model" in caplog.text
+    model = pycolmap.Reconstruction(project.root / "opensfm" / "reconstruction")
+    for i in model.reg_image_ids():
+        assert model.image(i).viewing_direction()[2] < -0.99  # level, as the gimbal says
+    truth = exif_utm(SUBSET)
+    centres = model_centres(project)
+    assert np.mean([np.linalg.norm(centres[n][:2] - truth[n][:2]) for n in SUBSET]) < 1.0
+
+
+def test_unusable_files_are_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    project = make_project(tmp_path, names=SUBSET[:3])
+    images = project.images_dir
+    (images / "DJI_9999.JPG").write_bytes((DATASET / SUBSET[3]).read_bytes()[:4000])  # cut off mid-transfer
+    (images / "notes.jpg").write_text("not an image")
+    Image.new("RGB", (WIDTH, HEIGHT), (120, 120, 120)).save(images / "lens_cap.jpg")
+    with caplog.at_level(logging.WARNING, logger="aeromap"):
+        pipeline.run(project, SFM)
+    rejected = stats(project)["dataset"]["images_rejected"]
+    assert sorted(rejected) == ["DJI_9999.JPG", "lens_cap.jpg", "notes.jpg"]
+    assert "uniform" in rejected["lens_cap.jpg"] and "readable" in rejected["notes.jpg"]
+    assert all(name in caplog.text for name in rejected)
+    assert [p["filename"] for p in json.loads(project.images_json.read_text())] == SUBSET[:3]
+    assert stats(project)["reconstruction"]["images_registered"] == 3
+
+
+def test_geo_txt_replaces_exif_positions(tmp_path: Path) -> None:
+    project = make_project(tmp_path, names=SUBSET[:2])
+    project.geo_file.write_text("EPSG:4326\n# image lon lat alt yaw pitch roll h_acc v_acc\n"
+                                f"{SUBSET[0]} -92.0001 46.8427 210.5 10 0 0 0.05 0.08\n")
+    pipeline.run(project, [{"name": "end-with", "value": "dataset"}])
+    photos = {p["filename"]: p for p in json.loads(project.images_json.read_text())}
+    assert photos[SUBSET[0]]["longitude"] == pytest.approx(-92.0001)
+    assert photos[SUBSET[0]]["latitude"] == pytest.approx(46.8427)
+    assert photos[SUBSET[0]]["altitude"] == pytest.approx(210.5)
+    assert photos[SUBSET[0]]["gps_xy_stddev"] == 0.05 and photos[SUBSET[0]]["gps_z_stddev"] == 0.08
+    lon, lat, _ = exif_lonlat_alt(DATASET / SUBSET[1])
+    assert photos[SUBSET[1]]["longitude"] == pytest.approx(lon, abs=1e-9)
+
+
+def test_rerun_from_opensfm_keeps_the_dataset_stage(tmp_path: Path) -> None:
+    project = make_project(tmp_path, names=SUBSET[:3])
+    pipeline.run(project, SFM)
+    dataset_done = (project.state_dir / "dataset.done").stat().st_mtime_ns
+    model_file = project.root / "opensfm" / "reconstruction" / "images.bin"
+    first_model = model_file.stat().st_mtime_ns
+    pipeline.run(project, SFM + [{"name": "rerun-from", "value": "opensfm"}])
+    assert (project.state_dir / "dataset.done").stat().st_mtime_ns == dataset_done
+    assert model_file.stat().st_mtime_ns != first_model
+    assert stats(project)["reconstruction"]["images_registered"] == 3
+    # A changed option of the stage re-runs it without being asked.
+    again = model_file.stat().st_mtime_ns
+    pipeline.run(project, SFM + [{"name": "camera-lens", "value": "brown"}])
+    assert model_file.stat().st_mtime_ns != again
+    (camera,) = json.loads((project.root / "cameras.json").read_text()).values()
+    assert camera["projection_type"] == "brown" and {"p1", "p2", "c_x", "c_y"} <= set(camera)

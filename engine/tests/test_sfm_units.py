@@ -1,0 +1,248 @@
+"""Pure pieces of the dataset and SfM stages: metadata parsing, ODM file formats, CRS handling, pair selection,
+alignment geometry and camera conversion, on synthetic inputs with known answers."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import cv2
+import numpy as np
+import pycolmap
+import pytest
+
+from aeromap_engine import pipeline
+from aeromap_engine.geo import parse_crs, utm_crs
+from aeromap_engine.io.exif import photo_from_metadata, xmp_tags
+from aeromap_engine.io.gcp import parse_gcp_list
+from aeromap_engine.io.geotxt import parse_geo_txt
+from aeromap_engine.sfm.alignment import (apply, gravity_direction, is_collinear, levelling_transform,
+                                          robust_similarity)
+from aeromap_engine.sfm.cameras import camera_kind, odm_camera
+from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
+from aeromap_engine.sfm.pairs import candidate_pairs
+from aeromap_engine.photo import Photo
+
+DJI_XMP = """<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF><rdf:Description
+ drone-dji:RelativeAltitude="+39.80" drone-dji:GimbalRollDegree="+0.00" drone-dji:GimbalYawDegree="-135.20"
+ drone-dji:GimbalPitchDegree="-60.00" drone-dji:FlightYawDegree="+46.00" drone-dji:RtkStdLon="0.012"
+ drone-dji:RtkStdLat="0.018" drone-dji:RtkStdHgt="0.031"/>
+ <Camera:GPSZAccuracy>9</Camera:GPSZAccuracy></rdf:RDF></x:xmpmeta>"""
+
+
+def rational(x: float) -> Fraction:
+    return Fraction(x).limit_denominator(10_000)
+
+
+def test_exif_gps_and_dji_xmp() -> None:
+    exif = {"Make": "DJI\x00\x00", "Model": "FC6310", "GPSLatitude": (rational(33), rational(51), rational(30.6)),
+            "GPSLatitudeRef": "S", "GPSLongitude": (rational(151), rational(12), rational(36)),
+            "GPSLongitudeRef": "E", "GPSAltitude": rational(12.5), "GPSAltitudeRef": b"\x01",
+            "FocalLength": rational(8.8), "FocalLengthIn35mmFilm": 24,
+            "DateTimeOriginal": "2024:03:01 10:00:00", "SubsecTimeOriginal": "25", "OffsetTimeOriginal": "+10:00"}
+    photo = photo_from_metadata("a.jpg", 5472, 3648, exif, xmp_tags(DJI_XMP))
+    assert photo.camera_make == "DJI"
+    assert photo.latitude == pytest.approx(-(33 + 51 / 60 + 30.6 / 3600))
+    assert photo.longitude == pytest.approx(151 + 12 / 60 + 36 / 3600)
+    assert photo.altitude == pytest.approx(-12.5)  # reference 1: below sea level
+    assert photo.relative_altitude == pytest.approx(39.8)
+    assert (photo.yaw, photo.pitch, photo.roll) == (pytest.approx(-135.2), pytest.approx(30.0), 0.0)
+    assert photo.gps_xy_stddev == pytest.approx(0.018) and photo.gps_z_stddev == pytest.approx(0.031)
+    assert photo.focal_ratio == pytest.approx(24 / 36)
+    assert photo.utc_time == pytest.approx(1709251200000.0 + 250.0)  # 00:00:00.25 UTC
+
+
+def test_exif_without_position_or_focal() -> None:
+    exif = {"GPSLatitude": (0, 0, 0), "GPSLatitudeRef": "N", "GPSLongitude": (0, 0, 0), "GPSLongitudeRef": "E",
+            "FocalLength": rational(4.5), "FocalPlaneXResolution": rational(1000), "FocalPlaneResolutionUnit": 4}
+    photo = photo_from_metadata("b.jpg", 6000, 4000, exif, {})
+    assert not photo.has_gps  # (0, 0) is what receivers without a fix write
+    assert photo.sensor_width == pytest.approx(6.0) and photo.focal_ratio == pytest.approx(4.5 / 6.0)
+    assert photo_from_metadata("c.jpg", 100, 100, {}, {}).focal_ratio == 0.85
+
+
+def test_xmp_attributes_and_elements() -> None:
+    tags = xmp_tags('<x:xmpmeta a:One="1" b:Two = "two"><c:Three>3.5</c:Three></x:xmpmeta>')
+    assert tags == {"a:One": "1", "b:Two": "two", "c:Three": "3.5"}
+
+
+@pytest.mark.parametrize("text, epsg", [("WGS84 UTM 30N", 32630), ("wgs84 utm 7s", 32707), ("EPSG:32615", 32615),
+                                        ("+proj=utm +zone=17 +datum=WGS84 +units=m +no_defs", 32617)])
+def test_crs_declarations(text: str, epsg: int) -> None:
+    assert parse_crs(text).to_epsg() == epsg
+
+
+def test_bad_crs_and_utm_zones() -> None:
+    with pytest.raises(ValueError):
+        parse_crs("somewhere nice")
+    assert utm_crs(-92.0, 46.8).to_epsg() == 32615
+    assert utm_crs(151.2, -33.9).to_epsg() == 32756
+    assert utm_crs(180.0, 10.0).to_epsg() == 32601  # the antimeridian wraps to zone 1
+
+
+def test_gcp_list_groups_observations() -> None:
+    gcps = parse_gcp_list("EPSG:32630\n# comment\n"
+                          "500000 4000000 100 10 20 a.jpg p1\n500000 4000000 100 30 40 b.jpg p1\n"
+                          "500010 4000010 101 1 2 a.jpg\n500010 4000010 101 3 4 c.jpg\n")
+    assert gcps.crs.to_epsg() == 32630
+    assert [len(p.observations) for p in gcps.points] == [2, 2]
+    assert gcps.points[0].name == "p1" and gcps.points[0].observations[1].pixel == (30.0, 40.0)
+    with pytest.raises(ValueError, match="line 2"):
+        parse_gcp_list("EPSG:32630\n1 2 3 a.jpg\n")
+    with pytest.raises(ValueError, match="two different"):
+        parse_gcp_list("EPSG:32630\n1 2 3 4 5 a.jpg p\n1 2 9 4 5 b.jpg p\n")
+
+
+def test_geo_txt_optional_columns() -> None:
+    geo = parse_geo_txt("EPSG:4326\na.jpg 10.5 45.25\nb.jpg 10.6 45.3 120 90 0 0 0.5 1.5\n")
+    assert geo.entries["a.jpg"].z is None and geo.entries["a.jpg"].horizontal_accuracy is None
+    assert geo.entries["b.jpg"].yaw == 90 and geo.entries["b.jpg"].vertical_accuracy == 1.5
+
+
+def grid(rows: int, cols: int, spacing: float) -> np.ndarray:
+    return np.array([[c * spacing, r * spacing] for r in range(rows) for c in range(cols)], dtype=float)
+
+
+def test_pairs_link_neighbours_not_far_corners() -> None:
+    positions = grid(6, 6, 20.0)
+    pairs = set(candidate_pairs(positions, list(range(36)), 0))
+    for i in range(36):  # every image reaches its neighbours along and across flight lines
+        assert (i, i + 1) in pairs or i % 6 == 5
+        assert (i, i + 6) in pairs or i >= 30
+    assert (0, 35) not in pairs
+    assert len(pairs) < 36 * 35 / 2 / 3
+
+
+def test_pairs_small_sets_and_no_gps() -> None:
+    assert len(candidate_pairs(grid(3, 3, 10.0), list(range(9)), 0)) == 36  # every pair
+    unknown = np.full((20, 2), np.nan)
+    assert len(candidate_pairs(unknown, list(range(20)), 0)) == 190
+    many = np.full((100, 2), np.nan)
+    pairs = candidate_pairs(many, list(range(100)), 0)
+    assert (0, 1) in pairs and (0, 50) not in pairs
+    explicit = candidate_pairs(grid(6, 6, 20.0), list(range(36)), 3)
+    partners = np.bincount(np.array(explicit).ravel(), minlength=36)
+    assert partners.min() >= 3
+
+
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    return q * np.sign(np.linalg.det(q))
+
+
+def test_robust_similarity_ignores_wild_fixes() -> None:
+    rng = np.random.default_rng(3)
+    model = rng.uniform(-5, 5, size=(30, 3)) * [1, 1, 0.1]
+    truth = pycolmap.Sim3d(7.5, pycolmap.Rotation3d(random_rotation(rng)), np.array([100.0, -40.0, 250.0]))
+    world = apply(truth, model) + rng.normal(scale=0.3, size=(30, 3))
+    world[[4, 17]] += [[60.0, 0, 0], [0, -35.0, 20.0]]
+    fit = robust_similarity(model, world, max_error=30.0)
+    assert list(np.flatnonzero(~fit.inliers)) == [4, 17]
+    assert fit.transform.scale == pytest.approx(7.5, rel=0.01)
+    check = rng.uniform(-5, 5, size=(5, 3))
+    assert np.abs(apply(fit.transform, check) - apply(truth, check)).max() < 0.5
+
+
+def test_corridor_alignment_keeps_the_roll_about_the_line() -> None:
+    rng = np.random.default_rng(5)
+    line = np.column_stack([np.linspace(0, 10, 15), np.zeros(15), np.zeros(15)])
+    assert is_collinear(line)
+    yaw, slope = np.deg2rad(30.0), np.deg2rad(4.0)  # the world line heads 30 degrees off and climbs
+    turn = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+    climb = np.array([[np.cos(slope), 0, -np.sin(slope)], [0, 1, 0], [np.sin(slope), 0, np.cos(slope)]])
+    rotation = turn @ climb
+    world = (3.0 * line @ rotation.T + [10, 20, 30]) + rng.normal(scale=0.02, size=(15, 3))
+    world[6] += [0.0, 25.0, 0.0]  # a wild fix beside the line
+    fit = robust_similarity(line, world, max_error=30.0, mode="line")
+    assert not fit.inliers[6] and fit.inliers.sum() == 14
+    matrix = np.asarray(fit.transform.matrix())
+    assert fit.transform.scale == pytest.approx(3.0, rel=0.01)
+    assert np.allclose(matrix[:, :3] / fit.transform.scale, rotation, atol=0.01)  # no roll about the line
+
+
+def test_levelled_fit_ignores_drifting_heights() -> None:
+    rng = np.random.default_rng(8)
+    levelled = np.column_stack([rng.uniform(0, 100, 40), rng.uniform(0, 60, 40), rng.normal(0, 0.2, 40)])
+    yaw = np.deg2rad(-70.0)
+    turn = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+    world = 0.5 * levelled @ turn.T + [500.0, 300.0, 120.0]
+    world[:, 2] += np.linspace(0, 40, 40)  # a barometer drifting 40 m over the flight
+    fit = robust_similarity(levelled, world, max_error=30.0, mode="level")
+    matrix = np.asarray(fit.transform.matrix())
+    assert fit.inliers.all() and fit.transform.scale == pytest.approx(0.5, rel=1e-3)
+    assert np.allclose(matrix[:, :3] / 0.5, turn, atol=1e-3)  # heading only, no tilt towards the drift
+    assert matrix[2, 3] == pytest.approx(140.0, abs=1.0)  # the median height
+
+
+def test_levelling_uses_viewing_directions_and_pitch() -> None:
+    rng = np.random.default_rng(11)
+    tilt = random_rotation(rng)  # the model's frame is tilted against the world
+    model = pycolmap.Reconstruction()
+    camera = pycolmap.Camera.create_from_model_name(1, "SIMPLE_PINHOLE", 500.0, 640, 480)
+    model.add_camera_with_trivial_rig(camera)
+    pitches = {}
+    for i, (heading, pitch) in enumerate([(0, 0), (90, 0), (180, 20), (270, 45)]):
+        # World from camera: look down (camera z = world -Z) at the pitch from nadir, turned to the heading.
+        p, h = np.deg2rad(pitch), np.deg2rad(heading)
+        look_down = np.array([[1, 0, 0], [0, -1, 0], [0, 0, -1]], dtype=float)
+        pitch_up = np.array([[1, 0, 0], [0, np.cos(p), -np.sin(p)], [0, np.sin(p), np.cos(p)]])
+        turn = np.array([[np.cos(h), -np.sin(h), 0], [np.sin(h), np.cos(h), 0], [0, 0, 1]])
+        world_from_camera = turn @ look_down @ pitch_up
+        cam_from_model = pycolmap.Rigid3d(pycolmap.Rotation3d((tilt @ world_from_camera).T), np.zeros(3))
+        image = pycolmap.Image(name=f"{i}.jpg", camera_id=1, image_id=i + 1)
+        model.add_image_with_trivial_frame(image, cam_from_model)
+        pitches[image.name] = float(pitch)
+    down = gravity_direction(model, pitches)
+    assert np.allclose(down, tilt @ [0, 0, -1], atol=1e-6)
+    level = levelling_transform(down)
+    assert np.allclose(apply(level, down[None])[0], [0, 0, -1], atol=1e-9)
+
+
+def test_odm_camera_normalisation() -> None:
+    camera = pycolmap.Camera.create_from_model_name(1, "OPENCV", 3000.0, 4000, 3000)
+    camera.params = [3000.0, 3010.0, 2020.0, 1490.0, -0.1, 0.02, 0.001, -0.002]
+    odm = odm_camera(camera, "brown")
+    assert odm["focal_x"] == pytest.approx(0.75) and odm["focal_y"] == pytest.approx(3010 / 4000)
+    assert odm["c_x"] == pytest.approx(20 / 4000) and odm["c_y"] == pytest.approx(-10 / 4000)
+    assert (odm["k1"], odm["p2"], odm["k3"]) == (pytest.approx(-0.1), pytest.approx(-0.002), 0.0)
+    simple = pycolmap.Camera.create_from_model_name(1, "SIMPLE_RADIAL", 2000.0, 4000, 2250)
+    simple.params = [2800.0, 2000.0, 1125.0, -0.03]
+    assert odm_camera(simple, "perspective") == {"projection_type": "perspective", "width": 4000, "height": 2250,
+                                                  "focal": 0.7, "k1": -0.03, "k2": 0.0}
+
+
+def test_camera_kinds() -> None:
+    photo = Photo("a.jpg", 4000, 3000, "DJI", "FC6310", focal_ratio=0.7)
+    assert camera_kind(photo, "auto").colmap_model == "SIMPLE_RADIAL"
+    assert camera_kind(photo, "fisheye_opencv").colmap_model == "OPENCV_FISHEYE"
+    photo.camera_projection = "fisheye"
+    assert camera_kind(photo, "auto").colmap_model == "RADIAL_FISHEYE"
+    assert camera_kind(photo, "auto").odm_id == "v2 dji fc6310 4000 3000 fisheye 0.7"
+
+
+def test_feature_scales_and_descriptors() -> None:
+    assert process_size(4000, "high") == 2000 and process_size(4000, "ultra") == 4000
+    assert process_size(4000, "lowest") == 320  # 270 px would leave too little to match
+    d = root_sift_bytes(np.array([[4.0] * 128, [0.0] * 127 + [9.0]], dtype=np.float32))
+    assert d.dtype == np.uint8 and d[0, 0] == round(512 * np.sqrt(1 / 128)) and d[1, -1] == 255
+
+
+def test_keypoints_land_on_full_resolution_pixels() -> None:
+    """A dark blob centred on full-resolution pixel (300, 200) of an 800 x 600 frame, seen at half size, must
+    come out at COLMAP's (300.5, 200.5): COLMAP puts the first pixel's centre at 0.5."""
+    v, u = np.mgrid[0:600, 0:800]
+    frame = 200 - 150 * np.exp(-((u - 300) ** 2 + (v - 200) ** 2) / (2 * 12.0 ** 2))
+    half = cv2.resize(frame.astype(np.float32), (400, 300), interpolation=cv2.INTER_AREA)
+    features = extract_features(np.clip(half, 0, 255).astype(np.uint8), (800, 600), 50)
+    xy = features.keypoints[:, :2]
+    nearest = xy[np.argmin(np.linalg.norm(xy - [300.5, 200.5], axis=1))]
+    assert np.allclose(nearest, [300.5, 200.5], atol=0.3)
+    assert features.descriptors.shape == (len(features), 128)
+
+
+def test_sfm_options_are_declared_for_the_opensfm_stage() -> None:
+    specs = {o.name: o for o in pipeline.all_options()}
+    for name in ("feature-quality", "min-num-features", "matcher-neighbors", "sfm-algorithm", "use-exif",
+                 "gps-accuracy", "camera-lens", "use-fixed-camera-params"):
+        assert specs[name].stage == "opensfm"
+    assert specs["feature-quality"].default == "high" and specs["min-num-features"].default == 10000
+    assert set(specs["sfm-algorithm"].choices) == {"incremental", "global"}
