@@ -18,8 +18,9 @@ const timestampNow = () => new Date().toISOString();
 const MODELS = ['project', 'task', 'preset', 'processingnode', 'user', 'group'];
 const ACTIONS = ['add', 'change', 'delete', 'view'];
 
-// ODM option names that the engine honours (`aeromap-engine options`), so that the presets carry over.
-const STARTER_PRESETS: { name: string; options: { name: string; value: boolean | number | string }[] }[] = [
+// ODM option names that the engine honours (`aeromap-engine options`; test/service/presets-engine.test.ts checks
+// it), so that the presets carry over between Aeromap and WebODM.
+export const STARTER_PRESETS: { name: string; options: { name: string; value: boolean | number | string }[] }[] = [
   { name: 'Default', options: [{ name: 'dsm', value: true }] },
   { name: 'Fast Orthophoto', options: [{ name: 'fast-orthophoto', value: true }] },
   {
@@ -45,9 +46,9 @@ const STARTER_PRESETS: { name: string; options: { name: string; value: boolean |
     name: '3D Model',
     options: [
       { name: 'pc-quality', value: 'high' },
-      { name: 'mesh-size', value: 300000 },
-      { name: 'mesh-octree-depth', value: 12 },
-      { name: 'use-3dmesh', value: true },
+      { name: 'feature-quality', value: 'high' },
+      { name: 'pc-las', value: true },
+      { name: 'crop', value: 0 },
     ],
   },
   {
@@ -63,9 +64,9 @@ const STARTER_PRESETS: { name: string; options: { name: string; value: boolean |
     name: 'Buildings',
     options: [
       { name: 'pc-quality', value: 'high' },
-      { name: 'mesh-size', value: 300000 },
-      { name: 'use-3dmesh', value: true },
       { name: 'dsm', value: true },
+      { name: 'dtm', value: true },
+      { name: 'orthophoto-resolution', value: 3 },
     ],
   },
 ];
