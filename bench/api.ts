@@ -7,15 +7,11 @@
 // PostgreSQL: AEROMAP_BENCH_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test); the benchmark
 // works in a schema of its own and drops it afterwards.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+import { type Backend, isolatedDatabase } from '../test/service/helpers.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -63,34 +59,19 @@ function request(url: string, method = 'GET', token?: string, body?: object): Pr
   });
 }
 
-async function startServer(backend: string): Promise<Target> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'aeromap-bench-'));
+async function startServer(backend: Backend): Promise<Target> {
+  const database = await isolatedDatabase(backend, POSTGRES_URL);
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
-    DATA_DIR: dataDir,
+    DATA_DIR: database.dataDir,
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
+    EMBEDDED_NODE: 'false',
     AEROMAP_ADMIN_USERNAME: 'bench',
     AEROMAP_ADMIN_PASSWORD: 'bench',
   };
-  let dropSchema = async () => {};
-  if (backend === 'postgres') {
-    const schema = `aeromap_bench_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    const url = new URL(POSTGRES_URL);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    env.DATABASE_URL = url.href;
-    dropSchema = async () => {
-      const client = new pg.Client({ connectionString: POSTGRES_URL });
-      await client.connect();
-      await client.query(`DROP SCHEMA ${schema} CASCADE`);
-      await client.end();
-    };
-  }
+  if (database.databaseUrl) env.DATABASE_URL = database.databaseUrl;
   const child: ChildProcess = spawn(bin, ['serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
@@ -106,8 +87,7 @@ async function startServer(backend: string): Promise<Target> {
     async stop() {
       child.kill('SIGTERM');
       await once(child, 'exit');
-      await dropSchema();
-      await rm(dataDir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }
@@ -136,7 +116,7 @@ async function measure(url: string, token: string): Promise<{ count: number; sec
   return { count: latencies.length, seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 
-async function benchBackend(backend: string): Promise<string[]> {
+async function benchBackend(backend: Backend): Promise<string[]> {
   const target = await startServer(backend);
   try {
     const login = await request(`${target.url}/api/token-auth/`, 'POST', undefined, { username: 'bench', password: 'bench' });
@@ -167,7 +147,7 @@ async function benchBackend(backend: string): Promise<string[]> {
 
 console.log(`${PROJECTS} projects, ${REQUESTS} requests per endpoint, ${CONCURRENCY} in flight, loopback`);
 console.log(['backend  ', 'endpoint'.padEnd(24), 'requests', '   req/s', 'p50 ms'.padStart(8), 'p99 ms'.padStart(8)].join('  '));
-for (const backend of (args.backends ?? '').split(',').filter(Boolean)) {
+for (const backend of (args.backends ?? '').split(',').filter(Boolean) as Backend[]) {
   for (const row of await benchBackend(backend)) console.log(row);
 }
 agent.destroy();

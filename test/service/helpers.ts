@@ -17,23 +17,23 @@ export const ADMIN = { username: 'admin', password: 'admin-password' };
 export const SECRET_KEY = 'test-secret-key';
 
 /** A database of its own for one test file: a temporary directory, plus a fresh PostgreSQL schema. */
-export async function isolatedDatabase(backend: Backend) {
+export async function isolatedDatabase(backend: Backend, postgresUrl = POSTGRES_URL) {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'aeromap-test-'));
   if (backend === 'sqlite') {
     return { dataDir, databaseUrl: undefined, drop: () => rm(dataDir, { recursive: true, force: true }) };
   }
   const schema = `aeromap_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  const admin = new pg.Client({ connectionString: postgresUrl });
   await admin.connect();
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.end();
-  const url = new URL(POSTGRES_URL);
+  const url = new URL(postgresUrl);
   url.searchParams.set('options', `-c search_path=${schema}`);
   return {
     dataDir,
     databaseUrl: url.href,
     async drop() {
-      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      const client = new pg.Client({ connectionString: postgresUrl });
       await client.connect();
       await client.query(`DROP SCHEMA ${schema} CASCADE`);
       await client.end();
