@@ -237,7 +237,7 @@ def test_invalid_options_are_refused_with_their_reasons(client: Node, completed,
 
 
 def test_too_many_images_are_refused_at_commit(node: NodeProcess, client: Node, images: list[str]) -> None:
-    with pytest.raises(NodeResponseError, match=f"5 images uploaded, but this node can only process up to 4"):
+    with pytest.raises(NodeResponseError, match="5 images uploaded, but this node can only process up to 4"):
         client.create_task(images[:5])
     assert list((node.data_dir / "uploads").iterdir()) == []
 
