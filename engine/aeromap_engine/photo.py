@@ -44,6 +44,11 @@ class Photo:
     def has_gps(self) -> bool:
         return self.latitude is not None and self.longitude is not None and self.altitude is not None
 
+    @property
+    def focal_known(self) -> bool:
+        """Whether focal_ratio comes from the metadata rather than the default guess."""
+        return bool(self.focal_length_35mm or (self.focal_length and self.sensor_width))
+
     def to_odm(self) -> dict[str, Any]:
         return asdict(self)
 

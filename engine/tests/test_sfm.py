@@ -124,12 +124,15 @@ def test_camera_centres_lie_at_their_exif_gps(gps_project: Project) -> None:
     assert reported["mean"] == pytest.approx(distances.mean(), abs=0.01)
 
 
-def test_model_is_right_side_up_and_metric(gps_project: Project) -> None:
+def test_cameras_sit_at_their_flying_height(gps_project: Project) -> None:
     model = pycolmap.Reconstruction(gps_project.root / "opensfm" / "reconstruction")
     ground = np.median([p.xyz[2] for p in model.points3D.values()])
     heights = [model.image(i).projection_center()[2] - ground for i in model.reg_image_ids()]
-    # The drone flew about 40 m above its take-off point; the beach lies some metres below it.
-    assert 0.8 * relative_altitude(SUBSET[0]) < np.median(heights) < 1.6 * relative_altitude(SUBSET[0])
+    # The drone flew 40 m above its take-off point (its barometer), which lies within a few metres of the park's
+    # ground. GPS fixes the cameras but not how far below them the ground is: that follows from the focal length,
+    # and a focal length left free on flat nadir views drifts (to 1.25 times the lens's, putting the ground 10 m
+    # too low).
+    assert 0.85 * relative_altitude(SUBSET[0]) < np.median(heights) < 1.1 * relative_altitude(SUBSET[0])
     for i in model.reg_image_ids():
         assert model.image(i).viewing_direction()[2] < -0.95  # nadir photographs look down
 
@@ -139,8 +142,9 @@ def test_outputs_follow_odm_formats(gps_project: Project) -> None:
     cameras = json.loads((root / "cameras.json").read_text())
     (key, camera), = cameras.items()
     assert key.startswith("v2 dji fc300s 1000 562 ")
-    assert camera["projection_type"] == "perspective" and camera["width"] == WIDTH
-    assert 0.4 < camera["focal"] < 1.2
+    assert camera["projection_type"] == "brown" and camera["width"] == WIDTH
+    # The focal length the metadata state is kept (see test_cameras_sit_at_their_flying_height).
+    assert camera["focal_x"] == camera["focal_y"] == pytest.approx(20 / 36, abs=1e-4)
 
     images = {p["filename"]: p for p in json.loads((root / "images.json").read_text())}
     assert sorted(images) == SUBSET
@@ -169,12 +173,12 @@ def test_outputs_follow_odm_formats(gps_project: Project) -> None:
 
 
 def test_ground_sample_distance(gps_project: Project) -> None:
-    # Height over the focal length from the metadata alone: the beach lies below the take-off point and the
-    # 35 mm equivalent underrates this camera's focal length, so allow a wide band.
+    # Height over the focal length from the metadata alone, give or take the ground's few metres below or
+    # above the take-off point.
     photo = json.loads((gps_project.root / "images.json").read_text())[0]
     focal_px = photo["focal_ratio"] * WIDTH
     expected_cm = relative_altitude(SUBSET[0]) / focal_px * 100
-    assert 0.6 * expected_cm < stats(gps_project)["reconstruction"]["gsd_cm"] < 1.6 * expected_cm
+    assert 0.8 * expected_cm < stats(gps_project)["reconstruction"]["gsd_cm"] < 1.2 * expected_cm
 
 
 def test_without_gps_a_local_levelled_frame(local_project: tuple[Project, str]) -> None:
@@ -191,15 +195,15 @@ def test_without_gps_a_local_levelled_frame(local_project: tuple[Project, str]) 
     # Levelled with Z up and scaled by DJI's height above the take-off point.
     assert np.median(heights) == pytest.approx(np.median([relative_altitude(n) for n in SUBSET]), rel=0.05)
     # The camera layout has the shape of the GPS positions the photographs no longer carry; its size follows
-    # from the height over ground, which the take-off height only approximates (the beach lies lower) and the
-    # focal length of six views of flat ground only loosely fixes.
+    # from the height over ground, which the take-off height approximates to the few metres the ground lies
+    # below or above the take-off point.
     truth = exif_utm(SUBSET)
     centres = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
     pairs = [(a, b) for a in SUBSET for b in SUBSET if a < b]
     ratios = np.array([np.linalg.norm(centres[a][:2] - centres[b][:2]) / np.linalg.norm(truth[a][:2] - truth[b][:2])
                        for a, b in pairs])
     assert ratios.std() / ratios.mean() < 0.05
-    assert 0.6 < np.median(ratios) < 1.3
+    assert 0.85 < np.median(ratios) < 1.15
 
 
 def test_ground_control_points_georeference_without_gps(gps_project: Project, tmp_path: Path) -> None:
@@ -228,13 +232,11 @@ def test_ground_control_points_georeference_without_gps(gps_project: Project, tm
     assert rec["gcp_residual_m"]["max"] < 0.2
     good = [p for name, p in residuals.items() if name != "gcp2"]
     assert len(good) == 5 and all(p["horizontal_m"] < 0.1 and p["vertical_m"] < 0.2 for p in good)
-    # Control points fix the model's position, orientation and scale, not its shape: how high the cameras sit
-    # above flat ground rests on the focal length, which six nadir views without GPS pin down loosely, so
-    # heights are not checked; a wrong CRS, offset or axis order would put the cameras tens of metres off.
+    # A wrong CRS, offset or axis order would put the cameras tens of metres off.
     truth = exif_utm(SUBSET)
     centres = model_centres(project)
     offsets = np.array([centres[n] - truth[n] for n in SUBSET])
-    assert np.linalg.norm(offsets[:, :2], axis=1).max() < 2.5, offsets
+    assert np.linalg.norm(offsets, axis=1).max() < 2.5, offsets
 
 
 def test_global_mapping(tmp_path: Path) -> None:

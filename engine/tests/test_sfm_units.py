@@ -17,7 +17,7 @@ from aeromap_engine.io.gcp import parse_gcp_list
 from aeromap_engine.io.geotxt import parse_geo_txt
 from aeromap_engine.sfm.alignment import (apply, gravity_direction, is_collinear, levelling_transform,
                                           robust_similarity)
-from aeromap_engine.sfm.cameras import camera_kind, odm_camera
+from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
 from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo
@@ -204,19 +204,29 @@ def test_odm_camera_normalisation() -> None:
     assert odm["focal_x"] == pytest.approx(0.75) and odm["focal_y"] == pytest.approx(3010 / 4000)
     assert odm["c_x"] == pytest.approx(20 / 4000) and odm["c_y"] == pytest.approx(-10 / 4000)
     assert (odm["k1"], odm["p2"], odm["k3"]) == (pytest.approx(-0.1), pytest.approx(-0.002), 0.0)
-    simple = pycolmap.Camera.create_from_model_name(1, "SIMPLE_RADIAL", 2000.0, 4000, 2250)
-    simple.params = [2800.0, 2000.0, 1125.0, -0.03]
-    assert odm_camera(simple, "perspective") == {"projection_type": "perspective", "width": 4000, "height": 2250,
-                                                  "focal": 0.7, "k1": -0.03, "k2": 0.0}
+    radial = pycolmap.Camera.create_from_model_name(1, "RADIAL", 2000.0, 4000, 2250)
+    radial.params = [2800.0, 2000.0, 1125.0, -0.03, 0.01]
+    assert odm_camera(radial, "perspective") == {"projection_type": "perspective", "width": 4000, "height": 2250,
+                                                  "focal": 0.7, "k1": -0.03, "k2": 0.01}
 
 
 def test_camera_kinds() -> None:
     photo = Photo("a.jpg", 4000, 3000, "DJI", "FC6310", focal_ratio=0.7)
-    assert camera_kind(photo, "auto").colmap_model == "SIMPLE_RADIAL"
+    assert camera_kind(photo, "auto").colmap_model == "OPENCV"  # brown, as ODM
+    assert camera_kind(photo, "auto").projection == "brown"
     assert camera_kind(photo, "fisheye_opencv").colmap_model == "OPENCV_FISHEYE"
     photo.camera_projection = "fisheye"
     assert camera_kind(photo, "auto").colmap_model == "RADIAL_FISHEYE"
     assert camera_kind(photo, "auto").odm_id == "v2 dji fc6310 4000 3000 fisheye 0.7"
+
+
+def test_focal_length_refined_only_when_guessed() -> None:
+    stated = camera_kind(Photo("a.jpg", 4000, 3000, "DJI", "FC6310", focal_length_35mm=24.0), "auto")
+    guessed = camera_kind(Photo("b.jpg", 640, 480, "", "", focal_length=4.5), "auto")  # no sensor width
+    assert stated.focal_known and not guessed.focal_known
+    assert refinement([stated], fixed=False) == Refinement(focal=False, distortion=True)
+    assert refinement([stated, guessed], fixed=False) == Refinement(focal=True, distortion=True)
+    assert refinement([stated, guessed], fixed=True) == Refinement(focal=False, distortion=False)
 
 
 def test_feature_scales_and_descriptors() -> None:

@@ -16,6 +16,7 @@ from typing import Literal
 import numpy as np
 import pycolmap
 
+from .cameras import Refinement
 from .database import PositionPrior
 
 MIN_INLIER_ERROR = 0.1  # m; residuals below this always count as agreeing (RTK fixes are this good)
@@ -157,7 +158,7 @@ def levelling_transform(down: np.ndarray) -> pycolmap.Sim3d:
 
 
 def adjust_with_priors(reconstruction: pycolmap.Reconstruction, priors: dict[str, PositionPrior],
-                       refine_intrinsics: bool, threads: int) -> None:
+                       refine: Refinement, threads: int) -> None:
     """Bundle adjustment in which the given camera positions pull on the cameras, each by its accuracy, through
     a robust loss (a fix far from the model loses its pull instead of bending the model)."""
     colmap_priors, config = [], pycolmap.BundleAdjustmentConfig()
@@ -166,7 +167,7 @@ def adjust_with_priors(reconstruction: pycolmap.Reconstruction, priors: dict[str
         config.add_image(image_id)
         if image.name in priors:
             colmap_priors.append(priors[image.name].to_colmap(image.data_id))
-    options = _bundle_options(refine_intrinsics, threads)
+    options = _bundle_options(refine, threads)
     prior_options = pycolmap.PosePriorBundleAdjustmentOptions()
     prior_options.ceres.prior_position_loss_function_type = pycolmap.LossFunctionType.CAUCHY
     pycolmap.create_pose_prior_bundle_adjuster(options, prior_options, config, colmap_priors,
@@ -174,11 +175,11 @@ def adjust_with_priors(reconstruction: pycolmap.Reconstruction, priors: dict[str
     reconstruction.update_point_3d_errors()
 
 
-def _bundle_options(refine_intrinsics: bool, threads: int) -> pycolmap.BundleAdjustmentOptions:
+def _bundle_options(refine: Refinement, threads: int) -> pycolmap.BundleAdjustmentOptions:
     options = pycolmap.BundleAdjustmentOptions()
     options.print_summary = False
-    options.refine_focal_length = refine_intrinsics
-    options.refine_extra_params = refine_intrinsics
+    options.refine_focal_length = refine.focal
+    options.refine_extra_params = refine.distortion
     # Matches that survived mapping are mostly right; a soft loss keeps the rest from dragging the cameras.
     options.ceres.loss_function_type = pycolmap.LossFunctionType.SOFT_L1
     options.ceres.solver_options.num_threads = threads

@@ -9,11 +9,15 @@ The camera-lens option takes ODM's projection names; each maps to the COLMAP mod
 | fisheye        | RADIAL_FISHEYE  | f, k1, k2                      |
 | fisheye_opencv | OPENCV_FISHEYE  | fx, fy, k1, k2, k3, k4         |
 
-"auto" takes the projection the photographs declare, else one focal length and one radial coefficient
-(SIMPLE_RADIAL, written to cameras.json as a perspective camera with k2 = 0). Drone cameras mostly correct their
-lens in-camera, and on flat nadir surveys every extra distortion term trades off against the shape of the model
-(the bowl effect), so the lean model is the safer default; the others remain a choice away. Principal points
-stay at the image centre: a survey flown at one height cannot tell them from the camera positions.
+"auto" takes the projection the photographs declare, else brown, as ODM does.
+
+The focal length stays at the value the metadata give whenever they give one. A survey flown at one height
+over flat ground cannot tell the focal length from the height above that ground: left free, it wanders (on
+Brighton Beach to 0.70 of the image width against the lens's 0.56-0.59), putting the ground 10 m below the
+take-off point and bending it into a bowl that the distortion terms then chase. Held, the distortion terms
+are well determined by the overlap. Only a camera whose metadata do not state the focal length has it
+refined. Principal points stay at the image centre: a survey flown at one height cannot tell them from the
+camera positions.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ..photo import Photo
 
 LENS_MODELS = {"perspective": "RADIAL", "brown": "OPENCV", "fisheye": "RADIAL_FISHEYE",
                "fisheye_opencv": "OPENCV_FISHEYE"}
-AUTO_MODEL = "SIMPLE_RADIAL"
+AUTO_PROJECTION = "brown"
 LENS_CHOICES = ("auto",) + tuple(LENS_MODELS)
 
 
@@ -41,6 +45,7 @@ class CameraKind:
     projection: str  # ODM's projection name written to cameras.json
     colmap_model: str
     focal_ratio: float
+    focal_known: bool  # stated by the metadata, not the default guess
 
     @property
     def odm_id(self) -> str:
@@ -53,13 +58,29 @@ class CameraKind:
         return pycolmap.Camera.create_from_model_name(0, self.colmap_model, focal, self.width, self.height)
 
 
+@dataclass(frozen=True)
+class Refinement:
+    """Which parts of the cameras' calibration bundle adjustment may change."""
+
+    focal: bool
+    distortion: bool
+
+
 def camera_kind(photo: Photo, lens: str) -> CameraKind:
     projection = lens if lens != "auto" else (photo.camera_projection or "")
-    model = LENS_MODELS.get(projection)
-    if model is None:
-        projection, model = "perspective", AUTO_MODEL
+    if projection not in LENS_MODELS:
+        projection = AUTO_PROJECTION
     return CameraKind(photo.camera_make.strip() or "unknown", photo.camera_model.strip() or "unknown",
-                      photo.width, photo.height, projection, model, round(photo.focal_ratio, 4))
+                      photo.width, photo.height, projection, LENS_MODELS[projection], round(photo.focal_ratio, 4),
+                      photo.focal_known)
+
+
+def refinement(kinds: list[CameraKind], fixed: bool) -> Refinement:
+    """What to refine: nothing when the calibration is to be kept; else the distortion, and the focal length
+    only if some camera's is a guess (COLMAP refines focal lengths for all cameras or for none)."""
+    if fixed:
+        return Refinement(focal=False, distortion=False)
+    return Refinement(focal=not all(kind.focal_known for kind in kinds), distortion=True)
 
 
 def odm_camera(camera: pycolmap.Camera, projection: str) -> dict[str, float | int | str]:
@@ -70,8 +91,7 @@ def odm_camera(camera: pycolmap.Camera, projection: str) -> dict[str, float | in
     out: dict[str, float | int | str] = {"projection_type": projection, "width": camera.width,
                                          "height": camera.height}
     if "f" in p:
-        # SIMPLE_RADIAL names its one coefficient k.
-        out.update(focal=p["f"] / size, k1=p.get("k1", p.get("k", 0.0)), k2=p.get("k2", 0.0))
+        out.update(focal=p["f"] / size, k1=p["k1"], k2=p["k2"])
         return out
     out.update(focal_x=p["fx"] / size, focal_y=p["fy"] / size, c_x=(p["cx"] - camera.width / 2.0) / size,
                c_y=(p["cy"] - camera.height / 2.0) / size, k1=p["k1"], k2=p["k2"])

@@ -21,6 +21,7 @@ from ..photo import Photo, gps_centre
 from . import control
 from .alignment import (AlignmentMode, SimilarityFit, adjust_with_priors, apply, gravity_direction,
                         is_collinear, levelling_transform, robust_similarity)
+from .cameras import Refinement
 from .database import PositionPrior
 
 GCP_MAX_ERROR = 2.0  # m; a control point further than this from the model is taken as mis-marked
@@ -95,7 +96,7 @@ def position_priors(photos: list[Photo], positions: np.ndarray, gps_accuracy: fl
 
 
 def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict[str, PositionPrior],
-                 photos: list[Photo], pitch_by_name: dict[str, float], refine_intrinsics: bool, threads: int,
+                 photos: list[Photo], pitch_by_name: dict[str, float], refine: Refinement, threads: int,
                  accuracy_given: bool) -> dict[str, Any]:
     """Move the model into the world frame by the frame's source, falling back to GPS and then to a local
     frame when control points cannot be used; returns the georeferencing figures for the report."""
@@ -111,7 +112,7 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
         if fit is None:
             source = "none"
         else:
-            adjust_to_gps(model, priors, fit, refine_intrinsics, threads, accuracy_given)
+            adjust_to_gps(model, priors, fit, refine, threads, accuracy_given)
             if fit.mode != "full":
                 # The adjustment opens with a full similarity fit of its own, which lets a line roll and follows
                 # doubtful heights: align again the way that was chosen.
@@ -184,7 +185,7 @@ def align_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior
 
 
 def adjust_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], fit: SimilarityFit,
-                  refine_intrinsics: bool, threads: int, accuracy_given: bool) -> None:
+                  refine: Refinement, threads: int, accuracy_given: bool) -> None:
     """Bundle adjustment with the GPS positions that agree with the model (heights too, unless the fit found
     them doubtful). It straightens what the images alone leave bent (the bowl of a flat survey, the banana of a
     single line), which they do only if weighted by their real noise: unless the user gave the accuracy, the
@@ -201,7 +202,7 @@ def adjust_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrio
             prior = replace(prior, horizontal_stddev=min(prior.horizontal_stddev, horizontal_spread),
                             vertical_stddev=min(prior.vertical_stddev, vertical_spread))
         used[name] = prior if fit.mode != "level" else replace(prior, vertical_stddev=UNTRUSTED_STDDEV)
-    adjust_with_priors(model, used, refine_intrinsics, threads)
+    adjust_with_priors(model, used, refine, threads)
 
 
 def _located(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior]) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pycolmap
 
 from ..log import log
+from .cameras import Refinement
 
 SFM_ALGORITHMS = ("incremental", "global")
 SEED = 1  # fixed, so that runs on the same data differ only by the order of parallel sums
@@ -18,7 +19,7 @@ SEED = 1  # fixed, so that runs on the same data differ only by the order of par
 class MappingSettings:
     algorithm: str  # one of SFM_ALGORITHMS
     threads: int
-    refine_intrinsics: bool
+    refine: Refinement
     use_position_priors: bool
 
 
@@ -53,8 +54,8 @@ def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipel
     # large surveys, local adjustments keep the model in shape in between, and the last one is always run.
     options.ba_global_frames_ratio = 1.25
     options.ba_global_points_ratio = 1.25
-    options.ba_refine_focal_length = settings.refine_intrinsics
-    options.ba_refine_extra_params = settings.refine_intrinsics
+    options.ba_refine_focal_length = settings.refine.focal
+    options.ba_refine_extra_params = settings.refine.distortion
     options.use_prior_position = settings.use_position_priors
     # GPS fixes can be wildly wrong; a robust loss keeps them from bending the model. Its scale, in standard
     # deviations, is the 95 % bound of 3D Gaussian noise, as in the final adjustment with priors (COLMAP's
@@ -71,6 +72,6 @@ def _global_options(settings: MappingSettings) -> pycolmap.GlobalPipelineOptions
     options.min_model_size = 3
     options.mapper.num_threads = settings.threads
     options.mapper.random_seed = SEED
-    options.mapper.bundle_adjustment.refine_focal_length = settings.refine_intrinsics
-    options.mapper.bundle_adjustment.refine_extra_params = settings.refine_intrinsics
+    options.mapper.bundle_adjustment.refine_focal_length = settings.refine.focal
+    options.mapper.bundle_adjustment.refine_extra_params = settings.refine.distortion
     return options

@@ -34,7 +34,7 @@ from ..io.ply import write_ply
 from ..log import log
 from ..options import Option
 from ..photo import Photo
-from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind
+from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, refinement
 from ..sfm.database import PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_size, sift_memory
@@ -69,8 +69,10 @@ OPTIONS: list[Option] = [
            "counter bowl-shaped deformation over large areas.", "opensfm", minimum=0.001,
            domain_text="positive float"),
     Option("camera-lens", "enum", "auto",
-           "Camera projection model. auto uses the projection the images declare, else a simple radial "
-           "model; perspective and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses.",
+           "Camera projection model. auto uses the projection the images declare, else brown; perspective "
+           "and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses. The focal "
+           "length stays at the value the images state (on a survey flown at one height it cannot be told "
+           "from the flying height); only the distortion is refined.",
            "opensfm", choices=LENS_CHOICES),
     Option("use-fixed-camera-params", "bool", False,
            "Keep the initial camera calibration instead of refining it during bundle adjustment; can help "
@@ -107,7 +109,8 @@ def run(ctx: "StageContext") -> None:
                         Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.35 * f))
             log.info("Matched %d candidate pairs; %d overlap", len(pairs),
                      overlapping_pair_count(database, MIN_PAIR_INLIERS))
-        settings = MappingSettings(options.sfm_algorithm, threads, not options.use_fixed_camera_params,
+        settings = MappingSettings(options.sfm_algorithm, threads,
+                                   refinement(kinds, options.use_fixed_camera_params),
                                    use_position_priors=bool(mapping_priors))
         model, algorithm, figures = solve(ctx, Path(scratch), settings, frame, priors, photos, timings)
     ctx.progress(0.92)
@@ -138,7 +141,7 @@ def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: 
         log.info("Registered %d of %d images, %d points", model.num_reg_images(), len(photos),
                  model.num_points3D())
         with timed("georeferencing", timings):
-            figures = georeference(model, frame, priors, photos, pitch_by_name, settings.refine_intrinsics,
+            figures = georeference(model, frame, priors, photos, pitch_by_name, settings.refine,
                                    settings.threads, ctx.options.was_given("gps-accuracy"))
         wild = (figures.get("gps_residual_m") or {}).get("outliers", [])
         if attempt == 2 or not (wild and settings.use_position_priors):
