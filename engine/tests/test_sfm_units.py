@@ -58,6 +58,8 @@ def test_exif_without_position_or_focal() -> None:
     assert not photo.has_gps  # (0, 0) is what receivers without a fix write
     assert photo.sensor_width == pytest.approx(6.0) and photo.focal_ratio == pytest.approx(4.5 / 6.0)
     assert photo_from_metadata("c.jpg", 100, 100, {}, {}).focal_ratio == 0.85
+    halved = photo_from_metadata("d.jpg", 3000, 2000, {**exif, "ExifImageWidth": 6000}, {})
+    assert halved.sensor_width == pytest.approx(6.0) and halved.focal_ratio == pytest.approx(4.5 / 6.0)
 
 
 def test_xmp_attributes_and_elements() -> None:

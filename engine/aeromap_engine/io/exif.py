@@ -130,7 +130,9 @@ def _read_optics(photo: Photo, exif: dict[str, Any], xmp: dict[str, str]) -> Non
     mm_per_unit = _MM_PER_UNIT.get(_int(exif.get("FocalPlaneResolutionUnit")) or 0)
     pixels_per_unit = _positive(_float(exif.get("FocalPlaneXResolution")))
     if mm_per_unit and pixels_per_unit:
-        photo.sensor_width = photo.width / pixels_per_unit * mm_per_unit
+        # The resolution is the sensor's at capture: a copy scaled down since keeps it, and the capture width.
+        captured_width = _positive(_float(exif.get("ExifImageWidth"))) or photo.width
+        photo.sensor_width = captured_width / pixels_per_unit * mm_per_unit
     if photo.focal_length_35mm:
         photo.focal_ratio = photo.focal_length_35mm / 36.0  # 35 mm film frames are 36 mm wide
     elif photo.focal_length and photo.sensor_width:
