@@ -4,10 +4,10 @@ Usage: engine/.venv/bin/python bench/dense_quality.py PROJECT_DIR   (a project t
 odm_georeferencing, e.g. the one bench/engine_full.py leaves behind)
 
 Prints point counts, how much of ODM's area the cloud covers, and the median point-to-nearest-point distance
-after removing one global shift (the one that minimises that distance over the area both clouds cover). Both clouds are
-georeferenced by the cameras' GPS only, so they may also differ by a small rotation or bowl; the same distance
-after a best-fit similarity, and the distance of the dense cloud to its own sparse points, separate that from
-the dense matching itself.
+after removing one global shift (the one that minimises that distance over the area both clouds cover). Both
+clouds are georeferenced by the cameras' GPS only, so they may also differ by a small rotation or bowl; the same
+distance after a best-fit similarity, and the distance of the dense cloud to its own sparse points, separate
+that from the dense matching itself.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ The camera-lens option takes ODM's projection names; each maps to the COLMAP mod
 
 The focal length stays at the value the metadata give whenever they give one. A survey flown at one height
 over flat ground cannot tell the focal length from the height above that ground: left free, it wanders (on
-Brighton Beach to 0.70 of the image width against the lens's 0.56-0.59), putting the ground 10 m below the
-take-off point and bending it into a bowl that the distortion terms then chase. Held, the distortion terms
+Brighton Beach to 0.70 of the image width against the lens's 0.56-0.59), putting the ground 10 m too low
+and bending it into a bowl that the distortion terms then chase. Held, the distortion terms
 are well determined by the overlap. Only a camera whose metadata do not state the focal length has it
 refined. Principal points stay at the image centre: a survey flown at one height cannot tell them from the
 camera positions.
