@@ -22,6 +22,58 @@ export interface ServiceConfig {
   logLevel: string;
   /** The processing node `aeromap serve` runs in its own process; null when EMBEDDED_NODE is off. */
   embeddedNode: { port: number; dataDir: string } | null;
+  tasks: TaskSettings;
+}
+
+/** How the scheduler drives tasks, and what task uploads and imports may hold. */
+export interface TaskSettings {
+  /** false: this instance serves the API but processes no task (another instance does). */
+  scheduler: boolean;
+  tickMs: number;
+  pollMs: number;
+  retryMs: number;
+  leaseMs: number;
+  concurrency: number;
+  nodeOfflineAfterMs: number;
+  maxImageBytes: number;
+  maxImages: number;
+  maxImportBytes: number;
+  maxExtractedBytes: number;
+  maxZipEntries: number;
+  importTimeoutMs: number;
+}
+
+const GIB = 1024 ** 3;
+
+/** A positive number of seconds (fractions allowed) from the environment, in milliseconds. */
+function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback * 1000;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || value > 86400) throw new ConfigError(`${name} must be a number of seconds from 0 to 86400, got "${raw}"`);
+  return Math.round(value * 1000);
+}
+
+function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
+  const flag = (env.TASK_SCHEDULER ?? 'true').trim().toLowerCase();
+  if (!['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'].includes(flag)) {
+    throw new ConfigError(`TASK_SCHEDULER must be true or false, got "${env.TASK_SCHEDULER}"`);
+  }
+  return {
+    scheduler: ['true', '1', 'yes', 'on'].includes(flag),
+    tickMs: 2000,
+    pollMs: seconds(env, 'TASK_POLL_SECONDS', 3),
+    retryMs: 10_000,
+    leaseMs: seconds(env, 'TASK_LEASE_SECONDS', 60),
+    concurrency: integer(env, 'TASK_CONCURRENCY', 4, 1, 64),
+    nodeOfflineAfterMs: 5 * 60_000,
+    maxImageBytes: integer(env, 'MAX_IMAGE_MB', 1024, 1, 1_000_000) * 1024 * 1024,
+    maxImages: 100_000,
+    maxImportBytes: integer(env, 'MAX_IMPORT_GB', 100, 1, 100_000) * GIB,
+    maxExtractedBytes: integer(env, 'MAX_IMPORT_GB', 100, 1, 100_000) * 4 * GIB,
+    maxZipEntries: 1_000_000,
+    importTimeoutMs: 30_000,
+  };
 }
 
 export class ConfigError extends Error {}
@@ -98,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
     bodyLimitBytes: 1024 * 1024,
     logLevel,
     embeddedNode: embeddedNodeConfig(env, dataDir),
+    tasks: taskSettings(env),
   };
   // Last, so that a configuration error leaves DATA_DIR untouched.
   return { ...config, secretKey: env.SECRET_KEY || loadOrCreateSecretKey(dataDir) };

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from .files import read_json, write_json
+from .geo import transform
 from .project import Project
 
 GeorefSource = Literal["gps", "gcp", "none"]
@@ -26,6 +29,20 @@ class Georef:
     @property
     def georeferenced(self) -> bool:
         return self.crs is not None
+
+    def wgs84_bounds(self, bounds: tuple[float, float, float, float]) -> list[float] | None:
+        """[west, south, east, north] in degrees of engine-frame bounds (minx, miny, maxx, maxy), as the service
+        reports a task's extent; None in a local frame. The corners and edge midpoints are transformed, so the
+        box holds the whole area although a projected rectangle is not one in degrees."""
+        if self.crs is None:
+            return None
+        minx, miny, maxx, maxy = bounds
+        xs = np.array([minx, (minx + maxx) / 2, maxx]) + self.offset[0]
+        ys = np.array([miny, (miny + maxy) / 2, maxy]) + self.offset[1]
+        gx, gy = np.meshgrid(xs, ys)
+        lonlat = transform(self.crs, "EPSG:4326", np.column_stack([gx.ravel(), gy.ravel(), np.zeros(gx.size)]))
+        return [round(float(v), 8) for v in (lonlat[:, 0].min(), lonlat[:, 1].min(), lonlat[:, 0].max(),
+                                              lonlat[:, 1].max())]
 
     @staticmethod
     def path(project: Project):

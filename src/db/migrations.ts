@@ -1,7 +1,7 @@
 // Schema migrations, one list for SQLite and PostgreSQL, applied on every start. A migration, once
 // released, never changes: later needs get a new entry. Data a migration inserts is written out here
 // (not imported) so that it stays what it was when the migration first ran.
-import { type ColumnDefinitionBuilder, type Kysely, type Migration, Migrator, PostgresAdapter } from 'kysely';
+import { type ColumnDefinitionBuilder, type Kysely, type Migration, Migrator, PostgresAdapter, sql } from 'kysely';
 import type { Database } from './schema.ts';
 
 type Columns = (col: ColumnDefinitionBuilder) => ColumnDefinitionBuilder;
@@ -222,12 +222,48 @@ async function initial(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
+/** What the scheduler needs to drive tasks through processing nodes, and what the task API reports. */
+async function taskProcessing(db: Kysely<any>): Promise<void> {
+  const columns: [string, string, Columns][] = [
+    // A task created with partial=true waits for its files (upload/, then commit/) before it is processed.
+    ['partial', 'integer', (c) => c.notNull().defaultTo(0)],
+    // The service instance working on the task, and until when: nobody else touches it before then. Without an
+    // owner, the time is when the task is next due (the scheduler's "not before").
+    ['lease_owner', 'varchar(64)', (c) => c],
+    ['lease_until', 'text', (c) => c],
+    // Console lines received from the node, the offset of the next with_output request.
+    ['console_lines', 'integer', (c) => c.notNull().defaultTo(0)],
+    // Since when the assigned node has not answered; null while it does.
+    ['unreachable_since', 'text', (c) => c],
+    ['import_url', 'text', (c) => c],
+    ['extent', 'text', (c) => c],
+    ['statistics', 'text', (c) => c.notNull().defaultTo('{}')],
+    ['size', 'bigint', (c) => c.notNull().defaultTo(0)],
+  ];
+  for (const [name, type, build] of columns) {
+    await db.schema.alterTable('tasks').addColumn(name, type as 'text', build).execute();
+  }
+  await db.schema.createIndex('tasks_due').on('tasks').columns(['partial', 'lease_until']).execute();
+  // A project with tasks is deleted in two steps: hidden at once, removed once the scheduler has removed its tasks.
+  await db.schema
+    .alterTable('projects')
+    .addColumn('deleting', 'integer', (c) => c.notNull().defaultTo(0))
+    .execute();
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
+  '0002_task_processing': { up: taskProcessing },
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } });
+  // On PostgreSQL the bookkeeping tables go in the schema the connection works in: without this, Kysely looks
+  // for them in every schema and takes another schema's tables (another Aeromap on the same database) for ours.
+  const migrationTableSchema =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema
+      : undefined;
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS }, migrationTableSchema });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((result) => result.status === 'Error');
   if (error || failed) {

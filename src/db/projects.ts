@@ -7,9 +7,12 @@ export interface Viewer {
   superuser: boolean;
 }
 
-/** Projects the viewer may see: all for superusers; otherwise owned ones and those shared with "view". */
+/**
+ * Projects the viewer may see: all for superusers; otherwise owned ones and those shared with "view". A project
+ * being deleted is seen by nobody.
+ */
 export function visibleProjects(db: Kysely<Database>, viewer: Viewer) {
-  const all = db.selectFrom('projects').selectAll('projects');
+  const all = db.selectFrom('projects').selectAll('projects').where('projects.deleting', '=', 0);
   if (viewer.superuser) return all;
   return all.where((eb) =>
     eb.or([

@@ -58,6 +58,8 @@ export interface ProjectsTable {
   name: string;
   description: string;
   created_at: Timestamp;
+  /** Hidden and on its way out: its tasks are being removed. */
+  deleting: Generated<Flag>;
 }
 
 export interface ProjectUserPermissionsTable {
@@ -93,6 +95,24 @@ export interface TasksTable {
   upload_progress: Generated<number>;
   resize_progress: Generated<number>;
   running_progress: Generated<number>;
+  /** Waiting for its files (chunked upload) before processing. */
+  partial: Generated<Flag>;
+  /** The service instance working on the task (null: none); see lease_until. */
+  lease_owner: string | null;
+  /** With an owner: the end of its lease. Without: when the task is next due (null: now). */
+  lease_until: Timestamp | null;
+  /** Lines of the node's console received so far. */
+  console_lines: Generated<number>;
+  /** Since when the assigned node has not answered; null while it does. */
+  unreachable_since: Timestamp | null;
+  /** Where an imported task's zip comes from: an http(s) URL, or "file://all.zip" for an uploaded one. */
+  import_url: string | null;
+  /** JSON [minx, miny, maxx, maxy] in WGS84 of the orthophoto (or the DSM, or the DTM); null without one. */
+  extent: string | null;
+  /** JSON object: the engine's quality figures (odm_report/stats.json). */
+  statistics: Generated<string>;
+  /** Bytes the task's files take on disk. */
+  size: Generated<number>;
 }
 
 export interface ProcessingNodesTable {
@@ -143,6 +163,7 @@ export type NewUser = Insertable<UsersTable>;
 export type Group = Selectable<GroupsTable>;
 export type Project = Selectable<ProjectsTable>;
 export type Task = Selectable<TasksTable>;
+export type TaskUpdate = Updateable<TasksTable>;
 export type ProcessingNode = Selectable<ProcessingNodesTable>;
 export type ProcessingNodeUpdate = Updateable<ProcessingNodesTable>;
 export type Preset = Selectable<PresetsTable>;

@@ -5,7 +5,7 @@ import { lstat, readdir, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
-import { partialName, safeRelativePath } from './safe-path.ts';
+import { partialName, safeRelativePath } from '../files/safe-path.ts';
 
 /** What all.zip holds when a task names no `outputs`: ODM's map products, reports and logs (DESIGN 3.3). */
 export const DEFAULT_OUTPUTS: readonly string[] = [

@@ -7,7 +7,7 @@ import type { ConsoleLog } from './console-log.ts';
 import { failureMessage, spawnEngine, type EngineExit } from './engine.ts';
 import type { DataLayout } from './layout.ts';
 import { TaskStatus, type TaskRecord } from './model.ts';
-import { partialName } from './safe-path.ts';
+import { partialName } from '../files/safe-path.ts';
 import type { TaskStore } from './store.ts';
 
 /** Share of the progress bar that the engine's run takes; the rest is building all.zip. */

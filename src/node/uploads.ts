@@ -7,9 +7,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { pipeline } from 'node:stream/promises';
-import { extractZip } from './extract.ts';
+import { extractZip } from '../files/zip-extract.ts';
 import type { DataLayout } from './layout.ts';
-import { freeName, partialName, safeFileName } from './safe-path.ts';
+import { freeName, partialName, safeFileName } from '../files/safe-path.ts';
 
 /** Files that are not images and that the engine must not find in images/ (NodeODM moves the same ones). */
 const ANCILLARY = /(\.txt|^align\.(las|laz|tif))$/i;

@@ -1,9 +1,12 @@
 // HTTP client for one NodeODM-compatible node (NodeODM API 2.x): an Aeromap node, NodeODM, ClusterODM.
 // Requests carry the node's token as ?token=; every request has a timeout, so a hung node cannot hold a caller.
+import { openAsBlob } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { NodeConnectionError, NodeResponseError, NodeServerError } from './errors.ts';
-import { NodeInfo, NodeOptions } from './types.ts';
+import { downloadRanged } from './download.ts';
+import { NodeConnectionError, NodeError, NodeResponseError, NodeServerError } from './errors.ts';
+import { ActionAnswer, NewTask, NodeInfo, NodeOptions, NodeTaskInfo, type TaskOptionPair, type UploadFile } from './types.ts';
 
 export interface NodeAddress {
   hostname: string;
@@ -14,6 +17,51 @@ export interface NodeAddress {
 export interface NodeClientOptions {
   /** Limit for quick calls such as /info and /options (WebODM's clients use 5 s there). */
   quickTimeoutMs?: number;
+}
+
+export interface CreateTaskOptions {
+  name?: string;
+  options?: TaskOptionPair[];
+  /** Called with the fraction of bytes uploaded. */
+  onProgress?: (fraction: number) => void;
+  signal?: AbortSignal;
+  /** Files uploaded at the same time (PyODM sends several too). */
+  parallelUploads?: number;
+  /** Attempts per file after the first, on connection and server errors. */
+  retries?: number;
+}
+
+export interface DownloadOptions {
+  signal?: AbortSignal;
+  onProgress?: (fraction: number) => void;
+  chunkBytes?: number;
+  retries?: number;
+}
+
+// Calls that change a task answer at once; an upload or a piece of a download may take long on a slow link.
+const ACTION_TIMEOUT_MS = 30_000;
+const TRANSFER_TIMEOUT_MS = 10 * 60_000;
+
+export const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
+
+/** Runs `attempt` again after connection and server errors, with a growing pause; the node's refusals are final. */
+export async function withRetries<T>(retries: number, signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+  for (let tried = 0; ; tried++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (error instanceof NodeResponseError || !(error instanceof NodeError) || tried >= retries) throw error;
+      await sleep(500 * (tried + 1), signal);
+    }
+  }
 }
 
 export class NodeClient {
@@ -42,6 +90,72 @@ export class NodeClient {
     return this.getJson('options', NodeOptions, this.quickTimeoutMs);
   }
 
+  /**
+   * Creates a task through the chunked flow (init, one upload per file, commit) and answers its uuid. Files are
+   * streamed from disk; each is retried on its own, so a cut connection costs one file, not the whole upload.
+   */
+  async createTask(files: UploadFile[], options: CreateTaskOptions = {}): Promise<string> {
+    const { signal, retries = 5 } = options;
+    const form = new URLSearchParams({ name: options.name ?? '', options: JSON.stringify(options.options ?? []) });
+    const init = await this.call('task/new/init', { method: 'POST', body: form }, ACTION_TIMEOUT_MS, NewTask, signal);
+    const sizes = await Promise.all(files.map(async (file) => (await stat(file.path)).size));
+    const total = sizes.reduce((sum, size) => sum + size, 0) || 1;
+    let sent = 0;
+    const queue = files.map((file, index) => ({ file, size: sizes[index] }));
+    const worker = async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        const { file, size } = next;
+        await withRetries(retries, signal, async () => {
+          const body = new FormData();
+          body.append('images', await openAsBlob(file.path), file.name);
+          await this.call(`task/new/upload/${init.uuid}`, { method: 'POST', body }, TRANSFER_TIMEOUT_MS, ActionAnswer, signal);
+        });
+        sent += size;
+        options.onProgress?.(sent / total);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallelUploads ?? 4, files.length)) }, worker));
+    await withRetries(retries, signal, () =>
+      this.call(`task/new/commit/${init.uuid}`, { method: 'POST' }, ACTION_TIMEOUT_MS, NewTask, signal),
+    );
+    return init.uuid;
+  }
+
+  /** The task's state; with `withOutput`, the console lines from that line on. */
+  async taskInfo(uuid: string, withOutput?: number): Promise<NodeTaskInfo> {
+    const query = withOutput === undefined ? '' : `?with_output=${withOutput}`;
+    return this.getJson(`task/${encodeURIComponent(uuid)}/info${query}`, NodeTaskInfo, ACTION_TIMEOUT_MS);
+  }
+
+  async cancelTask(uuid: string): Promise<void> {
+    await this.action('task/cancel', { uuid });
+  }
+
+  async removeTask(uuid: string): Promise<void> {
+    await this.action('task/remove', { uuid });
+  }
+
+  /** Restarts a finished task; options, when given, replace the task's (rerun-from among them). */
+  async restartTask(uuid: string, options?: TaskOptionPair[]): Promise<void> {
+    await this.action('task/restart', options === undefined ? { uuid } : { uuid, options: JSON.stringify(options) });
+  }
+
+  /**
+   * Downloads the task's all.zip to `destination`: into `destination.part` in ranged pieces (resuming a .part
+   * that a cut download left), renamed to `destination` only once whole.
+   */
+  async downloadAllZip(uuid: string, destination: string, options: DownloadOptions = {}): Promise<void> {
+    await downloadRanged(this.url(`task/${encodeURIComponent(uuid)}/download/all.zip`), destination, {
+      ...options,
+      label: this.label,
+      timeoutMs: TRANSFER_TIMEOUT_MS,
+    });
+  }
+
+  private async action(path: string, fields: Record<string, string>): Promise<void> {
+    await this.call(path, { method: 'POST', body: new URLSearchParams(fields) }, ACTION_TIMEOUT_MS, ActionAnswer);
+  }
+
   private url(path: string): URL {
     const url = new URL(path, this.baseUrl);
     if (this.token) url.searchParams.set('token', this.token);
@@ -49,38 +163,48 @@ export class NodeClient {
   }
 
   private async getJson<T extends TSchema>(path: string, schema: T, timeoutMs: number): Promise<Static<T>> {
-    const body = await this.request(path, { method: 'GET' }, timeoutMs);
+    return this.call(path, { method: 'GET' }, timeoutMs, schema);
+  }
+
+  private async call<T extends TSchema>(path: string, init: RequestInit, timeoutMs: number, schema: T, signal?: AbortSignal): Promise<Static<T>> {
+    const body = await this.request(path, init, timeoutMs, signal);
     if (!Value.Check(schema, body)) {
       const first = Value.Errors(schema, body).First();
-      throw new NodeServerError(`${this.label}: unexpected answer to /${path}${first ? ` (${first.path || '/'}: ${first.message})` : ''}`);
+      const where = path.split('?')[0];
+      throw new NodeServerError(`${this.label}: unexpected answer to /${where}${first ? ` (${first.path || '/'}: ${first.message})` : ''}`);
     }
     return body;
   }
 
-  private async request(path: string, init: RequestInit, timeoutMs: number): Promise<unknown> {
+  private async request(path: string, init: RequestInit, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
     let response: Response;
+    const timeout = AbortSignal.timeout(timeoutMs);
     try {
-      response = await fetch(this.url(path), { ...init, signal: AbortSignal.timeout(timeoutMs) });
+      response = await fetch(this.url(path), { ...init, signal: signal ? AbortSignal.any([timeout, signal]) : timeout });
     } catch (error) {
-      const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : describeCause(error);
+      signal?.throwIfAborted();
+      const reason = timeout.aborted ? `no answer within ${timeoutMs} ms` : describeCause(error);
       throw new NodeConnectionError(`${this.label}: ${reason}`, { cause: error });
     }
-    const text = await response.text();
+    const text = await response.text().catch((error: unknown) => {
+      signal?.throwIfAborted();
+      throw new NodeConnectionError(`${this.label}: ${describeCause(error)}`, { cause: error });
+    });
     let body: unknown;
     try {
       body = JSON.parse(text);
     } catch {
-      throw new NodeServerError(`${this.label}: /${path} answered HTTP ${response.status} with a body that is not JSON`);
+      throw new NodeServerError(`${this.label}: /${path.split('?')[0]} answered HTTP ${response.status} with a body that is not JSON`);
     }
     const error = (body as { error?: unknown } | null)?.error;
     if (typeof error === 'string') throw new NodeResponseError(`${this.label}: ${error}`);
     if (response.status === 401 || response.status === 403) throw new NodeResponseError(`${this.label}: unauthorized`);
-    if (!response.ok) throw new NodeServerError(`${this.label}: /${path} answered HTTP ${response.status}`);
+    if (!response.ok) throw new NodeServerError(`${this.label}: /${path.split('?')[0]} answered HTTP ${response.status}`);
     return body;
   }
 }
 
-function describeCause(error: unknown): string {
+export function describeCause(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (error as Error).message;
 }

@@ -23,3 +23,27 @@ export const NodeOption = Type.Object({
 export type NodeOption = Static<typeof NodeOption>;
 
 export const NodeOptions = Type.Array(NodeOption);
+
+export const NodeTaskInfo = Type.Object({
+  uuid: Type.String(),
+  processingTime: Type.Number(),
+  status: Type.Object({ code: Type.Integer(), errorMessage: Type.Optional(Type.String()) }),
+  imagesCount: Type.Integer(),
+  progress: Type.Number(),
+  output: Type.Optional(Type.Array(Type.String())),
+});
+export type NodeTaskInfo = Static<typeof NodeTaskInfo>;
+
+export const NewTask = Type.Object({ uuid: Type.String({ minLength: 1 }) });
+export const ActionAnswer = Type.Object({ success: Type.Literal(true) });
+
+/** A file to upload: the name the node gets, and where it is on disk. */
+export interface UploadFile {
+  name: string;
+  path: string;
+}
+
+export interface TaskOptionPair {
+  name: string;
+  value: unknown;
+}

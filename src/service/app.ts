@@ -18,6 +18,10 @@ import { ProcessingNodeSchema, processingNodeRoutes } from './processingnodes.ts
 import { PresetSchema, presetRoutes } from './presets.ts';
 import { ProjectSchema, projectRoutes } from './projects.ts';
 import { NodeRefresher } from './refresher.ts';
+import { taskStep } from './tasks/processing.ts';
+import { taskRoutes } from './tasks/routes.ts';
+import { TaskScheduler } from './tasks/scheduler.ts';
+import { TaskRules } from './tasks/tasks.ts';
 import { ErrorReply } from './schemas.ts';
 import type { App } from './types.ts';
 import { UserSchema, userRoutes } from './users.ts';
@@ -27,6 +31,7 @@ export interface Service {
   db: Kysely<Database>;
   dialect: DialectName;
   refresher: NodeRefresher;
+  scheduler: TaskScheduler;
   tokens: TokenService;
   /** The admin created on this start, if the database had no user. */
   firstAdmin: FirstAdmin | undefined;
@@ -93,6 +98,29 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     timeoutMs: config.nodeTimeoutMs,
   });
 
+  const taskSettings = config.tasks;
+  const scheduler = new TaskScheduler(
+    db,
+    app.log,
+    { tickMs: taskSettings.tickMs, leaseMs: taskSettings.leaseMs, concurrency: taskSettings.concurrency },
+    taskStep(db, app.log, {
+      dataDir: config.dataDir,
+      pollMs: taskSettings.pollMs,
+      retryMs: taskSettings.retryMs,
+      nodeOfflineAfterMs: taskSettings.nodeOfflineAfterMs,
+      nodeTimeoutMs: config.nodeTimeoutMs,
+      zipLimits: { maxBytes: taskSettings.maxExtractedBytes, maxEntries: taskSettings.maxZipEntries },
+      importMaxBytes: taskSettings.maxImportBytes,
+      importTimeoutMs: taskSettings.importTimeoutMs,
+    }),
+  );
+  const wake = () => scheduler.wake();
+  const rules = new TaskRules(db, {
+    dataDir: config.dataDir,
+    upload: { fileBytes: taskSettings.maxImageBytes, files: taskSettings.maxImages },
+    wake,
+  });
+
   installErrorHandling(app);
   const finishMethodRoutes = methodNotAllowedRoutes(app);
   await app.register(formbody);
@@ -108,16 +136,24 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     await processingNodeRoutes(api, { db, refresher });
     await userRoutes(api, { db, dataDir: config.dataDir, passwordIterations: config.passwordIterations });
     await groupRoutes(api, { db });
+    await taskRoutes(api, {
+      db,
+      rules,
+      imports: { dataDir: config.dataDir, maxBytes: taskSettings.maxImportBytes, wake },
+      uploadLimits: { fileBytes: taskSettings.maxImageBytes },
+    });
   });
   finishMethodRoutes();
   await app.ready();
   if (config.nodeRefreshIntervalMs > 0) refresher.start();
+  if (taskSettings.scheduler) scheduler.start();
 
   return {
     app,
     db,
     dialect,
     refresher,
+    scheduler,
     tokens,
     firstAdmin,
     async listen(port = config.port, host = config.host) {
@@ -125,6 +161,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       return address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
     },
     async close() {
+      await scheduler.stop();
       await refresher.stop();
       await app.close();
       await db.destroy();

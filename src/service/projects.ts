@@ -4,6 +4,7 @@ import path from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import { findGroupByName } from '../db/groups.ts';
+import { markProjectsDeleting } from '../db/tasks.ts';
 import {
   deleteProjects,
   insertProject,
@@ -75,10 +76,16 @@ const EditBody = Type.Object({
 export const projectDirectory = (dataDir: string, projectId: number) =>
   path.join(dataDir, 'media', 'project', String(projectId));
 
-/** Deletes projects with their tasks and the tasks' files. */
+/**
+ * Deletes projects. One without tasks goes at once with its folder; one with tasks is hidden at once and its
+ * tasks are removed as any task is (the nodes' copies too), the project going with its last task.
+ */
 export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids: number[]): Promise<void> {
-  await deleteProjects(db, ids);
-  await Promise.all(ids.map((id) => rm(projectDirectory(dataDir, id), { recursive: true, force: true })));
+  const tasks = await taskIdsOf(db, ids);
+  const empty = ids.filter((id) => (tasks.get(id) ?? []).length === 0);
+  await deleteProjects(db, empty);
+  await Promise.all(empty.map((id) => rm(projectDirectory(dataDir, id), { recursive: true, force: true })));
+  await markProjectsDeleting(db, ids.filter((id) => !empty.includes(id)));
 }
 
 async function present(ctx: Context, rows: Project[]): Promise<ProjectItem[]> {

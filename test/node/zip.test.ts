@@ -5,8 +5,8 @@ import yauzl from 'yauzl';
 import yazl from 'yazl';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_OUTPUTS, buildArchive, parseOutputs } from '../../src/node/archive.ts';
-import { extractZip } from '../../src/node/extract.ts';
-import { safeRelativePath } from '../../src/node/safe-path.ts';
+import { extractZip } from '../../src/files/zip-extract.ts';
+import { safeRelativePath } from '../../src/files/safe-path.ts';
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'zip-'));

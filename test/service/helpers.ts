@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import type { ServiceConfig } from '../../src/config.ts';
+import { type ServiceConfig, loadConfig } from '../../src/config.ts';
 import { type Service, buildService } from '../../src/service/app.ts';
 
 export type Backend = 'sqlite' | 'postgres';
@@ -133,6 +133,7 @@ export function testConfig(dataDir: string, databaseUrl: string | undefined, ove
     bodyLimitBytes: 1024 * 1024,
     logLevel: 'silent',
     embeddedNode: null,
+    tasks: { ...loadConfig({ SECRET_KEY: 'unused' }).tasks, tickMs: 100, pollMs: 200, retryMs: 300, leaseMs: 5000 },
     ...overrides,
   };
 }

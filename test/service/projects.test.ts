@@ -63,6 +63,10 @@ describe.each(BACKENDS)('projects (%s)', (backend) => {
     expect(deleted.status).toBe(204);
     expect(deleted.body).toBe('');
     expect((await t.admin.get(`/api/projects/${project.id}/`)).status).toBe(404);
+    // Hidden at once; the scheduler removes the tasks (their nodes' copies too), then the project goes.
+    const gone = async () => (await db.selectFrom('projects').select('id').where('id', '=', project.id).execute()).length === 0;
+    for (const until = Date.now() + 10_000; !(await gone()) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+    expect(await gone()).toBe(true);
     expect(await db.selectFrom('tasks').select('id').where('project_id', '=', project.id).execute()).toEqual([]);
     expect(existsSync(path.join(t.dataDir, 'media', 'project', String(project.id)))).toBe(false);
   });

@@ -120,6 +120,7 @@ def run(ctx: "StageContext") -> None:
                            SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt)
         figures["dtm"] = {"width": grid.width, "height": grid.height, "ground_points": int(ground.sum()),
                           "ground_fraction": round(float(ground.mean()), 3)}
+    figures["bounds_wgs84"] = georef.wgs84_bounds(grid.bounds)
     project.update_stats("dem", figures)
     log.info("Elevation models at %.1f cm/px: %s", resolution * 100,
              ", ".join(k for k in ("dsm", "dtm") if options.values[k]))

@@ -254,5 +254,6 @@ def run(ctx: "StageContext") -> None:
     area = covered * resolution**2
     project.update_stats("orthophoto", {"resolution_cm": round(resolution * 100, 3), "width": grid.width,
                                         "height": grid.height, "area_m2": round(area, 1),
-                                        "surface_resolution_cm": round(surface_res * 100, 2)})
+                                        "surface_resolution_cm": round(surface_res * 100, 2),
+                                        "bounds_wgs84": georef.wgs84_bounds(grid.bounds)})
     log.info("Orthophoto: %dx%d px at %.1f cm/px, %.0f m2", grid.width, grid.height, resolution * 100, area)

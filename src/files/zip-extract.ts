@@ -1,6 +1,8 @@
-// Zip files that clients upload (seed.zip, zips of images, zipurl). Entries are checked before anything is
-// written: absolute paths and paths that climb out refuse the whole archive, links are never created, and each
-// file is written under a temporary name and renamed into place.
+// Zip files that clients upload (seed.zip, zips of images, zipurl, imported task results). Entries are checked
+// before anything is written: absolute paths and paths that climb out refuse the whole archive, links are never
+// created, and each file is written under a temporary name and renamed into place. With limits, an archive
+// that declares more files or bytes than allowed is refused before anything is written (zip bombs), and yauzl
+// checks every entry against its declared size as it inflates.
 import fs from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -10,6 +12,11 @@ import { freeName, partialName, safeFileName, safeRelativePath } from './safe-pa
 
 /** 'tree' keeps the archive's folders (seed.zip); 'flat' puts every file in one folder (images). */
 export type ZipLayout = 'tree' | 'flat';
+
+export interface ZipLimits {
+  maxEntries: number;
+  maxBytes: number;
+}
 
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
@@ -63,11 +70,35 @@ async function writeEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, file: string):
   }
 }
 
-/** Extracts `zipFile` into `dest`; returns the paths written. Throws on an unsafe or broken archive. */
-export async function extractZip(zipFile: string, dest: string, layout: ZipLayout): Promise<string[]> {
+/** Reads every entry's header and refuses an archive whose declared contents exceed the limits. */
+async function checkLimits(zipFile: string, limits: ZipLimits): Promise<void> {
+  const zip = await openZip(zipFile);
+  let entries = 0;
+  let bytes = 0;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      zip.on('error', reject);
+      zip.on('end', () => resolve());
+      zip.on('entry', (entry: yauzl.Entry) => {
+        entries++;
+        bytes += entry.uncompressedSize;
+        if (entries > limits.maxEntries) reject(new Error(`more than ${limits.maxEntries} files`));
+        else if (bytes > limits.maxBytes) reject(new Error(`more than ${limits.maxBytes} bytes once extracted`));
+        else zip.readEntry();
+      });
+      zip.readEntry();
+    });
+  } finally {
+    zip.close();
+  }
+}
+
+/** Extracts `zipFile` into `dest`; returns the paths written. Throws on an unsafe, oversized or broken archive. */
+export async function extractZip(zipFile: string, dest: string, layout: ZipLayout, limits?: ZipLimits): Promise<string[]> {
   const label = path.basename(zipFile);
   let zip: yauzl.ZipFile;
   try {
+    if (limits) await checkLimits(zipFile, limits);
     zip = await openZip(zipFile);
   } catch (err) {
     throw new Error(`Cannot read ${label}: ${(err as Error).message}`);

@@ -1,0 +1,114 @@
+// A big file from a node, in ranged pieces appended to `<destination>.part`. After a cut (a dropped connection,
+// or the whole process killed) the next call resumes from the size of the .part; the file gets its final name
+// only once it is whole. A node that ignores ranges gets one plain download from the start.
+import { createWriteStream } from 'node:fs';
+import { rename, rm, stat, truncate } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { NodeConnectionError, NodeError, NodeResponseError, NodeServerError } from './errors.ts';
+
+export interface RangedDownloadOptions {
+  label: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  onProgress?: (fraction: number) => void;
+  chunkBytes?: number;
+  retries?: number;
+}
+
+const DEFAULT_CHUNK = 8 * 2 ** 20;
+
+async function sizeOf(file: string): Promise<number> {
+  return stat(file).then((info) => info.size, () => 0);
+}
+
+// The total size from a Content-Range header: "bytes 0-99/1234", or "bytes */1234" on a 416.
+function totalOf(contentRange: string | null): number | null {
+  const match = /\/(\d+)\s*$/.exec(contentRange ?? '');
+  return match ? Number(match[1]) : null;
+}
+
+interface Piece {
+  /** Bytes the file has after this piece; null when still unknown. */
+  total: number | null;
+  done: boolean;
+}
+
+async function appendBody(response: Response, file: string, flags: 'a' | 'w', signal?: AbortSignal): Promise<void> {
+  if (!response.body) throw new NodeServerError('an empty answer');
+  await pipeline(Readable.fromWeb(response.body as never), createWriteStream(file, { flags }), { signal });
+}
+
+/** Fetches the piece after `have` bytes and writes it to the .part; answers what it learnt of the total. */
+async function fetchPiece(url: URL, part: string, have: number, options: RangedDownloadOptions): Promise<Piece> {
+  const chunk = options.chunkBytes ?? DEFAULT_CHUNK;
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: { range: `bytes=${have}-${have + chunk - 1}` }, signal });
+    if (response.headers.get('content-type')?.includes('json')) {
+      const body = (await response.json()) as { error?: unknown };
+      throw new NodeResponseError(typeof body.error === 'string' ? body.error : `HTTP ${response.status} with JSON instead of the file`);
+    }
+    if (response.status === 416) {
+      const total = totalOf(response.headers.get('content-range'));
+      // The .part is longer than the file (another file under the same name): start over.
+      if (total === null || have > total) await truncate(part, 0);
+      return { total, done: total !== null && have === total };
+    }
+    if (response.status === 206) {
+      await appendBody(response, part, 'a', signal);
+      const total = totalOf(response.headers.get('content-range'));
+      return { total, done: total !== null && (await sizeOf(part)) >= total };
+    }
+    if (response.status === 200) {
+      // Ranges not supported: the whole file, from the start.
+      await appendBody(response, part, 'w', signal);
+      const length = Number(response.headers.get('content-length') ?? NaN);
+      const got = await sizeOf(part);
+      if (Number.isFinite(length) && got !== length) throw new NodeConnectionError(`got ${got} of ${length} bytes`);
+      return { total: got, done: true };
+    }
+    await response.body?.cancel();
+    throw new NodeServerError(`HTTP ${response.status}`);
+  } catch (error) {
+    options.signal?.throwIfAborted();
+    if (error instanceof NodeError) throw error;
+    const reason = timeout.aborted ? `no answer within ${options.timeoutMs} ms` : describe(error);
+    throw new NodeConnectionError(reason, { cause: error });
+  }
+}
+
+function describe(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error as Error).message;
+}
+
+export async function downloadRanged(url: URL, destination: string, options: RangedDownloadOptions): Promise<void> {
+  const part = `${destination}.part`;
+  const retries = options.retries ?? 5;
+  let failures = 0;
+  for (;;) {
+    const have = await sizeOf(part);
+    let piece: Piece;
+    try {
+      piece = await fetchPiece(url, part, have, options);
+      failures = 0;
+    } catch (error) {
+      if (!(error instanceof NodeError)) throw error;
+      if (error instanceof NodeResponseError || ++failures > retries) {
+        const Kind = error.constructor as new (message: string, options?: ErrorOptions) => NodeError;
+        throw new Kind(`${options.label}: download of all.zip: ${error.message}`, { cause: error });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500 * failures));
+      continue;
+    }
+    if (piece.total) options.onProgress?.(Math.min(1, (await sizeOf(part)) / piece.total));
+    if (piece.done) break;
+  }
+  await rename(part, destination).catch(async (error) => {
+    await rm(part, { force: true });
+    throw error;
+  });
+}

@@ -1,0 +1,84 @@
+// The user's actions as the scheduler carries them out: cancel, remove and restart, each telling the node
+// first (best effort: a node that cannot be reached must not keep a task from being canceled or removed).
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { findNode } from '../../db/processingnodes.ts';
+import type { ProcessingNode } from '../../db/schema.ts';
+import { TaskStatus, deleteProjectIfEmpty, deleteTask } from '../../db/tasks.ts';
+import { NodeError } from '../../nodeclient/index.ts';
+import { resetConsole } from './console.ts';
+import { type StepContext, fail, save } from './context.ts';
+import { clientOf, nodeName } from './processing.ts';
+
+async function assignedNode(ctx: StepContext): Promise<ProcessingNode | undefined> {
+  const { task } = ctx;
+  if (task.uuid === '' || task.processing_node_id === null) return undefined;
+  return findNode(ctx.db, task.processing_node_id);
+}
+
+/** Runs a call to the node, logging rather than throwing when the node cannot do it. */
+async function tellNode(ctx: StepContext, node: ProcessingNode, what: string, call: () => Promise<void>): Promise<boolean> {
+  try {
+    await call();
+    return true;
+  } catch (error) {
+    if (!(error instanceof NodeError)) throw error;
+    ctx.log.warn({ task: ctx.task.id }, `cannot ${what} on processing node ${nodeName(node)}: ${error.message}`);
+    return false;
+  }
+}
+
+export async function cancelStep(ctx: StepContext): Promise<null> {
+  const node = await assignedNode(ctx);
+  if (node) await tellNode(ctx, node, 'cancel the task', () => clientOf(ctx, node).cancelTask(ctx.task.uuid));
+  await save(ctx, { status: TaskStatus.CANCELED, pending_action: null, unreachable_since: null });
+  return null;
+}
+
+/** Removes the node's copy, the task's files and its row; a project being deleted goes with its last task. */
+export async function removeStep(ctx: StepContext): Promise<null> {
+  const { task } = ctx;
+  const node = await assignedNode(ctx);
+  if (node) await tellNode(ctx, node, 'remove the task', () => clientOf(ctx, node).removeTask(task.uuid));
+  await rm(ctx.folder.root, { recursive: true, force: true });
+  await deleteTask(ctx.db, task.id);
+  if (await deleteProjectIfEmpty(ctx.db, task.project_id)) {
+    await rm(path.dirname(path.dirname(ctx.folder.root)), { recursive: true, force: true });
+  }
+  return null;
+}
+
+/**
+ * Restarts the task: on the same node when it still has the task (it reuses its results, and rerun-from
+ * applies), otherwise from a new upload, without rerun-from, which only means something to the old node.
+ */
+export async function restartStep(ctx: StepContext): Promise<number | null> {
+  const { task } = ctx;
+  const options = JSON.parse(task.options) as { name: string; value: unknown }[];
+  await resetConsole(ctx.folder.console);
+  const fresh = {
+    pending_action: null,
+    status: null,
+    last_error: null,
+    processing_time: -1,
+    running_progress: 0,
+    console_lines: 0,
+    unreachable_since: null,
+  };
+  const node = await assignedNode(ctx);
+  if (node) {
+    const restarted = await tellNode(ctx, node, 'restart the task', () =>
+      clientOf(ctx, node).restartTask(task.uuid, options),
+    );
+    if (restarted) {
+      await save(ctx, { ...fresh, status: TaskStatus.QUEUED });
+      return 0;
+    }
+  }
+  if (task.processing_node_id === null && !task.auto_processing_node) {
+    return fail(ctx, 'Cannot restart a task that has no processing node.');
+  }
+  const withoutRerun = options.filter((option) => option.name !== 'rerun-from');
+  await save(ctx, { ...fresh, uuid: '', upload_progress: 0, options: JSON.stringify(withoutRerun) });
+  return 0;
+}

@@ -1,0 +1,144 @@
+// A task's outputs: the asset names of the spec (and WebODM's) mapped to ODM's paths under assets/, what a
+// finished task holds, and putting an extracted all.zip into place.
+import { lstat, readFile, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+
+/** A single file, or a folder offered as a zip built on the fly (with the files to leave out). */
+export type AssetSource = { file: string } | { folder: string; exclude?: RegExp };
+
+export const ASSETS: Record<string, AssetSource> = {
+  'all.zip': { folder: '.' },
+  'orthophoto.tif': { file: 'odm_orthophoto/odm_orthophoto.tif' },
+  'orthophoto.png': { file: 'odm_orthophoto/odm_orthophoto.png' },
+  'orthophoto.mbtiles': { file: 'odm_orthophoto/odm_orthophoto.mbtiles' },
+  'orthophoto.kmz': { file: 'odm_orthophoto/odm_orthophoto.kmz' },
+  'cutline.gpkg': { file: 'odm_orthophoto/cutline.gpkg' },
+  'georeferenced_model.las': { file: 'odm_georeferencing/odm_georeferenced_model.las' },
+  'georeferenced_model.laz': { file: 'odm_georeferencing/odm_georeferenced_model.laz' },
+  'georeferenced_model.ply': { file: 'odm_georeferencing/odm_georeferenced_model.ply' },
+  'georeferenced_model.csv': { file: 'odm_georeferencing/odm_georeferenced_model.csv' },
+  'textured_model.zip': { folder: 'odm_texturing', exclude: /\.glb$/i },
+  'textured_model.glb': { file: 'odm_texturing/odm_textured_model_geo.glb' },
+  'dsm.tif': { file: 'odm_dem/dsm.tif' },
+  'dtm.tif': { file: 'odm_dem/dtm.tif' },
+  'orthophoto_tiles.zip': { folder: 'orthophoto_tiles' },
+  'dsm_tiles.zip': { folder: 'dsm_tiles' },
+  'dtm_tiles.zip': { folder: 'dtm_tiles' },
+  'cameras.json': { file: 'cameras.json' },
+  'shots.geojson': { file: 'odm_report/shots.geojson' },
+  'report.pdf': { file: 'odm_report/report.pdf' },
+  'ground_control_points.geojson': { file: 'odm_georeferencing/ground_control_points.geojson' },
+};
+
+async function exists(file: string, kind: 'file' | 'folder'): Promise<boolean> {
+  try {
+    const info = await stat(file);
+    return kind === 'file' ? info.isFile() : info.isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The asset names whose file (or folder) the assets folder holds, in the order of ASSETS. */
+export async function availableAssets(assetsDir: string): Promise<string[]> {
+  const present = await Promise.all(
+    Object.entries(ASSETS).map(async ([name, source]) =>
+      'file' in source ? exists(path.join(assetsDir, source.file), 'file') : exists(path.join(assetsDir, source.folder), 'folder'),
+    ),
+  );
+  const names = Object.keys(ASSETS).filter((_, index) => present[index]);
+  // all.zip only when there is something in it besides the console.
+  return names.length > 1 ? names : [];
+}
+
+/** Every regular file under a folder, as paths relative to it with forward slashes; links are not followed. */
+export async function filesUnder(folder: string): Promise<{ relative: string; size: number }[]> {
+  const entries = await readdir(folder, { recursive: true, withFileTypes: true });
+  const files: { relative: string; size: number }[] = [];
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const full = path.join(entry.parentPath, entry.name);
+    files.push({ relative: path.relative(folder, full).split(path.sep).join('/'), size: (await lstat(full)).size });
+  }
+  return files.sort((a, b) => a.relative.localeCompare(b.relative));
+}
+
+/** Bytes taken by the files under a folder (0 when it does not exist). */
+export async function folderSize(folder: string): Promise<number> {
+  try {
+    return (await filesUnder(folder)).reduce((sum, file) => sum + file.size, 0);
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * An extracted all.zip in ODM's layout: zips made by wrapping the task folder hold it under one top-level
+ * folder, which is taken as the root.
+ */
+async function layoutRoot(extracted: string): Promise<string> {
+  const entries = (await readdir(extracted, { withFileTypes: true })).filter((entry) => !entry.name.startsWith('.'));
+  const [only] = entries;
+  if (entries.length === 1 && only.isDirectory() && !/^odm_|^opensfm$|^entwine/.test(only.name)) {
+    return path.join(extracted, only.name);
+  }
+  return extracted;
+}
+
+/** Puts an extracted archive in place as the assets folder, replacing the old one in two renames. */
+export async function installAssets(extracted: string, assetsDir: string, oldDir: string): Promise<void> {
+  const root = await layoutRoot(extracted);
+  await rm(oldDir, { recursive: true, force: true });
+  if (await exists(assetsDir, 'folder')) await rename(assetsDir, oldDir);
+  await rename(root, assetsDir);
+  await rm(oldDir, { recursive: true, force: true });
+  if (root !== extracted) await rm(extracted, { recursive: true, force: true });
+}
+
+export interface AssetFacts {
+  extent: [number, number, number, number] | null;
+  statistics: Record<string, unknown>;
+}
+
+function isBounds(value: unknown): value is [number, number, number, number] {
+  return Array.isArray(value) && value.length === 4 && value.every((v) => typeof v === 'number' && Number.isFinite(v));
+}
+
+/**
+ * What the engine's report says of a finished task: the WGS84 bounds of the orthophoto (else the DSM, else the
+ * DTM) and the quality figures. An archive without a report (an ODM one, say) has none.
+ */
+export async function readAssetFacts(assetsDir: string): Promise<AssetFacts> {
+  let statistics: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(await readFile(path.join(assetsDir, 'odm_report', 'stats.json'), 'utf8'));
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) statistics = parsed as Record<string, unknown>;
+  } catch {
+    // No report, or one that is not JSON: the task has no figures.
+  }
+  const boundsOf = (section: string) => (statistics[section] as { bounds_wgs84?: unknown } | undefined)?.bounds_wgs84;
+  const extent = ['orthophoto', 'dem'].map(boundsOf).find(isBounds) ?? null;
+  return { extent, statistics };
+}
+
+/**
+ * The real path of `relative` inside the assets folder when it is a regular file there, else null: no
+ * climbing out, no link that leads outside, no folders.
+ */
+export async function resolveAssetPath(assetsDir: string, relative: string): Promise<string | null> {
+  if (relative.includes('\0')) return null;
+  try {
+    const root = await realpath(assetsDir);
+    const target = await realpath(path.resolve(root, relative));
+    if (!target.startsWith(root + path.sep)) return null;
+    return (await stat(target)).isFile() ? target : null;
+  } catch {
+    return null;
+  }
+}
+
+/** WebODM's download name: the task's name with only letters, digits, - and _, then the asset's name. */
+export function downloadName(taskName: string, asset: string): string {
+  const stem = taskName.replaceAll(' ', '-').replaceAll('/', '-').replace(/[^0-9a-zA-Z_-]+/g, '');
+  return stem ? `${stem}-${asset}` : asset;
+}

@@ -1,0 +1,103 @@
+// What every step of a task's life works with: the database, the task's folder, the settings, and the few
+// writes that several steps share (failing a task, finishing it from an all.zip).
+import { rm } from 'node:fs/promises';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { ZipLimits } from '../../files/zip-extract.ts';
+import { extractZip } from '../../files/zip-extract.ts';
+import type { Database, Task, TaskUpdate } from '../../db/schema.ts';
+import { TaskStatus, updateTask } from '../../db/tasks.ts';
+import { availableAssets, folderSize, installAssets, readAssetFacts } from './assets.ts';
+import { appendConsole } from './console.ts';
+import { type TaskFolder, taskFolder } from './layout.ts';
+
+export interface ProcessingSettings {
+  dataDir: string;
+  /** Between two looks at a task that a node is processing. */
+  pollMs: number;
+  /** Between two looks for a node, or at a node that does not answer. */
+  retryMs: number;
+  /** A node that has not answered for this long is taken as gone. */
+  nodeOfflineAfterMs: number;
+  /** Limit of the quick calls to a node. */
+  nodeTimeoutMs: number;
+  /** What an all.zip (from a node, or imported) may unpack to. */
+  zipLimits: ZipLimits;
+  /** Imports by URL: the most bytes fetched, and how long the server may take to start answering. */
+  importMaxBytes: number;
+  importTimeoutMs: number;
+}
+
+export interface StepContext {
+  db: Kysely<Database>;
+  log: FastifyBaseLogger;
+  settings: ProcessingSettings;
+  task: Task;
+  folder: TaskFolder;
+  signal: AbortSignal;
+}
+
+export function stepContext(
+  db: Kysely<Database>,
+  log: FastifyBaseLogger,
+  settings: ProcessingSettings,
+  task: Task,
+  signal: AbortSignal,
+): StepContext {
+  return { db, log, settings, task, signal, folder: taskFolder(settings.dataDir, task.project_id, task.id) };
+}
+
+export async function save(ctx: StepContext, changes: TaskUpdate): Promise<void> {
+  await updateTask(ctx.db, ctx.task.id, changes);
+  Object.assign(ctx.task, changes);
+}
+
+/** Ends the task as FAILED with a reason the user can act on; the reason also ends the console. */
+export async function fail(ctx: StepContext, reason: string): Promise<null> {
+  await appendConsole(ctx.folder.console, [`[ERROR] ${reason}`]);
+  await save(ctx, { status: TaskStatus.FAILED, last_error: reason, pending_action: null, unreachable_since: null });
+  ctx.log.warn({ task: ctx.task.id }, `task failed: ${reason}`);
+  return null;
+}
+
+/** Writes at most once a second, for progress figures that change continuously. */
+export function throttled(write: (value: number) => Promise<void>, everyMs = 1000): (value: number) => void {
+  let last = 0;
+  return (value) => {
+    const at = Date.now();
+    if (at - last < everyMs && value < 1) return;
+    last = at;
+    write(value).catch(() => undefined);
+  };
+}
+
+/**
+ * Unpacks the task's downloaded all.zip as its assets and marks the task COMPLETED. Every part is repeatable:
+ * a service stopped half-way extracts again from the zip, which is removed only once the task is complete.
+ */
+export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}): Promise<null> {
+  const { folder } = ctx;
+  await rm(folder.assetsNext, { recursive: true, force: true });
+  try {
+    await extractZip(folder.allZip, folder.assetsNext, 'tree', ctx.settings.zipLimits);
+  } catch (error) {
+    await rm(folder.assetsNext, { recursive: true, force: true });
+    await rm(folder.allZip, { force: true });
+    return fail(ctx, `The task's results are not a usable zip file: ${(error as Error).message}`);
+  }
+  await installAssets(folder.assetsNext, folder.assets, folder.assetsOld);
+  const [assets, facts] = await Promise.all([availableAssets(folder.assets), readAssetFacts(folder.assets)]);
+  await rm(folder.allZip, { force: true });
+  await save(ctx, {
+    ...changes,
+    status: TaskStatus.COMPLETED,
+    pending_action: null,
+    last_error: null,
+    running_progress: 1,
+    available_assets: JSON.stringify(assets),
+    extent: facts.extent ? JSON.stringify(facts.extent) : null,
+    statistics: JSON.stringify(facts.statistics),
+    size: await folderSize(folder.root),
+  });
+  return null;
+}

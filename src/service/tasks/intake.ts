@@ -1,0 +1,154 @@
+// Files that clients upload to a task: streamed to disk under a temporary name (never held whole in memory),
+// checked, then renamed into the task's images folder. Images must be whole images; .txt files are the GCP
+// list and geo.txt that travel with them; anything else is refused with the file's name.
+import { createWriteStream } from 'node:fs';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { MultipartFile } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { partialName, safeFileName } from '../../files/safe-path.ts';
+import { HttpError } from '../errors.ts';
+
+const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.tif', '.tiff', '.png', '.dng']);
+const TEXT_EXTENSIONS = new Set(['.txt']);
+
+export const badRequest = (message: string) => new HttpError(400, { detail: message });
+
+export function isImageName(name: string): boolean {
+  return IMAGE_EXTENSIONS.has(path.extname(name).toLowerCase());
+}
+
+async function readRange(file: string, start: number, length: number): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(length);
+    const { bytesRead } = await handle.read(buffer, 0, length, start);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+const startsWith = (head: Buffer, bytes: number[]) => bytes.every((byte, index) => head[index] === byte);
+const JPEG_END = Buffer.from([0xff, 0xd9]);
+
+/**
+ * Why a stored file is not a whole image, or null when it is one. A JPEG must end with its end-of-image marker
+ * (possibly followed by a trailer); the window searched stays clear of the thumbnail at the file's start,
+ * and in the compressed data a 0xFF byte is never followed by 0xD9, so a cut file is told apart.
+ */
+export async function imageProblem(file: string): Promise<string | null> {
+  const { size } = await stat(file);
+  if (size < 16) return 'is empty or too short to be an image';
+  const head = await readRange(file, 0, 16);
+  const tailLength = Math.min(64 * 1024, Math.floor(size / 2));
+  const tail = await readRange(file, size - tailLength, tailLength);
+  if (startsWith(head, [0xff, 0xd8, 0xff])) return tail.includes(JPEG_END) ? null : 'is a truncated JPEG image';
+  if (startsWith(head, [0x89, 0x50, 0x4e, 0x47])) return tail.includes('IEND') ? null : 'is a truncated PNG image';
+  if (startsWith(head, [0x49, 0x49, 0x2a, 0x00]) || startsWith(head, [0x4d, 0x4d, 0x00, 0x2a])) return null;
+  return 'is not a JPEG, PNG or TIFF image';
+}
+
+async function textProblem(file: string): Promise<string | null> {
+  const { size } = await stat(file);
+  const head = await readRange(file, 0, Math.min(size, 64 * 1024));
+  return head.includes(0) ? 'is not a text file' : null;
+}
+
+/** Checks a stored upload by its name's kind; answers why it cannot be used, or null. */
+export async function uploadProblem(name: string, file: string): Promise<string | null> {
+  if (isImageName(name)) return imageProblem(file);
+  if (TEXT_EXTENSIONS.has(path.extname(name).toLowerCase())) return textProblem(file);
+  return 'is neither an image (JPEG, PNG, TIFF) nor a .txt file (GCP list, geo.txt)';
+}
+
+/** A client's file name, usable in the images folder. */
+export function uploadName(filename: string): string {
+  const name = safeFileName(filename);
+  if (name.startsWith('.')) throw badRequest(`"${filename}" is not a usable file name`);
+  return name;
+}
+
+/** Streams one multipart file to a temporary name in `dir`; answers that name. */
+async function spool(part: MultipartFile, dir: string): Promise<string> {
+  const tmp = partialName(dir);
+  try {
+    await pipeline(part.file, createWriteStream(tmp));
+    if (part.file.truncated) throw new HttpError(413, { detail: `${part.filename} is larger than the size limit of one file.` });
+    return tmp;
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw error;
+  }
+}
+
+/** Checks a spooled file and renames it into place under its name; a file that fails is removed. */
+export async function admit(tmp: string, dir: string, name: string): Promise<void> {
+  const problem = await uploadProblem(name, tmp);
+  if (problem) {
+    await rm(tmp, { force: true });
+    throw badRequest(`${name} ${problem}.`);
+  }
+  await rename(tmp, path.join(dir, name));
+}
+
+export interface MultipartLimits {
+  fileBytes: number;
+  files: number;
+}
+
+export type TextFields = Record<string, string>;
+
+/**
+ * Reads a multipart request: text fields are collected, files are stored in `dir` as they arrive. Answers the
+ * text fields and the names stored. A bad file stops the request with a 400 naming it.
+ */
+export async function receiveMultipart(
+  request: FastifyRequest,
+  dir: string,
+  limits: MultipartLimits,
+  onFile?: (part: MultipartFile, dir: string, fields: TextFields) => Promise<string | null>,
+): Promise<{ fields: TextFields; stored: string[] }> {
+  await mkdir(dir, { recursive: true });
+  const fields: TextFields = {};
+  const stored: string[] = [];
+  const parts = request.parts({ limits: { fileSize: limits.fileBytes, files: limits.files, fields: 100, fieldSize: 1_048_576 } });
+  for await (const part of parts) {
+    if (part.type === 'field') {
+      if (typeof part.value === 'string') fields[part.fieldname.replace(/\[\]$/, '')] = part.value;
+      continue;
+    }
+    const custom = onFile && (await onFile(part, dir, fields));
+    if (custom) {
+      stored.push(custom);
+      continue;
+    }
+    const name = uploadName(part.filename);
+    await admit(await spool(part, dir), dir, name);
+    stored.push(name);
+  }
+  return { fields, stored };
+}
+
+/** Writes a chunk of a Dropzone upload at its offset in the upload's file (chunks may come again, or out of order). */
+export async function writeChunk(part: MultipartFile, file: string, offset: number): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  if (offset > 0) await (await open(file, 'a')).close();
+  await pipeline(part.file, createWriteStream(file, { flags: offset === 0 ? 'w' : 'r+', start: offset }));
+  if (part.file.truncated) throw new HttpError(413, { detail: `${part.filename} is larger than the size limit of one file.` });
+}
+
+/** The chunk of a Dropzone upload that these fields describe, or null for a whole file. */
+export function dropzoneChunk(fields: Record<string, string>): { id: string; offset: number; last: boolean } | null {
+  const id = fields.dzuuid;
+  if (!id) return null;
+  if (!/^[A-Za-z0-9-]{1,64}$/.test(id)) throw badRequest('Not a valid upload id (dzuuid).');
+  const index = Number(fields.dzchunkindex ?? 0);
+  const total = Number(fields.dztotalchunkcount ?? 1);
+  const offset = Number(fields.dzchunkbyteoffset ?? 0);
+  if (![index, total, offset].every((n) => Number.isSafeInteger(n) && n >= 0) || index >= total) {
+    throw badRequest('Invalid chunk fields (dzchunkindex, dztotalchunkcount, dzchunkbyteoffset).');
+  }
+  return { id, offset, last: index === total - 1 };
+}

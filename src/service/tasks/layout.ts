@@ -1,0 +1,38 @@
+// Where a task's files live: DATA_DIR/media/project/{pid}/task/{tid}/. Only this module knows the layout.
+import path from 'node:path';
+
+export interface TaskFolder {
+  root: string;
+  /** The uploaded images and their .txt companions (GCP file, geo.txt), sent to the node as they are. */
+  images: string;
+  /** The task's outputs, extracted from the node's all.zip (ODM's layout). */
+  assets: string;
+  /** The console: the node's output lines, appended as they arrive. */
+  console: string;
+  /** Work in progress: all.zip being downloaded, an extraction not yet in place, chunks of uploads. */
+  work: string;
+  /** all.zip once completely downloaded (kept until its assets are in place, so an extraction can start over). */
+  allZip: string;
+  /** The next assets folder, renamed into place when whole. */
+  assetsNext: string;
+  /** Where the previous assets folder goes while the next one is renamed into place. */
+  assetsOld: string;
+  /** Dropzone-style chunked uploads, one file per upload id. */
+  chunks: string;
+}
+
+export function taskFolder(dataDir: string, projectId: number, taskId: number): TaskFolder {
+  const root = path.join(dataDir, 'media', 'project', String(projectId), 'task', String(taskId));
+  const work = path.join(root, 'work');
+  return {
+    root,
+    images: path.join(root, 'images'),
+    assets: path.join(root, 'assets'),
+    console: path.join(root, 'console.txt'),
+    work,
+    allZip: path.join(work, 'all.zip'),
+    assetsNext: path.join(work, 'assets.next'),
+    assetsOld: path.join(work, 'assets.old'),
+    chunks: path.join(work, 'chunks'),
+  };
+}

@@ -1,0 +1,301 @@
+// The task routes of the spec under /api/projects/{project_id}/tasks/: thin handlers over TaskRules (rules and
+// actions), the downloads, and the import. Multipart bodies (images, zips) are streamed to disk.
+import send from '@fastify/send';
+import multipart from '@fastify/multipart';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import yazl from 'yazl';
+import type { Database, Task } from '../../db/schema.ts';
+import { currentUser } from '../auth.ts';
+import { HttpError, notFound } from '../errors.ts';
+import { Success, ref } from '../schemas.ts';
+import type { App } from '../types.ts';
+import { ASSETS, downloadName, filesUnder, resolveAssetPath } from './assets.ts';
+import { readConsole } from './console.ts';
+import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
+import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
+import type { TaskRules } from './tasks.ts';
+
+const tags = ['tasks'];
+const errors = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
+const Item = ref(TaskSchema);
+const fieldsBody = { schema: TaskFieldsBody };
+
+/** Bodies of create and update: JSON or a form (multipart is read by the handler, as a stream). */
+const taskBody = {
+  content: { 'application/json': fieldsBody, 'application/x-www-form-urlencoded': fieldsBody },
+};
+
+const ImportBody = Type.Object({
+  url: Type.Optional(Type.String({ maxLength: 4096 })),
+  name: Type.Optional(Type.String({ maxLength: 255 })),
+});
+
+export interface TaskRouteDeps {
+  db: Kysely<Database>;
+  rules: TaskRules;
+  imports: ImportSettings;
+  uploadLimits: { fileBytes: number };
+}
+
+type TaskIds = { project_id: number; task_id: number };
+
+/** Streams a file with ranges, under WebODM's download name. */
+async function sendFile(request: FastifyRequest, reply: FastifyReply, file: string, filename: string, inline: boolean) {
+  const sent = await send(request.raw, file, { root: '/', acceptRanges: true, cacheControl: false, dotfiles: 'allow' });
+  if (sent.type === 'error') throw notFound();
+  const disposition = inline ? 'inline' : `attachment; filename="${filename}"`;
+  return reply.code(sent.statusCode).headers(sent.headers).header('content-disposition', disposition).send(sent.stream);
+}
+
+/** A folder as a zip built while it is sent, stored (the outputs are compressed already), with its length. */
+async function sendFolderZip(reply: FastifyReply, folder: string, filename: string, exclude?: RegExp) {
+  const zip = new yazl.ZipFile();
+  for (const file of await filesUnder(folder)) {
+    if (exclude?.test(file.relative)) continue;
+    zip.addFile(`${folder}/${file.relative}`, file.relative, { compress: false });
+  }
+  // yazl passes the total size to this callback (its type declaration omits the argument).
+  const size = await new Promise<number>((resolve) =>
+    zip.end({ forceZip64Format: false, comment: '' }, resolve as unknown as () => void),
+  );
+  if (size >= 0) reply.header('content-length', size);
+  return reply
+    .header('content-type', 'application/zip')
+    .header('content-disposition', `attachment; filename="${filename}"`)
+    .send(zip.outputStream);
+}
+
+export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
+  const { rules } = deps;
+  app.addSchema(TaskSchema);
+  await app.register(multipart, { limits: { fileSize: deps.uploadLimits.fileBytes } });
+  // A zip body is left unread here: the import streams it from the raw request to disk.
+  app.addContentTypeParser('application/zip', (_request, _payload, done) => done(null, undefined));
+
+  const base = '/api/projects/:project_id/tasks';
+  const taskOf = (request: FastifyRequest, permission: 'view' | 'change' | 'delete') => {
+    const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
+    return rules.task(currentUser(request), projectId, taskId, permission);
+  };
+
+  app.get(
+    `${base}/`,
+    {
+      schema: {
+        tags,
+        summary: "List a project's tasks",
+        params: ProjectParams,
+        querystring: Type.Object({ status: Type.Optional(Type.Integer()) }),
+        response: { 200: Type.Array(Item), ...errors },
+      },
+    },
+    async (request) => {
+      await rules.project(currentUser(request), request.params.project_id, 'view');
+      return rules.list(request.params.project_id, request.query.status);
+    },
+  );
+
+  app.post(
+    `${base}/`,
+    {
+      schema: {
+        tags,
+        summary: 'Create a task',
+        description:
+          'multipart/form-data: the images (field `images` or `images[]`, at least 2; GCP and geo.txt files beside them) with ' +
+          'the text fields name, processing_node, auto_processing_node, options (JSON text). Or JSON/form with partial=true ' +
+          'for an empty task that upload/ and commit/ fill. Needs "change" on the project.',
+        params: ProjectParams,
+        body: taskBody,
+        response: { 201: Item, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { project_id: projectId } = request.params;
+      await rules.project(currentUser(request), projectId, 'change');
+      let id: number;
+      if (request.isMultipart()) id = await rules.createFromUpload(projectId, request);
+      else {
+        const fields = (request.body ?? {}) as TaskFields;
+        if (!['true', 'True', '1', true].includes(fields.partial as never)) {
+          throw new HttpError(400, { detail: 'Cannot create task, you need at least 2 images (send them as multipart/form-data, or create with partial=true and upload them).' });
+        }
+        id = await rules.createPartial(projectId, fields);
+      }
+      return reply.code(201).send(await rules.present(id));
+    },
+  );
+
+  app.get(
+    `${base}/:task_id/`,
+    { schema: { tags, summary: 'Get a task', params: TaskParams, response: { 200: Item, ...errors } } },
+    async (request) => rules.present((await taskOf(request, 'view')).id),
+  );
+
+  const update = async (request: FastifyRequest) => {
+    const task = await taskOf(request, 'change');
+    await rules.update(task, (request.body ?? {}) as TaskFields);
+    return rules.present(task.id);
+  };
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: `${base}/:task_id/`,
+      schema: {
+        tags,
+        summary: 'Change a task',
+        description: 'name, processing_node, auto_processing_node, options. Needs "change".',
+        params: TaskParams,
+        body: taskBody,
+        response: { 200: Item, ...errors },
+      },
+      handler: update,
+    });
+  }
+
+  app.post(
+    `${base}/:task_id/upload/`,
+    {
+      schema: {
+        tags,
+        summary: 'Add files to a partial task',
+        description: 'multipart/form-data; Dropzone chunk fields (dzuuid, dzchunkindex, dztotalchunkcount, dzchunkbyteoffset) resume big files.',
+        params: TaskParams,
+        response: { 200: Type.Object({ success: Type.Boolean(), uploaded: Type.Record(Type.String(), Type.Integer()) }), ...errors },
+      },
+    },
+    async (request) => {
+      const task = await taskOf(request, 'change');
+      if (!request.isMultipart()) throw new HttpError(400, { detail: 'Send the files as multipart/form-data.' });
+      return { success: true, uploaded: await rules.upload(task, request) };
+    },
+  );
+
+  app.post(
+    `${base}/:task_id/commit/`,
+    { schema: { tags, summary: 'End the upload of a partial task', params: TaskParams, response: { 200: Item, ...errors } } },
+    async (request) => {
+      const task = await taskOf(request, 'change');
+      await rules.commit(task);
+      return rules.present(task.id);
+    },
+  );
+
+  const action = (name: string, permission: 'change' | 'delete', run: (task: Task, request: FastifyRequest) => Promise<void>, description: string) =>
+    app.post(
+      `${base}/:task_id/${name}/`,
+      { schema: { tags, summary: `${name[0].toUpperCase()}${name.slice(1)} a task`, description, params: TaskParams, response: { 200: Success, ...errors } } },
+      async (request) => {
+        await run(await taskOf(request, permission), request);
+        return { success: true };
+      },
+    );
+  action('cancel', 'change', (task) => rules.cancel(task), 'Stops processing; the task ends CANCELED. Needs "change".');
+  action('remove', 'delete', (task) => rules.remove(task), "Removes the task, the node's copy and all its files. Needs \"delete\".");
+  action(
+    'restart',
+    'change',
+    (task, request) => rules.restart(task, (request.body as { options?: unknown } | undefined)?.options),
+    'Processes a finished task again, with new options if the body has them (rerun-from among can_rerun_from). Needs "change".',
+  );
+
+  app.get(
+    `${base}/:task_id/output/`,
+    {
+      schema: {
+        tags,
+        summary: "A task's console output",
+        description: 'The lines from `line` on, as one string ("" before processing starts).',
+        params: TaskParams,
+        querystring: OutputQuery,
+        response: { 200: Type.String(), ...errors },
+      },
+    },
+    async (request) => {
+      const task = await taskOf(request, 'view');
+      return readConsole(rules.folder(task).console, request.query.line ?? 0);
+    },
+  );
+
+  app.get(
+    `${base}/:task_id/download/:asset`,
+    {
+      schema: {
+        tags,
+        summary: 'Download an asset',
+        description: `One of: ${Object.keys(ASSETS).join(', ')}. Files take Range requests.`,
+        params: Type.Object({ ...TaskParams.properties, asset: Type.String({ maxLength: 64 }) }),
+        querystring: Type.Object({ inline: Type.Optional(Type.String()) }),
+        response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
+      },
+    },
+    async (request, reply) => {
+      const task = await taskOf(request, 'view');
+      const { asset } = request.params;
+      const source = ASSETS[asset];
+      const available = JSON.parse(task.available_assets) as string[];
+      if (!source || !available.includes(asset)) throw notFound('Asset does not exist');
+      const assetsDir = rules.folder(task).assets;
+      const filename = downloadName(task.name, asset);
+      if ('folder' in source) return sendFolderZip(reply, `${assetsDir}/${source.folder}`.replace(/\/\.$/, ''), filename, source.exclude);
+      const file = await resolveAssetPath(assetsDir, source.file);
+      if (!file) throw notFound('Asset does not exist');
+      return sendFile(request, reply, file, filename, Boolean(request.query.inline));
+    },
+  );
+
+  app.get(
+    `${base}/:task_id/assets/*`,
+    {
+      schema: {
+        tags,
+        summary: "A file of the task's assets folder",
+        description: 'Any file under the assets folder by its path (no folders, nothing outside it).',
+        params: Type.Object({ ...TaskParams.properties, '*': Type.String() }),
+        response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
+      },
+    },
+    async (request, reply) => {
+      const task = await taskOf(request, 'view');
+      const relative = request.params['*'];
+      const file = await resolveAssetPath(rules.folder(task).assets, relative);
+      if (!file) throw notFound();
+      return sendFile(request, reply, file, relative.split('/').at(-1) ?? 'file', true);
+    },
+  );
+
+  app.post(
+    `${base}/import`,
+    {
+      schema: {
+        tags,
+        summary: 'Import the results of a task processed elsewhere',
+        description:
+          'An all.zip of Aeromap, ODM or WebODM: as an application/zip body, as one multipart file (Dropzone chunks too), ' +
+          'or by url (form or JSON). Optional name. The task ends COMPLETED with the assets found, or FAILED with the reason.',
+        params: ProjectParams,
+        querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 255 })) }),
+        body: { content: { 'application/json': { schema: ImportBody }, 'application/x-www-form-urlencoded': { schema: ImportBody } } },
+        response: { 201: Item, 200: Type.Object({ uploaded: Type.Boolean() }), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { project_id: projectId } = request.params;
+      await rules.project(currentUser(request), projectId, 'change');
+      let id: number | null;
+      if (request.isMultipart()) id = await importMultipart(deps.db, deps.imports, projectId, request);
+      else if (request.headers['content-type']?.startsWith('application/zip')) {
+        id = await importZipBody(deps.db, deps.imports, projectId, request.raw, request.query.name);
+      } else {
+        const body = (request.body ?? {}) as { url?: string; name?: string };
+        if (!body.url) throw new HttpError(400, { detail: 'Send a zip file (application/zip or multipart) or a url to import.' });
+        id = await importFromUrl(deps.db, deps.imports, projectId, body.url, body.name ?? request.query.name);
+      }
+      if (id === null) return reply.code(200).send({ uploaded: true });
+      return reply.code(201).send(await rules.present(id));
+    },
+  );
+}
+

@@ -1,0 +1,107 @@
+// The Task resource as the API shows it (the spec's fields plus WebODM's extent, statistics, size and partial),
+// and the request shapes of the task routes.
+import { type Static, Type } from '@sinclair/typebox';
+import type { Task } from '../../db/schema.ts';
+import { Id, Nullable, OptionValue, TaskOptions, Timestamp } from '../schemas.ts';
+
+export const TaskSchema = Type.Object(
+  {
+    id: Id,
+    project: Id,
+    processing_node: Nullable(Type.Integer()),
+    processing_node_name: Nullable(Type.String()),
+    images_count: Type.Integer({ description: 'Images (and .txt companions) uploaded' }),
+    can_rerun_from: Type.Array(Type.String(), {
+      description: 'Stages the assigned node can restart from; empty: only from the start',
+    }),
+    available_assets: Type.Array(Type.String(), { description: 'Asset names that download/{asset} serves' }),
+    uuid: Type.String({ description: "The node's id of the task; empty until it is uploaded" }),
+    name: Type.String(),
+    processing_time: Type.Integer({ description: 'Milliseconds of processing; -1 when unknown' }),
+    auto_processing_node: Type.Boolean(),
+    status: Nullable(Type.Integer({ description: '10 QUEUED, 20 RUNNING, 30 FAILED, 40 COMPLETED, 50 CANCELED' })),
+    last_error: Nullable(Type.String()),
+    options: Type.Array(Type.Object({ name: Type.String(), value: OptionValue })),
+    created_at: Timestamp,
+    pending_action: Nullable(Type.Integer({ description: '1 CANCEL, 2 REMOVE, 3 RESTART, 5 IMPORT' })),
+    upload_progress: Type.Number({ minimum: 0, maximum: 1 }),
+    resize_progress: Type.Number({ minimum: 0, maximum: 1 }),
+    running_progress: Type.Number({ minimum: 0, maximum: 1 }),
+    partial: Type.Boolean({ description: 'Waiting for its files: upload/ then commit/' }),
+    extent: Nullable(Type.Array(Type.Number(), { description: '[minx, miny, maxx, maxy] in WGS84' })),
+    statistics: Type.Record(Type.String(), Type.Unknown(), { description: "The engine's quality figures" }),
+    size: Type.Number({ description: 'Megabytes on disk' }),
+  },
+  { $id: 'Task' },
+);
+export type TaskItem = Static<typeof TaskSchema>;
+
+export const TaskParams = Type.Object({ project_id: Id, task_id: Id });
+export const ProjectParams = Type.Object({ project_id: Id });
+
+/** Options as a list, or as the JSON text of one (what multipart and form clients send). */
+export const OptionsField = Type.Union([TaskOptions, Type.String({ maxLength: 1_000_000 })]);
+
+const BooleanField = Type.Union([Type.Boolean(), Type.String({ enum: ['true', 'false', 'True', 'False', '1', '0'] })]);
+
+/** The fields of create and update besides the files (JSON, form, or multipart text fields). */
+export const TaskFieldsBody = Type.Object({
+  name: Type.Optional(Type.String({ maxLength: 255 })),
+  processing_node: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 2147483647 }))),
+  auto_processing_node: Type.Optional(BooleanField),
+  options: Type.Optional(OptionsField),
+  partial: Type.Optional(BooleanField),
+});
+export type TaskFields = Static<typeof TaskFieldsBody>;
+
+export const OutputQuery = Type.Object({ line: Type.Optional(Type.Integer({ default: 0 })) });
+
+export const parseBoolean = (value: boolean | string | undefined): boolean | undefined =>
+  value === undefined ? undefined : value === true || ['true', 'True', '1'].includes(String(value));
+
+/** Row values plus the joined node, as the presenter needs them. */
+export type TaskRow = Task & { node_hostname: string | null; node_port: number | null; node_options: string | null };
+
+function parseJson<T>(text: string | null, fallback: T): T {
+  if (text === null) return fallback;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+/** The stages a node's rerun-from option allows (its enum domain), or none. */
+export function rerunStages(nodeOptions: string | null): string[] {
+  const options = parseJson<{ name: string; domain: unknown }[]>(nodeOptions, []);
+  const domain = options.find((option) => option.name === 'rerun-from')?.domain;
+  return Array.isArray(domain) ? domain.filter((stage): stage is string => typeof stage === 'string') : [];
+}
+
+export function presentTask(row: TaskRow): TaskItem {
+  return {
+    id: row.id,
+    project: row.project_id,
+    processing_node: row.processing_node_id,
+    processing_node_name: row.node_hostname === null ? null : `${row.node_hostname}:${row.node_port}`,
+    images_count: row.images_count,
+    can_rerun_from: rerunStages(row.node_options),
+    available_assets: parseJson<string[]>(row.available_assets, []),
+    uuid: row.uuid,
+    name: row.name,
+    processing_time: Number(row.processing_time),
+    auto_processing_node: row.auto_processing_node === 1,
+    status: row.status,
+    last_error: row.last_error,
+    options: parseJson(row.options, []),
+    created_at: row.created_at,
+    pending_action: row.pending_action,
+    upload_progress: row.upload_progress,
+    resize_progress: row.resize_progress,
+    running_progress: row.running_progress,
+    partial: row.partial === 1,
+    extent: parseJson(row.extent, null),
+    statistics: parseJson(row.statistics, {}),
+    size: Math.round((Number(row.size) / 1_048_576) * 100) / 100,
+  };
+}

@@ -1,0 +1,107 @@
+// Helpers of the task tests: real JPEG files (made by the engine's Pillow), multipart uploads, a processing
+// node to register, and waiting for a task to reach a state.
+import { execFileSync } from 'node:child_process';
+import { openAsBlob } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import type { Client, Reply } from './helpers.ts';
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+export const ENGINE_PYTHON = path.join(REPO, 'engine', '.venv', 'bin', 'python');
+export const FAKE_ENGINE = path.join(REPO, 'test', 'pyodm', 'fake_engine.py');
+export const BRIGHTON = path.join(REPO, '..', 'shared', 'datasets', 'brighton_beach');
+
+/** Runs a Python snippet with the engine's interpreter (Pillow, rasterio, laspy); answers its stdout. */
+export function python(code: string, ...args: string[]): string {
+  return execFileSync(ENGINE_PYTHON, ['-c', code, ...args], { encoding: 'utf8' });
+}
+
+/** `count` real JPEG photographs of noise, `size` pixels wide, in `dir`. */
+export async function makeJpegs(dir: string, count: number, size = 64): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  python(
+    `import sys, numpy as np
+from PIL import Image
+d, n, s = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for i in range(n):
+    Image.fromarray(np.random.default_rng(i).integers(0, 255, (s, s, 3), dtype=np.uint8)).save(f"{d}/IMG_{i:04d}.JPG", quality=80)`,
+    dir,
+    String(count),
+    String(size),
+  );
+  return Array.from({ length: count }, (_, i) => path.join(dir, `IMG_${String(i).padStart(4, '0')}.JPG`));
+}
+
+/** Brighton Beach photographs scaled down to `width` pixels, their EXIF (GPS, camera) and XMP kept. */
+export async function brightonCopies(dir: string, names: string[], width: number): Promise<string[]> {
+  await mkdir(dir, { recursive: true });
+  python(
+    `import sys
+from PIL import Image
+src, dst, width = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for name in sys.argv[4:]:
+    with Image.open(f"{src}/images/{name}") as img:
+        small = img.resize((width, round(img.height * width / img.width)), Image.Resampling.LANCZOS)
+        small.save(f"{dst}/{name}", quality=92, exif=img.info.get("exif", b""), xmp=img.info.get("xmp"))`,
+    BRIGHTON,
+    dir,
+    String(width),
+    ...names,
+  );
+  return names.map((name) => path.join(dir, name));
+}
+
+/** A multipart form with the files under `images` and the given text fields. */
+export async function imageForm(files: string[], fields: Record<string, string> = {}, field = 'images'): Promise<FormData> {
+  const form = new FormData();
+  for (const [key, value] of Object.entries(fields)) form.append(key, value);
+  for (const file of files) form.append(field, await openAsBlob(file), path.basename(file));
+  return form;
+}
+
+/** POSTs a multipart form with the client's token. */
+export async function postForm(client: Client, url: string, form: FormData): Promise<Reply> {
+  const response = await fetch(new URL(url, client.baseUrl), {
+    method: 'POST',
+    headers: client.token ? { authorization: `JWT ${client.token}` } : {},
+    body: form,
+  });
+  const text = await response.text();
+  const json = response.headers.get('content-type')?.includes('json');
+  return { status: response.status, body: json && text ? JSON.parse(text) : text, headers: response.headers };
+}
+
+/** Downloads a URL of the service into memory (small test assets only). */
+export async function download(client: Client, url: string, headers: Record<string, string> = {}) {
+  const response = await fetch(new URL(url, client.baseUrl), {
+    headers: { ...headers, ...(client.token ? { authorization: `JWT ${client.token}` } : {}) },
+  });
+  return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) };
+}
+
+/** Polls a task until `done` holds (or the time runs out, when the last reply is shown). */
+export async function waitForTask(
+  client: Client,
+  url: string,
+  done: (task: any) => boolean,
+  timeoutMs = 60_000,
+  seen: (task: any) => void = () => {},
+): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  let last: Reply | undefined;
+  while (Date.now() < until) {
+    last = await client.get(url);
+    if (last.status === 200) {
+      seen(last.body);
+      if (done(last.body)) return last.body;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  expect.fail(`task ${url} did not get there in time: ${JSON.stringify(last?.body)}`);
+}
+
+export const TaskStatus = { QUEUED: 10, RUNNING: 20, FAILED: 30, COMPLETED: 40, CANCELED: 50 } as const;
+export const finished = (task: { status: number | null; pending_action: number | null }) =>
+  task.pending_action === null && [30, 40, 50].includes(task.status ?? 0);

@@ -1,0 +1,209 @@
+// End to end over HTTP with the real engine on real photographs: Brighton Beach images scaled down (EXIF kept),
+// processed by the embedded node, then by a second `aeromap node` process added through the API. Every asset
+// is downloaded and opened with the engine's own readers (rasterio, laspy, Pillow).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
+import { type TestService, startService } from './helpers.ts';
+import { REPO, TaskStatus, brightonCopies, download, finished, imageForm, postForm, python, waitForTask } from './taskhelpers.ts';
+
+const OPTIONS = [
+  { name: 'dsm', value: true },
+  { name: 'pc-las', value: true },
+  { name: 'pc-csv', value: true },
+  { name: 'orthophoto-png', value: true },
+  // At a quarter of the full size, "ultra" keeps enough features to tie the images together.
+  { name: 'feature-quality', value: 'ultra' },
+];
+
+/** Opens each downloaded asset with the library its format calls for and reports what it holds. */
+const OPEN_ASSETS = `
+import json, sys, zipfile, rasterio, laspy
+from PIL import Image
+folder = sys.argv[1]
+out = {}
+for name in sys.argv[2:]:
+    path = f"{folder}/{name}"
+    if name.endswith(".tif"):
+        with rasterio.open(path) as r:
+            out[name] = {"crs": str(r.crs), "bands": r.count, "width": r.width}
+    elif name.endswith(".png"):
+        with Image.open(path) as img:
+            out[name] = {"width": img.width, "mode": img.mode}
+    elif name.endswith((".las", ".laz")):
+        las = laspy.read(path)
+        out[name] = {"points": len(las.points), "crs": str(las.header.parse_crs())}
+    elif name.endswith(".ply"):
+        head = open(path, "rb").read(400).decode("latin-1")
+        out[name] = {"points": int(head.split("element vertex ")[1].split()[0])}
+    elif name.endswith(".csv"):
+        with open(path) as f:
+            header = f.readline().strip()
+            rows = sum(1 for _ in f)
+        out[name] = {"header": header, "points": rows}
+    elif name.endswith(".zip"):
+        out[name] = {"files": len(zipfile.ZipFile(path).namelist())}
+    else:
+        out[name] = {"bytes": len(open(path, "rb").read())}
+print(json.dumps(out))
+`;
+
+describe('tasks with the real engine', () => {
+  let t: TestService;
+  let work: string;
+  let images: string[];
+  let projectId: number;
+  let embeddedId: number;
+  const closers: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    t = await startService('sqlite');
+    work = await mkdtemp(path.join(tmpdir(), 'aeromap-e2e-'));
+    const embedded = await startEmbeddedNode({ port: 0, dataDir: path.join(work, 'node') }, t.service.db, t.service.refresher, () => {});
+    closers.push(() => embedded.node.close());
+    embeddedId = embedded.id;
+    await t.service.refresher.refreshAll();
+    const names = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG', 'DJI_0032.JPG'];
+    images = await brightonCopies(path.join(work, 'images'), names, 1000);
+    projectId = (await t.admin.post('/api/projects/', { name: 'Brighton Beach' })).body.id;
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+    await t?.close();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  const tasksUrl = () => `/api/projects/${projectId}/tasks/`;
+
+  /** Downloads every available asset and opens it; answers what each holds. */
+  async function openAssets(task: { id: number; available_assets: string[] }, folder: string) {
+    for (const asset of task.available_assets) {
+      const reply = await download(t.admin, `${tasksUrl()}${task.id}/download/${asset}`);
+      expect(reply.status, asset).toBe(200);
+      await writeFile(path.join(folder, asset), reply.bytes);
+    }
+    return JSON.parse(python(OPEN_ASSETS, folder, ...task.available_assets));
+  }
+
+  let first: { id: number; uuid: string; available_assets: string[] };
+
+  it('processes real photographs through the API to a georeferenced orthophoto, DSM and point cloud', async () => {
+    const created = await postForm(t.admin, tasksUrl(), await imageForm(images, { name: 'Brighton', options: JSON.stringify(OPTIONS) }));
+    expect(created.status).toBe(201);
+    const url = `${tasksUrl()}${created.body.id}/`;
+    const statuses: (number | null)[] = [];
+    const progress: number[] = [];
+    const consoleLengths: number[] = [];
+    const done = await waitForTask(t.admin, url, finished, 240_000, (seen) => {
+      statuses.push(seen.status);
+      progress.push(seen.running_progress);
+    });
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    expect(done.processing_node).toBe(embeddedId);
+    expect(statuses).toContain(TaskStatus.RUNNING);
+    expect(new Set(progress.filter((p) => p > 0 && p < 1)).size).toBeGreaterThan(2);
+    const output = (await t.admin.get(`${url}output/`)).body as string;
+    consoleLengths.push(output.split('\n').length);
+    expect(output).toContain('Running stage opensfm');
+    expect(done.available_assets).toEqual(
+      expect.arrayContaining(['all.zip', 'orthophoto.tif', 'orthophoto.png', 'dsm.tif', 'georeferenced_model.las', 'georeferenced_model.laz', 'georeferenced_model.ply', 'georeferenced_model.csv', 'cameras.json', 'shots.geojson']),
+    );
+    // Brighton Beach (Duluth, Minnesota) lies near 46.84 N, 91.99 W: the extent must be there, and small.
+    const [west, south, east, north] = done.extent;
+    expect(west).toBeGreaterThan(-92.0);
+    expect(east).toBeLessThan(-91.98);
+    expect(south).toBeGreaterThan(46.83);
+    expect(north).toBeLessThan(46.85);
+    expect(east - west).toBeGreaterThan(0.0002);
+    expect(done.statistics.reconstruction).toBeDefined();
+
+    const opened = await openAssets(done, await mkdtemp(path.join(work, 'assets-')));
+    expect(opened['orthophoto.tif']).toMatchObject({ crs: 'EPSG:32615', bands: 4 });
+    expect(opened['dsm.tif']).toMatchObject({ crs: 'EPSG:32615', bands: 1 });
+    expect(opened['orthophoto.png'].width).toBe(opened['orthophoto.tif'].width);
+    const points = opened['georeferenced_model.las'].points;
+    expect(points).toBeGreaterThan(10_000);
+    expect(opened['georeferenced_model.laz'].points).toBe(points);
+    expect(opened['georeferenced_model.ply'].points).toBe(points);
+    expect(opened['georeferenced_model.csv'].points).toBe(points);
+    expect(opened['georeferenced_model.las'].crs).toContain('32615');
+    expect(opened['all.zip'].files).toBeGreaterThan(8);
+    first = done;
+  }, 300_000);
+
+  it('restarts from the orthophoto stage on the same node, reusing the earlier stages', async () => {
+    const url = `${tasksUrl()}${first.id}/`;
+    const restart = await t.admin.post(`${url}restart/`, { options: [...OPTIONS, { name: 'rerun-from', value: 'odm_orthophoto' }] });
+    expect(restart.body).toEqual({ success: true });
+    const done = await waitForTask(t.admin, url, finished, 120_000);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    expect(done.uuid).toBe(first.uuid);
+    const output = (await t.admin.get(`${url}output/`)).body as string;
+    expect(output).toContain('Running stage odm_orthophoto');
+    expect(output).not.toContain('Running stage opensfm');
+  }, 150_000);
+
+  it('cancels a running task and removes it', async () => {
+    const created = await postForm(t.admin, tasksUrl(), await imageForm(images.slice(0, 3), { options: JSON.stringify(OPTIONS) }));
+    const url = `${tasksUrl()}${created.body.id}/`;
+    await waitForTask(t.admin, url, (task) => task.status === TaskStatus.RUNNING, 60_000);
+    await t.admin.post(`${url}cancel/`);
+    expect((await waitForTask(t.admin, url, finished, 30_000)).status).toBe(TaskStatus.CANCELED);
+    await t.admin.post(`${url}remove/`);
+    const until = Date.now() + 30_000;
+    while ((await t.admin.get(url)).status === 200 && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
+    expect((await t.admin.get(url)).status).toBe(404);
+  }, 120_000);
+
+  it("imports the first task's all.zip into a new task", async () => {
+    const zip = await download(t.admin, `${tasksUrl()}${first.id}/download/all.zip`);
+    const form = new FormData();
+    form.append('name', 'Imported Brighton');
+    form.append('file', new Blob([zip.bytes], { type: 'application/zip' }), 'all.zip');
+    const created = await postForm(t.admin, `${tasksUrl()}import`, form);
+    expect(created.status).toBe(201);
+    const done = await waitForTask(t.admin, `${tasksUrl()}${created.body.id}/`, finished, 60_000);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    expect(done.available_assets).toEqual(first.available_assets);
+    expect(done.extent).toEqual((await t.admin.get(`${tasksUrl()}${first.id}/`)).body.extent);
+    expect(done.images_count).toBe(6);
+  }, 90_000);
+
+  it('runs the same flow on a second node, a separate `aeromap node` process added through the API', async () => {
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const child: ChildProcess = spawn(path.join(REPO, 'bin', 'aeromap'), ['node', '--port', String(port), '--host', '127.0.0.1', '--data-dir', path.join(work, 'second'), '--token', 'second-secret'], {
+      stdio: 'ignore',
+    });
+    closers.push(async () => {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    });
+    const until = Date.now() + 30_000;
+    while (Date.now() < until) {
+      const info = await fetch(`http://127.0.0.1:${port}/info?token=second-secret`).catch(() => undefined);
+      if (info?.ok) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const node = await t.admin.post('/api/processingnodes/', { hostname: '127.0.0.1', port, token: 'second-secret' });
+    expect(node.status).toBe(201);
+    await t.service.refresher.refreshAll();
+    expect((await t.admin.get(`/api/processingnodes/${node.body.id}/`)).body.online).toBe(true);
+
+    const created = await postForm(
+      t.admin,
+      tasksUrl(),
+      await imageForm(images, { processing_node: String(node.body.id), auto_processing_node: 'false', options: JSON.stringify(OPTIONS) }),
+    );
+    expect(created.status).toBe(201);
+    const done = await waitForTask(t.admin, `${tasksUrl()}${created.body.id}/`, finished, 240_000);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    expect(done.processing_node).toBe(node.body.id);
+    const opened = await openAssets(done, await mkdtemp(path.join(work, 'second-assets-')));
+    expect(opened['orthophoto.tif']).toMatchObject({ crs: 'EPSG:32615', bands: 4 });
+    expect(opened['georeferenced_model.las'].points).toBeGreaterThan(10_000);
+  }, 300_000);
+});
