@@ -251,3 +251,45 @@ describe('two service instances on one PostgreSQL', () => {
     }
   }, 90_000);
 });
+
+describe('a processing node that stops answering', () => {
+  it('fails the task it was running, restartably, and moves a task not yet uploaded to another node', async () => {
+    const t = await startService('sqlite', {
+      tasks: { ...testConfig('', undefined).tasks, nodeOfflineAfterMs: 1500 },
+    });
+    const work = await mkdtemp(path.join(tmpdir(), 'aeromap-offline-'));
+    const start = (name: string) => startNode({ dataDir: path.join(work, name), port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
+    const nodes = { running: await start('running'), dead: await start('dead'), spare: await start('spare') };
+    try {
+      const ids: Record<string, number> = {};
+      for (const [name, node] of Object.entries(nodes)) {
+        ids[name] = (await t.admin.post('/api/processingnodes/', { hostname: '127.0.0.1', port: node.port })).body.id;
+      }
+      await t.service.refresher.refreshAll();
+      const projectId = (await t.admin.post('/api/projects/', { name: 'offline' })).body.id;
+      const images = await makeJpegs(path.join(work, 'images'), 2);
+      const tasks = `/api/projects/${projectId}/tasks/`;
+
+      // A task running on a node that then goes silent fails, saying so.
+      const slow = JSON.stringify([{ name: 'fake-seconds', value: 30 }]);
+      const running = await postForm(t.admin, tasks, await imageForm(images, { processing_node: String(ids.running), options: slow }));
+      await waitForTask(t.admin, `${tasks}${running.body.id}/`, (task) => task.status === TaskStatus.RUNNING);
+      await nodes.running.close();
+      const failed = await waitForTask(t.admin, `${tasks}${running.body.id}/`, finished, 30_000);
+      expect(failed.status).toBe(TaskStatus.FAILED);
+      expect(failed.last_error).toMatch(/^Processing node 127\.0\.0\.1:\d+ went offline \(no answer for 2 s: .*\)\. Restart the task/);
+
+      // The silent node still looks online to the refresher; a task assigned to it moves on to the spare node.
+      await nodes.dead.close();
+      await t.admin.delete(`/api/processingnodes/${ids.running}/`);
+      const moved = await postForm(t.admin, tasks, await imageForm(images));
+      const done = await waitForTask(t.admin, `${tasks}${moved.body.id}/`, finished, 30_000);
+      expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+      expect(done.processing_node).toBe(ids.spare);
+    } finally {
+      await Promise.allSettled(Object.values(nodes).map((node) => node.close()));
+      await t.close();
+      await rm(work, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
