@@ -15,6 +15,7 @@ from aeromap_engine.dem.surface import fill_all
 from aeromap_engine.dense.camera import working_pinhole
 from aeromap_engine.dense.rectify import rectify_pair
 from aeromap_engine.dense.views import View
+from aeromap_engine.georef import Georef
 
 
 def _view(name: str, center: np.ndarray, yaw: float, tilt: float) -> View:
@@ -89,3 +90,14 @@ def test_thinning_keeps_points_at_least_a_radius_apart_and_covers_the_rest() -> 
     spacing = cKDTree(xyz[kept]).query(xyz[kept], k=2)[0][:, 1]
     assert spacing.min() >= 0.4
     assert cKDTree(xyz[kept]).query(xyz)[0].max() < 0.4 * 1.01  # every dropped point has a kept neighbour
+
+
+def test_wgs84_bounds_enclose_the_area_and_are_none_in_a_local_frame() -> None:
+    # A 100 m square whose south-west corner is easting 500000 (the central meridian of UTM 31N, 3 E) on the equator.
+    georef = Georef("EPSG:32631", (499000.0, 0.0), "gps")
+    west, south, east, north = georef.wgs84_bounds((1000.0, 0.0, 1100.0, 100.0))
+    assert west == pytest.approx(3.0, abs=1e-6) and south == pytest.approx(0.0, abs=1e-6)
+    # 100 m is about 0.000898 degrees of longitude and 0.000904 of latitude at the equator.
+    assert east - west == pytest.approx(0.000898, abs=2e-6) and north - south == pytest.approx(0.000904, abs=2e-6)
+    assert Georef(None, (0.0, 0.0), "none").wgs84_bounds((0.0, 0.0, 1.0, 1.0)) is None
+

@@ -7,8 +7,7 @@ import type { ProcessingNode } from '../../db/schema.ts';
 import { TaskStatus, deleteProjectIfEmpty, deleteTask } from '../../db/tasks.ts';
 import { NodeError } from '../../nodeclient/index.ts';
 import { resetConsole } from './console.ts';
-import { type StepContext, fail, save } from './context.ts';
-import { clientOf, nodeName } from './processing.ts';
+import { type StepContext, clientOf, fail, nodeName, save } from './context.ts';
 
 async function assignedNode(ctx: StepContext): Promise<ProcessingNode | undefined> {
   const { task } = ctx;

@@ -42,7 +42,7 @@ async function exists(file: string, kind: 'file' | 'folder'): Promise<boolean> {
 /** The asset names whose file (or folder) the assets folder holds, in the order of ASSETS. */
 export async function availableAssets(assetsDir: string): Promise<string[]> {
   const present = await Promise.all(
-    Object.entries(ASSETS).map(async ([name, source]) =>
+    Object.values(ASSETS).map(async (source) =>
       'file' in source ? exists(path.join(assetsDir, source.file), 'file') : exists(path.join(assetsDir, source.folder), 'folder'),
     ),
   );

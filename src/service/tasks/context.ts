@@ -5,7 +5,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ZipLimits } from '../../files/zip-extract.ts';
 import { extractZip } from '../../files/zip-extract.ts';
-import type { Database, Task, TaskUpdate } from '../../db/schema.ts';
+import type { Database, ProcessingNode, Task, TaskUpdate } from '../../db/schema.ts';
+import { NodeClient } from '../../nodeclient/index.ts';
 import { TaskStatus, updateTask } from '../../db/tasks.ts';
 import { availableAssets, folderSize, installAssets, readAssetFacts } from './assets.ts';
 import { appendConsole } from './console.ts';
@@ -35,6 +36,12 @@ export interface StepContext {
   task: Task;
   folder: TaskFolder;
   signal: AbortSignal;
+}
+
+export const nodeName = (node: Pick<ProcessingNode, 'hostname' | 'port'>) => `${node.hostname}:${node.port}`;
+
+export function clientOf(ctx: StepContext, node: ProcessingNode): NodeClient {
+  return new NodeClient(node, { quickTimeoutMs: ctx.settings.nodeTimeoutMs });
 }
 
 export function stepContext(

@@ -7,25 +7,29 @@ import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { allNodes, findNode } from '../../db/processingnodes.ts';
-import { type Database, type ProcessingNode, type Task, now } from '../../db/schema.ts';
+import { type Database, type ProcessingNode, now } from '../../db/schema.ts';
 import { PendingAction, TaskStatus, bumpQueueCount } from '../../db/tasks.ts';
-import { NodeClient, NodeConnectionError, NodeResponseError, NodeServerError } from '../../nodeclient/index.ts';
+import { type NodeClient, NodeConnectionError, NodeResponseError, NodeServerError } from '../../nodeclient/index.ts';
 import { isOnline } from '../refresher.ts';
 import { cancelStep, removeStep, restartStep } from './actions.ts';
 import { appendConsole } from './console.ts';
-import { type ProcessingSettings, type StepContext, completeFromZip, fail, save, stepContext, throttled } from './context.ts';
+import {
+  type ProcessingSettings,
+  type StepContext,
+  clientOf,
+  completeFromZip,
+  fail,
+  nodeName,
+  save,
+  stepContext,
+  throttled,
+} from './context.ts';
 import { importStep } from './import.ts';
 import type { Step } from './scheduler.ts';
 
 /** Share of running_progress that the node's own progress covers; the download and unpacking take the rest. */
 const NODE_SHARE = 0.9;
 const DOWNLOAD_SHARE = 0.08;
-
-export const nodeName = (node: Pick<ProcessingNode, 'hostname' | 'port'>) => `${node.hostname}:${node.port}`;
-
-export function clientOf(ctx: StepContext, node: ProcessingNode): NodeClient {
-  return new NodeClient(node, { quickTimeoutMs: ctx.settings.nodeTimeoutMs });
-}
 
 export function taskStep(db: Kysely<Database>, log: FastifyBaseLogger, settings: ProcessingSettings): Step {
   return async (task, signal) => {
