@@ -1,6 +1,8 @@
 // HTTP client for one NodeODM-compatible node (NodeODM API 2.x): an Aeromap node, NodeODM, ClusterODM.
 // Requests carry the node's token as ?token=; every request has a timeout, so a hung node cannot hold a caller.
-import { openAsBlob } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { Readable } from 'node:stream';
 import { stat } from 'node:fs/promises';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -64,6 +66,33 @@ export async function withRetries<T>(retries: number, signal: AbortSignal | unde
   }
 }
 
+/**
+ * A multipart body of one file, streamed from disk and counted as it goes out, so that the progress of a big
+ * file shows before it is whole (a FormData body tells nothing until the request ends).
+ */
+function multipartFile(field: string, file: UploadFile, size: number, onBytes: (bytes: number) => void) {
+  const boundary = `aeromap-${randomUUID()}`;
+  const name = file.name.replace(/["\r\n]/g, '_');
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${name}"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\n',
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  async function* parts() {
+    yield head;
+    for await (const chunk of createReadStream(file.path)) {
+      onBytes((chunk as Buffer).length);
+      yield chunk as Buffer;
+    }
+    yield tail;
+  }
+  return {
+    body: Readable.toWeb(Readable.from(parts())) as ReadableStream,
+    duplex: 'half' as const,
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + size + tail.length) },
+  };
+}
+
 export class NodeClient {
   readonly baseUrl: URL;
   private readonly token: string;
@@ -105,13 +134,17 @@ export class NodeClient {
     const worker = async () => {
       for (let next = queue.shift(); next; next = queue.shift()) {
         const { file, size } = next;
+        let attemptBytes = 0;
         await withRetries(retries, signal, async () => {
-          const body = new FormData();
-          body.append('images', await openAsBlob(file.path), file.name);
-          await this.call(`task/new/upload/${init.uuid}`, { method: 'POST', body }, TRANSFER_TIMEOUT_MS, ActionAnswer, signal);
+          sent -= attemptBytes;
+          attemptBytes = 0;
+          const upload = multipartFile('images', file, size, (bytes) => {
+            attemptBytes += bytes;
+            sent += bytes;
+            options.onProgress?.(Math.min(1, sent / total));
+          });
+          await this.call(`task/new/upload/${init.uuid}`, { method: 'POST', ...upload }, TRANSFER_TIMEOUT_MS, ActionAnswer, signal);
         });
-        sent += size;
-        options.onProgress?.(sent / total);
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallelUploads ?? 4, files.length)) }, worker));
