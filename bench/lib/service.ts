@@ -1,0 +1,132 @@
+// What the service benchmarks share: `aeromap serve` in a child process (so the client does not share its event
+// loop), keep-alive HTTP requests, and latency figures with a fixed number of requests in flight.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+
+const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
+
+export interface RunningService {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Starts `aeromap serve` with these settings (PORT 0 unless given) and answers its URL once it listens. */
+export async function startService(settings: Record<string, string>): Promise<RunningService> {
+  const env = { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...settings };
+  const child: ChildProcess = spawn(bin, ['serve'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`aeromap serve exited with ${code}: ${output}`)));
+  });
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
+
+export class HttpClient {
+  readonly agent: http.Agent;
+
+  constructor(concurrency: number) {
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  }
+
+  request(url: string, method = 'GET', token?: string, body?: object): Promise<{ status: number; text: string }> {
+    return new Promise((resolve, reject) => {
+      const payload = body && JSON.stringify(body);
+      const req = http.request(
+        url,
+        {
+          method,
+          agent: this.agent,
+          headers: {
+            ...(token ? { authorization: `JWT ${token}` } : {}),
+            ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  async json<T>(url: string, method = 'GET', token?: string, body?: object): Promise<T> {
+    const reply = await this.request(url, method, token, body);
+    if (reply.status >= 400) throw new Error(`${method} ${url} answered ${reply.status}: ${reply.text}`);
+    return JSON.parse(reply.text) as T;
+  }
+
+  async login(baseUrl: string, username: string, password: string): Promise<string> {
+    return (await this.json<{ token: string }>(`${baseUrl}/api/token-auth/`, 'POST', undefined, { username, password })).token;
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+export interface Latency {
+  count: number;
+  seconds: number;
+  p50: number;
+  p99: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** GETs a URL `requests` times with `concurrency` in flight (after a warm-up); stops early at the time limit. */
+export async function measureLatency(
+  client: HttpClient,
+  url: string,
+  token: string,
+  { requests, concurrency, timeLimitMs }: { requests: number; concurrency: number; timeLimitMs: number },
+): Promise<Latency> {
+  for (let i = 0; i < Math.min(200, requests); i++) await client.request(url, 'GET', token);
+  const latencies: number[] = [];
+  const started = performance.now();
+  let issued = 0;
+  const worker = async () => {
+    while (issued < requests && performance.now() - started < timeLimitMs) {
+      issued++;
+      const t0 = performance.now();
+      const { status } = await client.request(url, 'GET', token);
+      latencies.push(performance.now() - t0);
+      if (status !== 200) throw new Error(`${url} answered ${status}`);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { count: latencies.length, seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+export const LATENCY_HEADER = ['endpoint'.padEnd(32), 'requests', '   req/s', 'p50 ms'.padStart(8), 'p99 ms'.padStart(8)].join('  ');
+
+export function latencyRow(name: string, result: Latency): string {
+  return [
+    name.padEnd(32),
+    String(result.count).padStart(8),
+    (result.count / result.seconds).toFixed(0).padStart(8),
+    result.p50.toFixed(2).padStart(8),
+    result.p99.toFixed(2).padStart(8),
+  ].join('  ');
+}
