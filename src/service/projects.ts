@@ -78,11 +78,12 @@ export const projectDirectory = (dataDir: string, projectId: number) =>
 
 /**
  * Deletes projects. One without tasks goes at once with its folder; one with tasks is hidden at once and its
- * tasks are removed as any task is (the nodes' copies too), the project going with its last task.
+ * tasks are removed as any task is (the nodes' copies too), the project going with its last task. `now`
+ * deletes every project at once (its owner is being deleted too), leaving the nodes' copies to their cleanup.
  */
-export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids: number[]): Promise<void> {
+export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids: number[], now = false): Promise<void> {
   const tasks = await taskIdsOf(db, ids);
-  const empty = ids.filter((id) => (tasks.get(id) ?? []).length === 0);
+  const empty = now ? ids : ids.filter((id) => (tasks.get(id) ?? []).length === 0);
   await deleteProjects(db, empty);
   await Promise.all(empty.map((id) => rm(projectDirectory(dataDir, id), { recursive: true, force: true })));
   await markProjectsDeleting(db, ids.filter((id) => !empty.includes(id)));

@@ -142,7 +142,7 @@ function definition(deps: UserDeps): ResourceDefinition<User, UserItem, typeof U
       });
     },
     async remove(ctx, user) {
-      await destroyProjects(ctx.db, deps.dataDir, await ownedProjectIds(ctx.db, user.id));
+      await destroyProjects(ctx.db, deps.dataDir, await ownedProjectIds(ctx.db, user.id), true);
       await deleteUser(ctx.db, user.id);
     },
   };
