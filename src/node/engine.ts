@@ -52,7 +52,8 @@ export async function describeEngine(enginePath: string): Promise<EngineDescript
 
 export interface EngineCallbacks {
   onLine(line: string): void;
-  onProgress(percent: number): void;
+  /** The whole run's percent, and the stage it is in. */
+  onProgress(percent: number, stage: string): void;
 }
 
 export interface EngineExit {
@@ -70,10 +71,11 @@ export interface EngineProcess {
   kill(): void;
 }
 
-function progressPercent(line: string): number | null {
+function parseProgress(line: string): { percent: number; stage: string } | null {
   try {
-    const percent = (JSON.parse(line.slice(PROGRESS_PREFIX.length)) as { percent?: unknown }).percent;
-    return typeof percent === 'number' && Number.isFinite(percent) ? percent : null;
+    const { percent, stage } = JSON.parse(line.slice(PROGRESS_PREFIX.length)) as { percent?: unknown; stage?: unknown };
+    if (typeof percent !== 'number' || !Number.isFinite(percent)) return null;
+    return { percent, stage: typeof stage === 'string' ? stage : '' };
   } catch {
     return null;
   }
@@ -109,8 +111,8 @@ export function spawnEngine(
   let lastError: string | null = null;
   const onLine = (line: string): void => {
     if (line.startsWith(PROGRESS_PREFIX)) {
-      const percent = progressPercent(line);
-      if (percent !== null) callbacks.onProgress(percent);
+      const progress = parseProgress(line);
+      if (progress !== null) callbacks.onProgress(progress.percent, progress.stage);
       return;
     }
     if (line.startsWith('[ERROR]')) lastError = line.slice('[ERROR]'.length).trim();
