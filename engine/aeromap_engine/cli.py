@@ -1,4 +1,4 @@
-"""`aeromap-engine`: options | run PROJECT_DIR --options FILE | version."""
+"""`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | version."""
 
 from __future__ import annotations
 
@@ -47,6 +47,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tiles(args: argparse.Namespace) -> int:
+    from .tiles.pyramid import build_pyramid
+
+    info = build_pyramid(Path(args.raster), Path(args.output), args.elevation, args.name or Path(args.raster).stem)
+    json.dump({"min_zoom": info.min_zoom, "max_zoom": info.max_zoom, "bounds": info.bounds, "tiles": info.tiles,
+               "value_range": info.value_range}, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aeromap-engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -56,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("project_dir")
     run.add_argument("--options", help="JSON file: an array of {name, value}")
     run.set_defaults(func=_cmd_run)
+    tiles = sub.add_parser("tiles", help="write the map tile pyramid (MBTiles) of a georeferenced GeoTIFF")
+    tiles.add_argument("raster")
+    tiles.add_argument("output", help="the .mbtiles file to write")
+    tiles.add_argument("--elevation", action="store_true", help="an elevation model: colour ramp and hillshade")
+    tiles.add_argument("--name", help="the layer's name (default: the raster's file name)")
+    tiles.set_defaults(func=_cmd_tiles)
     args = parser.parse_args(argv)
 
     setup_logging()

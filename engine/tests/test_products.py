@@ -319,7 +319,9 @@ def test_orthophoto_is_in_place(products: Project) -> None:
 
 @pytest.mark.parametrize("compression", ["JPEG", "LZW", "PACKBITS", "LZMA", "NONE"])
 def test_orthophoto_compression(variant: Project, compression: str) -> None:
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, orthophoto_compression=compression))
+    # Tile pyramids (odm_postprocess) do not depend on how the GeoTIFF is compressed.
+    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, orthophoto_compression=compression,
+                                  end_with="odm_orthophoto"))
     rgba, meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))
     assert (meta["compression"].name if meta["compression"] else "NONE").upper() == compression
     if compression == "JPEG":  # no alpha band in JPEG: the transparency becomes the mask
@@ -329,12 +331,12 @@ def test_orthophoto_compression(variant: Project, compression: str) -> None:
 
 
 def test_plain_geotiff_with_and_without_overviews(variant: Project) -> None:
-    pipeline.run(variant, options(dsm=True, dtm=True, cog=False))
+    pipeline.run(variant, options(dsm=True, dtm=True, cog=False, end_with="odm_orthophoto"))
     meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]
     assert meta["layout"] is None and not meta["overviews"] and meta["count"] == 4
     assert read_raster(variant.path("odm_dem", "dsm.tif"))[1]["layout"] is None
     assert not variant.path("odm_orthophoto", "odm_orthophoto.png").exists()
-    pipeline.run(variant, options(dsm=True, dtm=True, cog=False, build_overviews=True))
+    pipeline.run(variant, options(dsm=True, dtm=True, cog=False, build_overviews=True, end_with="odm_orthophoto"))
     assert read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]["overviews"]
 
 
@@ -353,3 +355,8 @@ def test_stats_report_the_products(products: Project) -> None:
     cloud = figures["point_cloud"]
     assert cloud["density_per_m2"] == pytest.approx(cloud["points"] / cloud["area_m2"], rel=0.01)
     assert figures["orthophoto"]["area_m2"] == pytest.approx(cloud["area_m2"], rel=0.05)
+    # odm_postprocess made a tile pyramid of each raster.
+    tiles = figures["tiles"]
+    assert set(tiles) == {"orthophoto", "dsm", "dtm"} and all(layer["tiles"] > 0 for layer in tiles.values())
+    for pyramid in ("odm_orthophoto/odm_orthophoto.mbtiles", "odm_dem/dsm.mbtiles", "odm_dem/dtm.mbtiles"):
+        assert (products.root / pyramid).stat().st_size > 10_000

@@ -21,6 +21,8 @@ export const DEFAULT_OUTPUTS: readonly string[] = [
   'odm_texturing',
   'odm_dem/dsm.tif',
   'odm_dem/dtm.tif',
+  'odm_dem/dsm.mbtiles',
+  'odm_dem/dtm.mbtiles',
   'odm_dem/dsm.euclideand.tif',
   'odm_dem/dtm.euclideand.tif',
   'dsm_tiles',

@@ -22,6 +22,7 @@ import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
+import { TilePyramids } from './tasks/tiles.ts';
 import { ErrorReply } from './schemas.ts';
 import type { App } from './types.ts';
 import { UserSchema, userRoutes } from './users.ts';
@@ -121,6 +122,8 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     wake,
   });
 
+  const pyramids = new TilePyramids();
+
   installErrorHandling(app);
   const finishMethodRoutes = methodNotAllowedRoutes(app);
   await app.register(formbody);
@@ -141,6 +144,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       rules,
       imports: { dataDir: config.dataDir, maxBytes: taskSettings.maxImportBytes, wake },
       uploadLimits: { fileBytes: taskSettings.maxImageBytes },
+      pyramids,
     });
   });
   finishMethodRoutes();
@@ -164,6 +168,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       await scheduler.stop();
       await refresher.stop();
       await app.close();
+      pyramids.close();
       await db.destroy();
     },
   };

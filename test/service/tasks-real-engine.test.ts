@@ -135,6 +135,45 @@ describe('tasks with the real engine', () => {
     first = done;
   }, 300_000);
 
+  it('serves the orthophoto and DSM as tile layers from the pyramids the engine made', async () => {
+    const base = `${tasksUrl()}${first.id}`;
+    expect(first.available_assets).toContain('orthophoto.mbtiles');
+    const tilejson = await t.admin.get(`${base}/orthophoto/tiles.json`);
+    expect(tilejson.status).toBe(200);
+    const layer = tilejson.body;
+    expect(layer).toMatchObject({ tilejson: '2.1.0', scheme: 'xyz', name: 'Brighton', tiles: [`${base}/orthophoto/tiles/{z}/{x}/{y}.png`] });
+    expect(layer.maxzoom).toBeGreaterThanOrEqual(20);
+    // The layer's bounds are the orthophoto's extent (both from the engine, by two routes).
+    const extent = (await t.admin.get(`${base}/`)).body.extent as number[];
+    layer.bounds.forEach((value: number, i: number) => expect(value).toBeCloseTo(extent[i], 4));
+    const dsm = (await t.admin.get(`${base}/dsm/tiles.json`)).body;
+    expect(dsm.value_range[0]).toBeLessThan(dsm.value_range[1]);
+    expect(dsm.color_map).toBe('viridis');
+    expect(await t.admin.get(`${base}/dtm/tiles.json`)).toMatchObject({ status: 404, body: { detail: 'This task has no dtm.' } });
+
+    // The tile under the layer's centre at the native zoom, with ?jwt= as map clients send it.
+    const [lon, lat] = [(layer.bounds[0] + layer.bounds[2]) / 2, (layer.bounds[1] + layer.bounds[3]) / 2];
+    const z = layer.maxzoom;
+    const x = Math.floor(((lon + 180) / 360) * 2 ** z);
+    const rad = (lat * Math.PI) / 180;
+    const y = Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * 2 ** z);
+    const url = new URL(`${base}/orthophoto/tiles/${z}/${x}/${y}.png?jwt=${t.admin.token}`, t.url);
+    const tile = await fetch(url);
+    expect(tile.status).toBe(200);
+    expect(tile.headers.get('content-type')).toBe('image/png');
+    const png = Buffer.from(await tile.arrayBuffer());
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+    const etag = tile.headers.get('etag') as string;
+    expect((await fetch(url, { headers: { 'if-none-match': etag } })).status).toBe(304);
+    const file = path.join(work, 'tile.png');
+    await writeFile(file, png);
+    const size = JSON.parse(python('import sys, json\nfrom PIL import Image\nimg = Image.open(sys.argv[1])\nprint(json.dumps([img.width, img.height, img.mode]))', file));
+    expect(size).toEqual([256, 256, 'RGBA']);
+    const outside = await t.admin.get(`${base}/orthophoto/tiles/${z}/${x + 50}/${y}.png`);
+    expect(outside).toMatchObject({ status: 404, body: { detail: 'Outside of bounds' } });
+    expect((await t.anonymous.get(`${base}/orthophoto/tiles/${z}/${x}/${y}.png`)).status).toBe(403);
+  });
+
   it('restarts from the orthophoto stage on the same node, reusing the earlier stages', async () => {
     const url = `${tasksUrl()}${first.id}/`;
     const restart = await t.admin.post(`${url}restart/`, { options: [...OPTIONS, { name: 'rerun-from', value: 'odm_orthophoto' }] });

@@ -107,6 +107,13 @@ describe.each(BACKENDS)('tasks on %s', (backend) => {
     }
     expect((await t.admin.get(`${url}download/dtm.tif`)).body).toEqual({ detail: 'Asset does not exist' });
 
+    // The stand-in engine makes an orthophoto but no tile pyramid: the layer says so.
+    expect(await t.admin.get(`${url}orthophoto/tiles.json`)).toMatchObject({
+      status: 404,
+      body: { detail: 'The orthophoto tiles of this task are not built yet.' },
+    });
+    expect((await t.admin.get(`${url}bogus/tiles.json`)).status).toBe(404);
+
     // The task is listed, filtered by status, and counted in its project.
     const list = await t.admin.get(tasksUrl(), { status: TaskStatus.COMPLETED });
     expect(list.body.map((item: { id: number }) => item.id)).toContain(task.id);

@@ -35,6 +35,7 @@ _MODULES: dict[str, str] = {
     "odm_georeferencing": "odm_georeferencing",
     "odm_dem": "odm_dem",
     "odm_orthophoto": "odm_orthophoto",
+    "odm_postprocess": "odm_postprocess",
 }
 
 

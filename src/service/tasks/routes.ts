@@ -16,6 +16,8 @@ import { readConsole } from './console.ts';
 import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
 import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
 import type { TaskRules } from './tasks.ts';
+import { tileRoutes } from './tile-routes.ts';
+import type { TilePyramids } from './tiles.ts';
 
 const tags = ['tasks'];
 const errors = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
@@ -37,6 +39,7 @@ export interface TaskRouteDeps {
   rules: TaskRules;
   imports: ImportSettings;
   uploadLimits: { fileBytes: number };
+  pyramids: TilePyramids;
 }
 
 type TaskIds = { project_id: number; task_id: number };
@@ -265,6 +268,8 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
       return sendFile(request, reply, file, relative.split('/').at(-1) ?? 'file', true);
     },
   );
+
+  await tileRoutes(app, rules, deps.pyramids);
 
   app.post(
     `${base}/import`,

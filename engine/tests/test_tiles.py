@@ -1,0 +1,142 @@
+"""Tile pyramids: the Web Mercator grid maths, and `aeromap-engine tiles` on GeoTIFFs made here with rasterio in
+other coordinate systems, an orthophoto with a marked spot and an elevation model with holes."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import rasterio
+from PIL import Image
+from pyproj import Transformer
+from rasterio.transform import from_origin
+
+from aeromap_engine.tiles.mercator import HALF, native_zoom, tile_bounds, tiles_covering, top_tile
+from aeromap_engine.tiles.pyramid import downsample
+
+ENGINE = [sys.executable, "-m", "aeromap_engine.cli"]
+
+
+def run_tiles(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(ENGINE + ["tiles", *args], capture_output=True, text=True)
+
+
+def test_tile_grid_matches_the_xyz_scheme() -> None:
+    assert tile_bounds(0, 0, 0) == pytest.approx((-HALF, -HALF, HALF, HALF))
+    # Zoom 1: x grows eastwards, y southwards.
+    assert tile_bounds(1, 1, 0) == pytest.approx((0, 0, HALF, HALF))
+    assert tiles_covering(2, (-1.0, -1.0, 1.0, 1.0)) == (1, 1, 2, 2)
+    assert top_tile((1.0, 1.0, 2.0, 2.0), 10) == (10, 512, 511)
+    # 5 cm on the ground at 46.8 N is zoom 21 (5.1 cm there), not 22.
+    assert native_zoom(0.05, 46.8) == 21
+    assert native_zoom(0.30, 0.0) == 19
+
+
+def test_downsampling_weighs_colours_by_their_opacity() -> None:
+    rgba = np.zeros((2, 2, 4), dtype=np.uint8)
+    rgba[0, 0] = (200, 100, 50, 255)  # one opaque pixel among three transparent ones
+    assert downsample(rgba)[0, 0].tolist() == [200, 100, 50, 64]
+
+
+def write_raster(path: Path, crs: str, transform, data: np.ndarray, nodata: float | None = None) -> None:
+    with rasterio.open(path, "w", driver="GTiff", width=data.shape[-1], height=data.shape[-2], count=data.shape[0],
+                       dtype=data.dtype, crs=crs, transform=transform, nodata=nodata) as out:
+        out.write(data)
+
+
+def read_mbtiles(path: Path) -> tuple[dict[str, str], dict[tuple[int, int, int], np.ndarray]]:
+    with sqlite3.connect(path) as db:
+        metadata = dict(db.execute("SELECT name, value FROM metadata"))
+        tiles = {
+            (z, x, 2**z - 1 - row): np.asarray(Image.open(io.BytesIO(data)))
+            for z, x, row, data in db.execute("SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles")
+        }
+    return metadata, tiles
+
+
+def test_orthophoto_in_another_crs_lands_where_it_belongs(tmp_path: Path) -> None:
+    # A 200 m square in ETRS89 / LAEA Europe at 10 cm, grey with a red 1 m square 50 m east and 50 m south of
+    # its north-west corner, and transparent outside a disc.
+    size = 2000
+    origin = (4321000.0, 3210000.0)
+    rgba = np.full((4, size, size), 128, dtype=np.uint8)
+    rgba[3] = 255
+    rgba[:, 500:510, 500:510] = np.array([255, 0, 0, 255], dtype=np.uint8)[:, None, None]
+    raster = tmp_path / "ortho.tif"
+    write_raster(raster, "EPSG:3035", from_origin(*origin, 0.1, 0.1), rgba)
+
+    result = run_tiles(str(raster), str(tmp_path / "ortho.mbtiles"), "--name", "laea")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    metadata, tiles = read_mbtiles(tmp_path / "ortho.mbtiles")
+    assert metadata["format"] == "png" and metadata["name"] == "laea"
+    assert int(metadata["maxzoom"]) == summary["max_zoom"] and int(metadata["minzoom"]) == summary["min_zoom"]
+    assert len(tiles) == summary["tiles"]
+
+    # The bounds are the raster's, in degrees.
+    west, south, east, north = map(float, metadata["bounds"].split(","))
+    to_lonlat = Transformer.from_crs("EPSG:3035", "EPSG:4326", always_xy=True)
+    corners = [to_lonlat.transform(origin[0] + dx, origin[1] - dy) for dx in (0, 200) for dy in (0, 200)]
+    assert west == pytest.approx(min(c[0] for c in corners), abs=1e-6)
+    assert north == pytest.approx(max(c[1] for c in corners), abs=1e-6)
+
+    # The red square's centre, placed independently with pyproj, falls on red pixels of its tile at the
+    # native zoom, and the pixel one metre further east is grey again (within a pixel of where it should be).
+    z = summary["max_zoom"]
+    to_mercator = Transformer.from_crs("EPSG:3035", "EPSG:3857", always_xy=True)
+    mx, my = to_mercator.transform(origin[0] + 50.5, origin[1] - 50.5)
+    span = 2 * HALF / 2**z
+    x, y = int((mx + HALF) // span), int((HALF - my) // span)
+    col = int(((mx + HALF) / span - x) * 256)
+    row = int(((HALF - my) / span - y) * 256)
+    tile = tiles[(z, x, y)]
+    assert tile[row, col].tolist() == [255, 0, 0, 255]
+    metres_per_pixel = span / 256 * math.cos(math.radians((south + north) / 2))
+    assert tile.shape == (256, 256, 4)
+    beside = int(round(1.0 / metres_per_pixel)) + 1
+    if col + beside < 256:
+        assert tile[row, col + beside, 0] < 200
+
+    # Every zoom down to one tile holding it all, each level a quarter of the one above.
+    zooms = sorted({key[0] for key in tiles})
+    assert zooms == list(range(summary["min_zoom"], z + 1))
+    assert sum(1 for key in tiles if key[0] == zooms[0]) == 1
+
+
+def test_elevation_with_holes_is_ramped_over_its_valid_range_and_transparent_in_the_holes(tmp_path: Path) -> None:
+    size = 400
+    heights = np.tile(np.linspace(100.0, 140.0, size, dtype=np.float32), (size, 1))
+    heights[150:250, 150:250] = -9999.0  # a hole
+    raster = tmp_path / "dsm.tif"
+    write_raster(raster, "EPSG:32633", from_origin(500000.0, 5200000.0, 0.25, 0.25), heights[None], nodata=-9999.0)
+
+    result = run_tiles(str(raster), str(tmp_path / "dsm.mbtiles"), "--elevation")
+    assert result.returncode == 0, result.stderr
+    low, high = json.loads(result.stdout)["value_range"]
+    assert 100.0 <= low < 102.0 and 138.0 < high <= 140.0
+    metadata, tiles = read_mbtiles(tmp_path / "dsm.mbtiles")
+    assert metadata["value_range"] == f"{low:.3f},{high:.3f}" and metadata["color_map"] == "viridis"
+
+    z = int(metadata["maxzoom"])
+    native = {key: tile for key, tile in tiles.items() if key[0] == z}
+    mosaic_alpha = np.concatenate([tile[..., 3].ravel() for tile in native.values()])
+    assert (mosaic_alpha == 0).any() and (mosaic_alpha == 255).any()
+    # Low ground is drawn dark blue-violet, high ground yellow (the ramp's ends).
+    opaque = np.concatenate([tile[tile[..., 3] == 255][:, :3] for tile in native.values()])
+    assert opaque[:, 2].max() > 100 and opaque[:, 0].max() > 150
+
+
+def test_a_file_that_is_not_a_raster_is_refused_clearly(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.tif"
+    bogus.write_text("not a raster")
+    result = run_tiles(str(bogus), str(tmp_path / "out.mbtiles"))
+    assert result.returncode == 3
+    assert "is not a raster that can be read" in result.stdout + result.stderr
+    assert not (tmp_path / "out.mbtiles").exists()

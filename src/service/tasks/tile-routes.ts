@@ -1,0 +1,108 @@
+// The tile layer routes of the spec: {orthophoto|dsm|dtm}/tiles.json (TileJSON 2.1.0) and
+// {orthophoto|dsm|dtm}/tiles/{z}/{x}/{y}[.png], read with the task's view permission (`?jwt=` works, as map
+// clients cannot send headers). Tiles carry an ETag and may be cached by the browser.
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import { currentUser } from '../auth.ts';
+import { HttpError, notFound } from '../errors.ts';
+import type { App } from '../types.ts';
+import type { TaskRules } from './tasks.ts';
+import { TILE_LAYERS, type TileLayer, TilePyramids } from './tiles.ts';
+
+// A fully transparent 256 px PNG, for a tile inside a layer where nothing was surveyed.
+const EMPTY_TILE = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAQAAAAEACAYAAABccqhmAAABFUlEQVR42u3BMQEAAADCoPVP7WsIoAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAeAMBPAAB2ClDBAAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+const Layer = Type.Union(Object.keys(TILE_LAYERS).map((layer) => Type.Literal(layer)));
+const LayerParams = Type.Object({ project_id: Type.Integer({ minimum: 1 }), task_id: Type.Integer({ minimum: 1 }), layer: Layer });
+const TileParams = Type.Object({
+  ...LayerParams.properties,
+  z: Type.Integer({ minimum: 0, maximum: 30 }),
+  x: Type.Integer({ minimum: 0 }),
+  y: Type.String({ pattern: '^\\d+(@[12]x)?(\\.png)?$', description: 'Y, with an optional .png' }),
+});
+
+const TileJson = Type.Object({
+  tilejson: Type.Literal('2.1.0'),
+  name: Type.String(),
+  version: Type.String(),
+  scheme: Type.Literal('xyz'),
+  tiles: Type.Array(Type.String()),
+  minzoom: Type.Integer(),
+  maxzoom: Type.Integer(),
+  bounds: Type.Array(Type.Number(), { description: '[west, south, east, north] in degrees' }),
+  center: Type.Array(Type.Number(), { description: '[longitude, latitude, zoom]' }),
+  value_range: Type.Optional(Type.Array(Type.Number(), { description: 'Elevation models: the heights the colour ramp spans, in metres' })),
+  color_map: Type.Optional(Type.String()),
+});
+
+type LayerRequest = { project_id: number; task_id: number; layer: TileLayer };
+
+export async function tileRoutes(app: App, rules: TaskRules, pyramids: TilePyramids): Promise<void> {
+  const tags = ['tiles'];
+  const base = '/api/projects/:project_id/tasks/:task_id/:layer';
+
+  const pyramidOf = async (request: FastifyRequest) => {
+    const { project_id: projectId, task_id: taskId, layer } = request.params as LayerRequest;
+    const task = await rules.task(currentUser(request), projectId, taskId, 'view');
+    const pyramid = await pyramids.get(rules.folder(task).assets, layer);
+    if (!pyramid) {
+      const assets = JSON.parse(task.available_assets) as string[];
+      const hasRaster = assets.includes(layer === 'orthophoto' ? 'orthophoto.tif' : `${layer}.tif`);
+      if (hasRaster) throw new HttpError(404, { detail: `The ${layer} tiles of this task are not built yet.` });
+      throw notFound(`This task has no ${layer}.`);
+    }
+    return { task, pyramid, layer };
+  };
+
+  app.get(
+    `${base}/tiles.json`,
+    {
+      schema: {
+        tags,
+        summary: "A tile layer's TileJSON",
+        params: LayerParams,
+        response: { 200: TileJson, 403: Type.Ref('Error'), 404: Type.Ref('Error') },
+      },
+    },
+    async (request) => {
+      const { task, pyramid, layer } = await pyramidOf(request);
+      const { info } = pyramid;
+      return {
+        tilejson: '2.1.0' as const,
+        name: task.name || `Task #${task.id}`,
+        version: '1.0.0',
+        scheme: 'xyz' as const,
+        tiles: [`/api/projects/${task.project_id}/tasks/${task.id}/${layer}/tiles/{z}/{x}/{y}.png`],
+        minzoom: info.minzoom,
+        maxzoom: info.maxzoom,
+        bounds: info.bounds,
+        center: info.center,
+        ...(info.valueRange ? { value_range: info.valueRange, color_map: info.colorMap ?? 'viridis' } : {}),
+      };
+    },
+  );
+
+  app.get(
+    `${base}/tiles/:z/:x/:y`,
+    {
+      schema: {
+        tags,
+        summary: 'A 256 px PNG tile (XYZ scheme)',
+        params: TileParams,
+        response: { 304: Type.Null({ description: 'Not modified (If-None-Match)' }), 404: Type.Ref('Error'), 403: Type.Ref('Error') },
+      },
+    },
+    async (request, reply) => {
+      const { pyramid } = await pyramidOf(request);
+      const { z, x, y } = request.params;
+      const data = TilePyramids.tile(pyramid, z, x, Number.parseInt(y, 10)) ?? EMPTY_TILE;
+      const etag = `"${pyramid.key}-${z}-${x}-${Number.parseInt(y, 10)}"`;
+      reply.header('etag', etag).header('cache-control', 'private, max-age=86400');
+      if (request.headers['if-none-match'] === etag) return reply.code(304).send(null);
+      return reply.type('image/png').send(data);
+    },
+  );
+}
