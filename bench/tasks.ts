@@ -6,6 +6,7 @@
 //   3. latency of the task list and task detail with 100 tasks in the project.
 //
 //   npx tsx bench/tasks.ts [--files 4] [--file-mb 100] [--images 18] [--skip-engine] [--requests 2000] [--concurrency 8]
+//                          [--postgres]   (3. again on PostgreSQL: AEROMAP_BENCH_POSTGRES_URL, a schema of its own)
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createWriteStream, openAsBlob } from 'node:fs';
@@ -16,6 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { NodeClient } from '../src/nodeclient/index.ts';
+import { isolatedDatabase } from '../test/service/helpers.ts';
 import { HttpClient, LATENCY_HEADER, type RunningService, latencyRow, measureLatency, startService } from './lib/service.ts';
 
 const { values: args } = parseArgs({
@@ -26,12 +28,16 @@ const { values: args } = parseArgs({
     'skip-engine': { type: 'boolean', default: false },
     requests: { type: 'string', default: '2000' },
     concurrency: { type: 'string', default: '8' },
+    postgres: { type: 'boolean', default: false },
   },
 });
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const BRIGHTON = path.join(REPO, '..', 'shared', 'datasets', 'brighton_beach', 'images');
 const ADMIN = { AEROMAP_ADMIN_USERNAME: 'bench', AEROMAP_ADMIN_PASSWORD: 'bench', PASSWORD_ITERATIONS: '1000' };
+const POSTGRES_URL = process.env.AEROMAP_BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const http = new HttpClient(Number(args.concurrency));
+// A step that fails half-way must not leave a service behind: its piped stdout would keep this process alive.
+const running: RunningService[] = [];
 
 interface Task {
   id: number;
@@ -72,6 +78,7 @@ async function jpegLikeFiles(dir: string, count: number, megabytes: number): Pro
 async function serviceWithNode(dataDir: string, engine: Record<string, string>) {
   const nodePort = await freePort();
   const service = await startService({ DATA_DIR: dataDir, EMBEDDED_NODE_PORT: String(nodePort), TASK_POLL_SECONDS: '0.2', ...ADMIN, ...engine });
+  running.push(service);
   const token = await http.login(service.url, 'bench', 'bench');
   type Node = { online: boolean; token: string };
   let nodes: Node[] = [];
@@ -151,27 +158,43 @@ async function benchCompletion(work: string): Promise<void> {
   }
 }
 
-async function benchLatency(service: RunningService, token: string, projectId: number): Promise<void> {
+/** Fills the project up to 100 tasks with partial ones (`existing` are there already) and measures list and detail. */
+async function benchLatency(service: RunningService, token: string, projectId: number, backend: string, existing: number): Promise<void> {
   const base = `${service.url}/api/projects/${projectId}/tasks/`;
   let lastId = 0;
-  for (let i = 0; i < 99; i++) lastId = (await http.json<Task>(base, 'POST', token, { partial: true, name: `Task ${i}` })).id;
+  for (let i = existing; i < 100; i++) lastId = (await http.json<Task>(base, 'POST', token, { partial: true, name: `Task ${i}` })).id;
   const load = { requests: Number(args.requests), concurrency: Number(args.concurrency), timeLimitMs: 30_000 };
-  console.log(`100 tasks, ${load.requests} requests per endpoint, ${load.concurrency} in flight:`);
+  console.log(`${backend}, 100 tasks, ${load.requests} requests per endpoint, ${load.concurrency} in flight:`);
   console.log(LATENCY_HEADER);
   console.log(latencyRow('GET .../tasks/', await measureLatency(http, base, token, load)));
   console.log(latencyRow('GET .../tasks/{id}/', await measureLatency(http, `${base}${lastId}/`, token, load)));
 }
 
+/** The same latency figures on PostgreSQL; no node is needed for partial tasks. */
+async function benchLatencyPostgres(): Promise<void> {
+  const database = await isolatedDatabase('postgres', POSTGRES_URL);
+  try {
+    const service = await startService({ DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '', EMBEDDED_NODE: 'false', ...ADMIN });
+    running.push(service);
+    const token = await http.login(service.url, 'bench', 'bench');
+    const projectId = (await http.json<{ id: number }>(`${service.url}/api/projects/`, 'POST', token, { name: 'bench' })).id;
+    await benchLatency(service, token, projectId, 'postgres', 0);
+    // Stopped before the schema goes, so that no open connection holds it.
+    await service.stop();
+  } finally {
+    await database.drop();
+  }
+}
+
 const work = await mkdtemp(path.join(tmpdir(), 'aeromap-bench-tasks-'));
 try {
   const { service, token, projectId } = await benchUploads(work);
-  try {
-    await benchLatency(service, token, projectId);
-  } finally {
-    await service.stop();
-  }
+  await benchLatency(service, token, projectId, 'sqlite', 1);
+  await service.stop();
+  if (args.postgres) await benchLatencyPostgres();
   if (!args['skip-engine']) await benchCompletion(work);
 } finally {
+  for (const service of running) await service.stop();
   http.close();
   await rm(work, { recursive: true, force: true });
 }

@@ -93,20 +93,24 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** GETs a URL `requests` times with `concurrency` in flight (after a warm-up); stops early at the time limit. */
+/**
+ * GETs a URL (or the i-th URL of a list) `requests` times with `concurrency` in flight, after a warm-up; stops
+ * early at the time limit.
+ */
 export async function measureLatency(
   client: HttpClient,
-  url: string,
+  target: string | ((i: number) => string),
   token: string,
   { requests, concurrency, timeLimitMs }: { requests: number; concurrency: number; timeLimitMs: number },
 ): Promise<Latency> {
-  for (let i = 0; i < Math.min(200, requests); i++) await client.request(url, 'GET', token);
+  const urlOf = typeof target === 'string' ? () => target : target;
+  for (let i = 0; i < Math.min(200, requests); i++) await client.request(urlOf(i), 'GET', token);
   const latencies: number[] = [];
   const started = performance.now();
   let issued = 0;
   const worker = async () => {
     while (issued < requests && performance.now() - started < timeLimitMs) {
-      issued++;
+      const url = urlOf(issued++);
       const t0 = performance.now();
       const { status } = await client.request(url, 'GET', token);
       latencies.push(performance.now() - t0);

@@ -2,11 +2,20 @@
 // `run PROJECT_DIR --options FILE` whose stdout is the console plus `::progress:: {json}` lines.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { EngineOption } from './options.ts';
+
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The engine a node runs unless told otherwise: $AEROMAP_ENGINE, else the one `make` installs. */
+export function defaultEnginePath(): string {
+  return process.env.AEROMAP_ENGINE || path.join(REPO_ROOT, 'engine', '.venv', 'bin', 'aeromap-engine');
+}
 
 const execFileAsync = promisify(execFile);
 

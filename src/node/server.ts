@@ -5,19 +5,14 @@ import multipart from '@fastify/multipart';
 import Fastify from 'fastify';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { describeEngine } from './engine.ts';
+import { defaultEnginePath, describeEngine } from './engine.ts';
+
+export { defaultEnginePath };
 import { DataLayout } from './layout.ts';
 import { registerRoutes } from './routes.ts';
 import { TaskStore } from './store.ts';
 import { TaskManager } from './tasks.ts';
 
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-/** The engine a node runs unless told otherwise: $AEROMAP_ENGINE, else the one `make` installs. */
-export function defaultEnginePath(): string {
-  return process.env.AEROMAP_ENGINE || path.join(REPO_ROOT, 'engine', '.venv', 'bin', 'aeromap-engine');
-}
 
 export interface NodeOptions {
   dataDir: string;

@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { ServiceConfig } from '../config.ts';
 import { type DialectName, openDatabase } from '../db/connect.ts';
 import { migrateToLatest } from '../db/migrations.ts';
+import { defaultEnginePath } from '../node/engine.ts';
 import type { Database } from '../db/schema.ts';
 import { TokenService, requireUser, tokenRoutes } from './auth.ts';
 import { type FirstAdmin, ensureFirstAdmin } from './bootstrap.ts';
@@ -113,6 +114,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       zipLimits: { maxBytes: taskSettings.maxExtractedBytes, maxEntries: taskSettings.maxZipEntries },
       importMaxBytes: taskSettings.maxImportBytes,
       importTimeoutMs: taskSettings.importTimeoutMs,
+      enginePath: defaultEnginePath(),
     }),
   );
   const wake = () => scheduler.wake();

@@ -2,6 +2,7 @@
 // processed by the embedded node, then by a second `aeromap node` process added through the API. Every asset
 // is downloaded and opened with the engine's own readers (rasterio, laspy, Pillow).
 import { type ChildProcess, spawn } from 'node:child_process';
+import { openAsBlob } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -198,11 +199,21 @@ describe('tasks with the real engine', () => {
     expect((await t.admin.get(url)).status).toBe(404);
   }, 120_000);
 
-  it("imports the first task's all.zip into a new task", async () => {
+  it("imports the first task's all.zip into a new task, building the tile pyramids an ODM zip lacks", async () => {
     const zip = await download(t.admin, `${tasksUrl()}${first.id}/download/all.zip`);
+    // Without its pyramids, as ODM and WebODM make all.zip.
+    const original = path.join(work, 'all.zip');
+    const withoutTiles = path.join(work, 'odm-all.zip');
+    await writeFile(original, zip.bytes);
+    python(
+      'import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1]) as src, zipfile.ZipFile(sys.argv[2], "w") as dst:\n' +
+        '    for item in src.infolist():\n        if not item.filename.endswith(".mbtiles"): dst.writestr(item, src.read(item))',
+      original,
+      withoutTiles,
+    );
     const form = new FormData();
     form.append('name', 'Imported Brighton');
-    form.append('file', new Blob([zip.bytes], { type: 'application/zip' }), 'all.zip');
+    form.append('file', await openAsBlob(withoutTiles), 'all.zip');
     const created = await postForm(t.admin, `${tasksUrl()}import`, form);
     expect(created.status).toBe(201);
     const done = await waitForTask(t.admin, `${tasksUrl()}${created.body.id}/`, finished, 60_000);
@@ -210,6 +221,9 @@ describe('tasks with the real engine', () => {
     expect(done.available_assets).toEqual(first.available_assets);
     expect(done.extent).toEqual((await t.admin.get(`${tasksUrl()}${first.id}/`)).body.extent);
     expect(done.images_count).toBe(6);
+    const tilejson = await t.admin.get(`${tasksUrl()}${done.id}/dsm/tiles.json`);
+    expect(tilejson.status).toBe(200);
+    expect(tilejson.body.value_range[0]).toBeLessThan(tilejson.body.value_range[1]);
   }, 90_000);
 
   it('runs the same flow on a second node, a separate `aeromap node` process added through the API', async () => {

@@ -1,6 +1,7 @@
 // What every step of a task's life works with: the database, the task's folder, the settings, and the few
 // writes that several steps share (failing a task, finishing it from an all.zip).
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ZipLimits } from '../../files/zip-extract.ts';
@@ -10,6 +11,7 @@ import { NodeClient } from '../../nodeclient/index.ts';
 import { TaskStatus, updateTask } from '../../db/tasks.ts';
 import { availableAssets, folderSize, installAssets, readAssetFacts } from './assets.ts';
 import { appendConsole } from './console.ts';
+import { buildMissingPyramids } from './tiles.ts';
 import { type TaskFolder, taskFolder } from './layout.ts';
 
 export interface ProcessingSettings {
@@ -27,6 +29,8 @@ export interface ProcessingSettings {
   /** Imports by URL: the most bytes fetched, and how long the server may take to start answering. */
   importMaxBytes: number;
   importTimeoutMs: number;
+  /** The engine whose `tiles` command builds the tile pyramids that imported results lack. */
+  enginePath: string;
 }
 
 export interface StepContext {
@@ -78,6 +82,15 @@ export function throttled(write: (value: number) => Promise<void>, everyMs = 100
   };
 }
 
+async function imagesInResults(assetsDir: string): Promise<number> {
+  try {
+    const images: unknown = JSON.parse(await readFile(path.join(assetsDir, 'images.json'), 'utf8'));
+    return Array.isArray(images) ? images.length : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * Unpacks the task's downloaded all.zip as its assets and marks the task COMPLETED. Every part is repeatable:
  * a service stopped half-way extracts again from the zip, which is removed only once the task is complete.
@@ -93,7 +106,10 @@ export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}
     return fail(ctx, `The task's results are not a usable zip file: ${(error as Error).message}`);
   }
   await installAssets(folder.assetsNext, folder.assets, folder.assetsOld);
+  await buildMissingPyramids(folder.assets, ctx.settings.enginePath, (message) => ctx.log.warn({ task: ctx.task.id }, message));
   const [assets, facts] = await Promise.all([availableAssets(folder.assets), readAssetFacts(folder.assets)]);
+  // Imported results come without the photographs: their count is that of the results' images.json.
+  const images = ctx.task.images_count || (await imagesInResults(folder.assets));
   await rm(folder.allZip, { force: true });
   await save(ctx, {
     ...changes,
@@ -105,6 +121,7 @@ export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}
     extent: facts.extent ? JSON.stringify(facts.extent) : null,
     statistics: JSON.stringify(facts.statistics),
     size: await folderSize(folder.root),
+    images_count: images,
   });
   return null;
 }

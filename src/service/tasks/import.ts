@@ -3,7 +3,7 @@
 // the download's progress and ends COMPLETED with the assets found, or FAILED with the reason.
 import { createWriteStream } from 'node:fs';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -71,7 +71,7 @@ function describeFetchError(error: unknown): string {
   return cause?.code ?? cause?.message ?? (error as Error).message;
 }
 
-/** Downloads the zip if it came by URL, then unpacks it; the image count is that of the results' images.json. */
+/** Downloads the zip if it came by URL, then unpacks it. */
 export async function importStep(ctx: StepContext): Promise<null> {
   const { task, folder } = ctx;
   if (!existsSync(folder.allZip)) {
@@ -85,18 +85,7 @@ export async function importStep(ctx: StepContext): Promise<null> {
       return fail(ctx, `Cannot download ${url}: ${(error as Error).message}`);
     }
   }
-  await completeFromZip(ctx);
-  if (ctx.task.status === TaskStatus.COMPLETED) await save(ctx, { images_count: await importedImageCount(folder.assets) });
-  return null;
-}
-
-async function importedImageCount(assetsDir: string): Promise<number> {
-  try {
-    const images: unknown = JSON.parse(await readFile(path.join(assetsDir, 'images.json'), 'utf8'));
-    return Array.isArray(images) ? images.length : 0;
-  } catch {
-    return 0;
-  }
+  return completeFromZip(ctx);
 }
 
 export interface ImportSettings {

@@ -50,7 +50,7 @@ export async function tileRoutes(app: App, rules: TaskRules, pyramids: TilePyram
     const pyramid = await pyramids.get(rules.folder(task).assets, layer);
     if (!pyramid) {
       const assets = JSON.parse(task.available_assets) as string[];
-      const hasRaster = assets.includes(layer === 'orthophoto' ? 'orthophoto.tif' : `${layer}.tif`);
+      const hasRaster = assets.includes(`${layer}.tif`);
       if (hasRaster) throw new HttpError(404, { detail: `The ${layer} tiles of this task are not built yet.` });
       throw notFound(`This task has no ${layer}.`);
     }

@@ -1,17 +1,43 @@
 // Tile layers of a task (orthophoto, dsm, dtm), served from the MBTiles pyramids the engine made once: a tile is
 // one indexed lookup in a read-only SQLite file, never a decoding of the GeoTIFF. Open files are kept, and
 // known again by inode, so results that are replaced (a restart, an import) are read afresh.
+import { execFile } from 'node:child_process';
 import { stat } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { notFound } from '../errors.ts';
 
+const execFileAsync = promisify(execFile);
+
+/** Each layer's raster and the pyramid made from it, under the assets folder. */
 export const TILE_LAYERS = {
-  orthophoto: 'odm_orthophoto/odm_orthophoto.mbtiles',
-  dsm: 'odm_dem/dsm.mbtiles',
-  dtm: 'odm_dem/dtm.mbtiles',
+  orthophoto: { raster: 'odm_orthophoto/odm_orthophoto.tif', pyramid: 'odm_orthophoto/odm_orthophoto.mbtiles', elevation: false },
+  dsm: { raster: 'odm_dem/dsm.tif', pyramid: 'odm_dem/dsm.mbtiles', elevation: true },
+  dtm: { raster: 'odm_dem/dtm.tif', pyramid: 'odm_dem/dtm.mbtiles', elevation: true },
 } as const;
 export type TileLayer = keyof typeof TILE_LAYERS;
+
+const exists = (file: string) => stat(file).then((info) => info.isFile(), () => false);
+
+/**
+ * Builds the pyramids that results from elsewhere lack (an ODM or WebODM all.zip) with the engine's `tiles`
+ * command. A raster that cannot be tiled is logged and left without tiles: its tiles.json says so.
+ */
+export async function buildMissingPyramids(assetsDir: string, enginePath: string, log: (message: string) => void): Promise<void> {
+  for (const [layer, { raster, pyramid, elevation }] of Object.entries(TILE_LAYERS)) {
+    const source = path.join(assetsDir, raster);
+    const target = path.join(assetsDir, pyramid);
+    if (!(await exists(source)) || (await exists(target))) continue;
+    const args = ['tiles', source, target, '--name', layer, ...(elevation ? ['--elevation'] : [])];
+    try {
+      await execFileAsync(enginePath, args, { timeout: 30 * 60_000, maxBuffer: 16 * 2 ** 20 });
+    } catch (error) {
+      const output = (error as { stdout?: string }).stdout?.trim().split('\n').at(-1) ?? '';
+      log(`cannot build the ${layer} tiles: ${output || (error as Error).message}`);
+    }
+  }
+}
 
 export interface PyramidInfo {
   minzoom: number;
@@ -63,7 +89,7 @@ export class TilePyramids {
 
   /** The pyramid of a layer in an assets folder, or undefined when the task has none. */
   async get(assetsDir: string, layer: TileLayer): Promise<OpenPyramid | undefined> {
-    const file = path.join(assetsDir, TILE_LAYERS[layer]);
+    const file = path.join(assetsDir, TILE_LAYERS[layer].pyramid);
     const info = await stat(file).catch(() => undefined);
     if (!info?.isFile()) return undefined;
     const key = `${info.ino}:${info.mtimeMs}`;
