@@ -5,6 +5,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm, stat, truncate } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { setTimeout as pause } from 'node:timers/promises';
 import { NodeConnectionError, NodeError, NodeResponseError, NodeServerError } from './errors.ts';
 
 export interface RangedDownloadOptions {
@@ -25,6 +26,12 @@ async function sizeOf(file: string): Promise<number> {
 // The total size from a Content-Range header: "bytes 0-99/1234", or "bytes */1234" on a 416.
 function totalOf(contentRange: string | null): number | null {
   const match = /\/(\d+)\s*$/.exec(contentRange ?? '');
+  return match ? Number(match[1]) : null;
+}
+
+// Where a 206 piece starts; appending a piece that starts elsewhere would corrupt the .part silently.
+function startOf(contentRange: string | null): number | null {
+  const match = /^bytes\s+(\d+)-/.exec(contentRange ?? '');
   return match ? Number(match[1]) : null;
 }
 
@@ -53,14 +60,26 @@ async function fetchPiece(url: URL, part: string, have: number, options: RangedD
     }
     if (response.status === 416) {
       const total = totalOf(response.headers.get('content-range'));
-      // The .part is longer than the file (another file under the same name): start over.
-      if (total === null || have > total) await truncate(part, 0);
-      return { total, done: total !== null && have === total };
+      if (total !== null && have === total) return { total, done: true };
+      if (have > 0 && (total === null || have > total)) {
+        // The .part is longer than the file (another file under the same name): start over.
+        await truncate(part, 0);
+        return { total, done: false };
+      }
+      // Refusing a range inside the file would make the loop ask for the same bytes forever.
+      throw new NodeServerError(`HTTP 416 for bytes from ${have} of ${total ?? 'an unknown size'}`);
     }
     if (response.status === 206) {
+      const range = response.headers.get('content-range');
+      if (startOf(range) !== have) {
+        await response.body?.cancel();
+        throw new NodeServerError(`asked for bytes from ${have}, got the range ${range ?? '(none)'}`);
+      }
       await appendBody(response, part, 'a', signal);
-      const total = totalOf(response.headers.get('content-range'));
-      return { total, done: total !== null && (await sizeOf(part)) >= total };
+      const total = totalOf(range);
+      const size = await sizeOf(part);
+      if (size === have && size !== total) throw new NodeServerError('an empty piece');
+      return { total, done: total !== null && size >= total };
     }
     if (response.status === 200) {
       // Ranges not supported: the whole file, from the start.
@@ -89,6 +108,7 @@ export async function downloadRanged(url: URL, destination: string, options: Ran
   const part = `${destination}.part`;
   const retries = options.retries ?? 5;
   let failures = 0;
+  let total: number | null = null;
   for (;;) {
     const have = await sizeOf(part);
     let piece: Piece;
@@ -101,12 +121,17 @@ export async function downloadRanged(url: URL, destination: string, options: Ran
         const Kind = error.constructor as new (message: string, options?: ErrorOptions) => NodeError;
         throw new Kind(`${options.label}: download of all.zip: ${error.message}`, { cause: error });
       }
-      await new Promise((resolve) => setTimeout(resolve, 500 * failures));
+      // node:timers rejects with its own AbortError; callers expect the reason they aborted with.
+      await pause(500 * failures, undefined, { signal: options.signal }).catch(() => options.signal?.throwIfAborted());
       continue;
     }
-    if (piece.total) options.onProgress?.(Math.min(1, (await sizeOf(part)) / piece.total));
+    total = piece.total ?? total;
+    if (total) options.onProgress?.(Math.min(1, (await sizeOf(part)) / total));
     if (piece.done) break;
   }
+  const size = await sizeOf(part);
+  // Left in place: the next call sees a .part longer than the file, and starts over.
+  if (total !== null && size !== total) throw new NodeServerError(`${options.label}: all.zip has ${size} bytes, the node announced ${total}`);
   await rename(part, destination).catch(async (error) => {
     await rm(part, { force: true });
     throw error;

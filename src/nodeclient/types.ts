@@ -26,6 +26,9 @@ export const NodeOptions = Type.Array(NodeOption);
 
 export const NodeTaskInfo = Type.Object({
   uuid: Type.String(),
+  name: Type.Optional(Type.String()),
+  /** Milliseconds since the epoch. */
+  dateCreated: Type.Optional(Type.Number()),
   processingTime: Type.Number(),
   status: Type.Object({ code: Type.Integer(), errorMessage: Type.Optional(Type.String()) }),
   imagesCount: Type.Integer(),
