@@ -1,4 +1,4 @@
-"""`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | version."""
+"""`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | version."""
 
 from __future__ import annotations
 
@@ -57,6 +57,13 @@ def _cmd_tiles(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tile_worker(_: argparse.Namespace) -> int:
+    from .tiles.worker import serve
+
+    serve(sys.stdin, sys.stdout)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aeromap-engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -72,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     tiles.add_argument("--elevation", action="store_true", help="an elevation model: colour ramp and hillshade")
     tiles.add_argument("--name", help="the layer's name (default: the raster's file name)")
     tiles.set_defaults(func=_cmd_tiles)
+    worker = sub.add_parser("tile-worker", help="draw single tiles in other styles, one JSON request per line")
+    worker.set_defaults(func=_cmd_tile_worker)
     args = parser.parse_args(argv)
 
     setup_logging()

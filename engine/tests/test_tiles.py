@@ -20,6 +20,7 @@ from rasterio.transform import from_origin
 
 from aeromap_engine.tiles.mercator import HALF, native_zoom, tile_bounds, tiles_covering, top_tile
 from aeromap_engine.tiles.pyramid import downsample
+from aeromap_engine.tiles.style import colour, ramp
 
 ENGINE = [sys.executable, "-m", "aeromap_engine.cli"]
 
@@ -140,3 +141,73 @@ def test_a_file_that_is_not_a_raster_is_refused_clearly(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert "is not a raster that can be read" in result.stdout + result.stderr
     assert not (tmp_path / "out.mbtiles").exists()
+
+
+def test_colour_maps_span_their_anchors_and_reverse() -> None:
+    values = np.array([[0.0, 0.5, 1.0]])
+    jet = colour(values, 0.0, 1.0, ramp("jet"))[0]
+    assert jet[0].tolist() == [0, 0, 128] and jet[2].tolist() == [128, 0, 0]
+    reversed_jet = colour(values, 0.0, 1.0, ramp("JET_r"))[0]
+    assert reversed_jet[0].tolist() == [128, 0, 0] and reversed_jet[1] == pytest.approx(jet[1])
+    # Anchors at uneven positions: terrain is green at a quarter.
+    assert colour(np.array([[0.25]]), 0.0, 1.0, ramp("terrain"))[0, 0].tolist() == [0, 204, 102]
+    with pytest.raises(KeyError):
+        ramp("nope")
+
+
+def ask(worker: subprocess.Popen, request: dict) -> dict:
+    assert worker.stdin and worker.stdout
+    worker.stdin.write(json.dumps(request) + "\n")
+    worker.stdin.flush()
+    return json.loads(worker.stdout.readline())
+
+
+def test_tile_worker_draws_single_tiles_in_the_requested_style(tmp_path: Path) -> None:
+    # A 400 m ramp from 100 m (west) to 140 m (east) in UTM at 0.5 m, with overviews, as the engine writes DEMs.
+    size = 800
+    heights = np.tile(np.linspace(100.0, 140.0, size, dtype=np.float32), (size, 1))
+    raster = tmp_path / "dsm.tif"
+    write_raster(raster, "EPSG:32633", from_origin(500000.0, 5200000.0, 0.5, 0.5), heights[None], nodata=-9999.0)
+    with rasterio.open(raster, "r+") as dataset:
+        dataset.build_overviews([2, 4, 8])
+    to_mercator = Transformer.from_crs("EPSG:32633", "EPSG:3857", always_xy=True)
+    mx, my = to_mercator.transform(500200.0, 5199800.0)  # the centre
+    worker = subprocess.Popen(ENGINE + ["tile-worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        for z, size_px in ((14, 256), (18, 512)):
+            span = 2 * HALF / 2**z
+            x, y = int((mx + HALF) // span), int((HALF - my) // span)
+            out = tmp_path / f"{z}.png"
+            answer = ask(worker, {"id": z, "raster": str(raster), "elevation": True, "z": z, "x": x, "y": y,
+                                  "size": size_px, "rescale": [100, 140], "color_map": "gray", "hillshade": None,
+                                  "out": str(out)})
+            assert answer == {"id": z, "written": True}
+            tile = np.asarray(Image.open(out))
+            assert tile.shape == (size_px, size_px, 4)
+            # Grey over 100..140 m without shading: each column's grey is its height, west darker than east.
+            opaque = tile[..., 3] == 255
+            rows, cols = np.nonzero(opaque)
+            west, east = tile[rows[cols.argmin()], cols.min()], tile[rows[cols.argmax()], cols.max()]
+            assert west[0] < east[0] and west[0] == west[1] == west[2]
+        # The centre column's grey is that of 120 m, halfway up the ramp (to within the tile's width in height).
+        assert abs(int(tile[size_px // 2, (int(((mx + HALF) / span - x) * size_px))][0]) - 128) < 4
+
+        far = ask(worker, {"id": 3, "raster": str(raster), "elevation": True, "z": 18, "x": 0, "y": 0, "size": 256,
+                           "rescale": None, "color_map": None, "hillshade": 1, "out": str(tmp_path / "far.png")})
+        assert far == {"id": 3, "written": False} and not (tmp_path / "far.png").exists()
+        bad = ask(worker, {"id": 4, "raster": str(raster), "elevation": True, "z": 14, "x": 0, "y": 0, "size": 256,
+                           "color_map": "nope", "out": str(tmp_path / "bad.png")})
+        assert bad == {"id": 4, "error": "unknown color_map nope", "input": True}
+        missing = ask(worker, {"id": 5, "raster": str(tmp_path / "gone.tif"), "elevation": True, "z": 1, "x": 0,
+                               "y": 0, "size": 256, "out": str(tmp_path / "x.png")})
+        assert missing["id"] == 5 and "gone.tif" in missing["error"] and "input" not in missing
+        # A line that is not JSON is answered too, and the worker goes on.
+        assert worker.stdin and worker.stdout
+        worker.stdin.write("garbage\n")
+        worker.stdin.flush()
+        assert "error" in json.loads(worker.stdout.readline())
+        assert ask(worker, {**bad, "id": 6, "color_map": "viridis_r", "raster": str(raster), "elevation": True,
+                            "z": 14, "x": 0, "y": 0, "size": 256, "out": str(tmp_path / "b.png")}) == {"id": 6, "written": False}
+    finally:
+        worker.stdin.close()  # type: ignore[union-attr]
+        assert worker.wait(timeout=10) == 0

@@ -23,7 +23,7 @@ import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
-import { TilePyramids } from './tasks/tiles.ts';
+import { TileService } from './tasks/tiles.ts';
 import { ErrorReply } from './schemas.ts';
 import type { App } from './types.ts';
 import { UserSchema, userRoutes } from './users.ts';
@@ -101,6 +101,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   });
 
   const taskSettings = config.tasks;
+  const enginePath = defaultEnginePath();
   const scheduler = new TaskScheduler(
     db,
     app.log,
@@ -114,7 +115,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       zipLimits: { maxBytes: taskSettings.maxExtractedBytes, maxEntries: taskSettings.maxZipEntries },
       importMaxBytes: taskSettings.maxImportBytes,
       importTimeoutMs: taskSettings.importTimeoutMs,
-      enginePath: defaultEnginePath(),
+      enginePath,
     }),
   );
   const wake = () => scheduler.wake();
@@ -124,7 +125,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     wake,
   });
 
-  const pyramids = new TilePyramids();
+  const tiles = new TileService(enginePath);
 
   installErrorHandling(app);
   const finishMethodRoutes = methodNotAllowedRoutes(app);
@@ -146,7 +147,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       rules,
       imports: { dataDir: config.dataDir, maxBytes: taskSettings.maxImportBytes, wake },
       uploadLimits: { fileBytes: taskSettings.maxImageBytes },
-      pyramids,
+      tiles,
     });
   });
   finishMethodRoutes();
@@ -170,7 +171,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       await scheduler.stop();
       await refresher.stop();
       await app.close();
-      pyramids.close();
+      tiles.close();
       await db.destroy();
     },
   };

@@ -46,8 +46,12 @@ function principalOf(user: User): Principal {
   };
 }
 
+/** Tokens whose signature was checked: map clients send the same one with every tile. */
+const VERIFIED_TOKENS = 1024;
+
 export class TokenService {
   private readonly key: Uint8Array;
+  private readonly verified = new Map<string, { userId: number; expiresMs: number }>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -86,11 +90,21 @@ export class TokenService {
   }
 
   private async verify(token: string): Promise<number> {
+    const known = this.verified.get(token);
+    if (known && known.expiresMs > Date.now()) return known.userId;
+    this.verified.delete(token);
+    const checked = await this.verifySignature(token);
+    if (this.verified.size >= VERIFIED_TOKENS) this.verified.delete(this.verified.keys().next().value as string);
+    this.verified.set(token, checked);
+    return checked.userId;
+  }
+
+  private async verifySignature(token: string): Promise<{ userId: number; expiresMs: number }> {
     try {
       // Only HS256: a token that names another algorithm (or "none") is refused before its signature is read.
       const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'], requiredClaims: ['exp'] });
       if (!Number.isSafeInteger(payload.user_id)) throw denied('Invalid payload.');
-      return payload.user_id as number;
+      return { userId: payload.user_id as number, expiresMs: (payload.exp as number) * 1000 };
     } catch (error) {
       if (error instanceof HttpError) throw error;
       if (error instanceof joseErrors.JWTExpired) throw denied('Signature has expired.');

@@ -143,7 +143,7 @@ describe('tasks with the real engine', () => {
     expect(tilejson.status).toBe(200);
     const layer = tilejson.body;
     expect(layer).toMatchObject({ tilejson: '2.1.0', scheme: 'xyz', name: 'Brighton', tiles: [`${base}/orthophoto/tiles/{z}/{x}/{y}.png`] });
-    expect(layer.maxzoom).toBeGreaterThanOrEqual(20);
+    expect(layer.maxzoom).toBeGreaterThanOrEqual(23); // the native zoom (at least 20 for 5 cm pixels) and three more
     // The layer's bounds are the orthophoto's extent (both from the engine, by two routes).
     const extent = (await t.admin.get(`${base}/`)).body.extent as number[];
     layer.bounds.forEach((value: number, i: number) => expect(value).toBeCloseTo(extent[i], 4));
@@ -152,26 +152,46 @@ describe('tasks with the real engine', () => {
     expect(dsm.color_map).toBe('viridis');
     expect(await t.admin.get(`${base}/dtm/tiles.json`)).toMatchObject({ status: 404, body: { detail: 'This task has no dtm.' } });
 
-    // The tile under the layer's centre at the native zoom, with ?jwt= as map clients send it.
+    // The tile under the layer's centre at the native zoom (three below the deepest served), with ?jwt= as map
+    // clients send it.
     const [lon, lat] = [(layer.bounds[0] + layer.bounds[2]) / 2, (layer.bounds[1] + layer.bounds[3]) / 2];
-    const z = layer.maxzoom;
-    const x = Math.floor(((lon + 180) / 360) * 2 ** z);
-    const rad = (lat * Math.PI) / 180;
-    const y = Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * 2 ** z);
+    const tileAt = (zoom: number) => {
+      const rad = (lat * Math.PI) / 180;
+      return [Math.floor(((lon + 180) / 360) * 2 ** zoom), Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * 2 ** zoom)];
+    };
+    const z = layer.maxzoom - 3;
+    const [x, y] = tileAt(z);
+    const imageOf = async (url: string) => {
+      const reply = await fetch(new URL(url, t.url), { headers: { authorization: `JWT ${t.admin.token}` } });
+      expect(reply.status, url).toBe(200);
+      expect(reply.headers.get('content-type')).toBe('image/png');
+      const file = path.join(work, 'tile.png');
+      await writeFile(file, Buffer.from(await reply.arrayBuffer()));
+      const script = 'import sys, json\nfrom PIL import Image\nimg = Image.open(sys.argv[1])\nprint(json.dumps([img.width, img.height, img.mode]))';
+      return JSON.parse(python(script, file)) as [number, number, string];
+    };
     const url = new URL(`${base}/orthophoto/tiles/${z}/${x}/${y}.png?jwt=${t.admin.token}`, t.url);
     const tile = await fetch(url);
     expect(tile.status).toBe(200);
-    expect(tile.headers.get('content-type')).toBe('image/png');
     const png = Buffer.from(await tile.arrayBuffer());
     expect(png.subarray(1, 4).toString()).toBe('PNG');
     const etag = tile.headers.get('etag') as string;
     expect((await fetch(url, { headers: { 'if-none-match': etag } })).status).toBe(304);
-    const file = path.join(work, 'tile.png');
-    await writeFile(file, png);
-    const size = JSON.parse(python('import sys, json\nfrom PIL import Image\nimg = Image.open(sys.argv[1])\nprint(json.dumps([img.width, img.height, img.mode]))', file));
-    expect(size).toEqual([256, 256, 'RGBA']);
+    expect(await imageOf(`${base}/orthophoto/tiles/${z}/${x}/${y}.png`)).toEqual([256, 256, 'RGBA']);
+    // WebODM's map: 512 px tiles (size= or @2x), zooms beyond the native one, and the DEM in a style of its own,
+    // drawn by the engine from the GeoTIFF.
+    expect(await imageOf(`${base}/orthophoto/tiles/${z - 1}/${x >> 1}/${y >> 1}.png?size=512&cache=42`)).toEqual([512, 512, 'RGBA']);
+    expect(await imageOf(`${base}/orthophoto/tiles/${z}/${x}/${y}@2x.png`)).toEqual([512, 512, 'RGBA']);
+    const [deepX, deepY] = tileAt(layer.maxzoom);
+    expect(await imageOf(`${base}/orthophoto/tiles/${layer.maxzoom}/${deepX}/${deepY}.png`)).toEqual([256, 256, 'RGBA']);
+    const [low, high] = dsm.value_range as number[];
+    const styled = `${base}/dsm/tiles/${z}/${x}/${y}.png?rescale=${low},${high}&color_map=jet&hillshade=6&size=512`;
+    expect(await imageOf(styled)).toEqual([512, 512, 'RGBA']);
+    expect(await t.admin.get(`${base}/dsm/tiles/${z}/${x}/${y}.png?color_map=nope`)).toMatchObject({ status: 400, body: { detail: 'unknown color_map nope.' } });
+    expect((await t.admin.get(`${base}/orthophoto/tiles/${z}/${x}/${y}.png?hillshade=2`)).status).toBe(400);
     const outside = await t.admin.get(`${base}/orthophoto/tiles/${z}/${x + 50}/${y}.png`);
     expect(outside).toMatchObject({ status: 404, body: { detail: 'Outside of bounds' } });
+    expect((await t.admin.get(`${base}/orthophoto/tiles/${layer.maxzoom + 1}/${deepX * 2}/${deepY * 2}.png`)).status).toBe(404);
     expect((await t.anonymous.get(`${base}/orthophoto/tiles/${z}/${x}/${y}.png`)).status).toBe(403);
   });
 

@@ -16,17 +16,14 @@ import numpy as np
 import rasterio
 import rasterio.errors
 from PIL import Image
-from rasterio.enums import Resampling
-from rasterio.transform import from_origin
-from rasterio.warp import reproject, transform_bounds
+from rasterio.warp import transform_bounds
 
 from ..errors import InputError
 from ..io.mbtiles import MBTilesWriter
-from .mercator import TILE, native_zoom, tile_bounds, tile_span, top_tile
-from .style import style_elevation, value_range
+from .mercator import TILE, native_zoom, tile_bounds, top_tile
+from .render import check_georeferenced, elevation_range, intersects, mercator_bounds, shade_elevation, warp
 
 BLOCK_LEVELS = 3  # a block is 2^3 x 2^3 tiles at the native zoom
-MERCATOR = "EPSG:3857"
 
 Emit = Callable[[int, int, int, np.ndarray], None]
 
@@ -56,66 +53,31 @@ def encode_png(rgba: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def _intersects(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
 class Pyramid:
     def __init__(self, src: rasterio.io.DatasetReader, elevation: bool) -> None:
-        if src.crs is None:
-            raise InputError(f"{src.name} has no coordinate reference system: it cannot be placed on a map")
+        check_georeferenced(src)
         self.src = src
         self.elevation = elevation
         self.lonlat = transform_bounds(src.crs, "EPSG:4326", *src.bounds, densify_pts=21)
-        self.mercator = transform_bounds(src.crs, MERCATOR, *src.bounds, densify_pts=21)
+        self.mercator = mercator_bounds(src)
         latitude = (self.lonlat[1] + self.lonlat[3]) / 2
-        self.latitude = latitude
         resolution = abs(src.res[0]) * (111_320 * math.cos(math.radians(latitude)) if src.crs.is_geographic else 1)
         self.max_zoom = native_zoom(resolution, latitude)
         self.top = top_tile(self.mercator, self.max_zoom)
-        self.range = value_range(self._overview()) if elevation else None
-
-    def _overview(self) -> np.ndarray:
-        """The elevation at about 512 px across, for the colour range."""
-        step = max(1, max(self.src.width, self.src.height) // 512)
-        band = self.src.read(1, out_shape=(max(1, self.src.height // step), max(1, self.src.width // step)),
-                             masked=True, resampling=Resampling.nearest)
-        return band.astype(np.float32).filled(np.nan)
-
-    def _warp(self, z: int, x: int, y: int, pad: int) -> np.ndarray:
-        """The block under tile (z, x, y) at the native zoom, with `pad` extra pixels on each side."""
-        size = TILE * 2 ** (self.max_zoom - z) + 2 * pad
-        pixel = tile_span(self.max_zoom) / TILE
-        minx, _, _, maxy = tile_bounds(z, x, y)
-        transform = from_origin(minx - pad * pixel, maxy + pad * pixel, pixel, pixel)
-        if self.elevation:
-            out = np.full((1, size, size), np.nan, dtype=np.float32)
-            reproject(rasterio.band(self.src, 1), out, dst_transform=transform, dst_crs=MERCATOR,
-                      src_nodata=self.src.nodata, dst_nodata=np.nan, resampling=Resampling.bilinear)
-            return out[0]
-        bands = [1, 2, 3, 4] if self.src.count >= 4 else [1, 2, 3]
-        out = np.zeros((len(bands), size, size), dtype=np.uint8)
-        reproject(rasterio.band(self.src, bands), out, dst_transform=transform, dst_crs=MERCATOR,
-                  resampling=Resampling.bilinear)
-        if len(bands) == 3:
-            alpha = np.zeros((1, size, size), dtype=np.uint8)
-            reproject(self.src.dataset_mask(), alpha, src_transform=self.src.transform, src_crs=self.src.crs,
-                      dst_transform=transform, dst_crs=MERCATOR, resampling=Resampling.nearest)
-            out = np.concatenate([out, alpha])
-        return np.moveaxis(out, 0, -1)
+        self.range = elevation_range(src) if elevation else None
 
     def _block(self, z: int, x: int, y: int) -> np.ndarray:
+        """The tiles under (z, x, y) at the native zoom, as one image."""
+        bounds = tile_bounds(z, x, y)
+        size = TILE * 2 ** (self.max_zoom - z)
         if not self.elevation:
-            return self._warp(z, x, y, 0)
-        # One pixel more on each side, so that the hillshade has neighbours at the block's edges (no seams).
-        values = self._warp(z, x, y, 1)
-        ground = tile_span(self.max_zoom) / TILE * math.cos(math.radians(self.latitude))
+            return warp(self.src, False, bounds, size)
         low, high = self.range or (0.0, 1.0)
-        return style_elevation(values, ground, low, high)[1:-1, 1:-1]
+        return shade_elevation(warp(self.src, True, bounds, size, 1), bounds, size, low, high)
 
     def render(self, z: int, x: int, y: int, emit: Emit) -> np.ndarray | None:
         """Emits the tiles of (z, x, y) and everything under it; answers the tile itself (None when empty)."""
-        if not _intersects(tile_bounds(z, x, y), self.mercator):
+        if not intersects(tile_bounds(z, x, y), self.mercator):
             return None
         if z >= self.max_zoom - BLOCK_LEVELS:
             data = self._block(z, x, y)

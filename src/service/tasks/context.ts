@@ -106,6 +106,7 @@ export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}
     return fail(ctx, `The task's results are not a usable zip file: ${(error as Error).message}`);
   }
   await installAssets(folder.assetsNext, folder.assets, folder.assetsOld);
+  await rm(folder.tileCache, { recursive: true, force: true });
   await buildMissingPyramids(folder.assets, ctx.settings.enginePath, (message) => ctx.log.warn({ task: ctx.task.id }, message));
   const [assets, facts] = await Promise.all([availableAssets(folder.assets), readAssetFacts(folder.assets)]);
   // Imported results come without the photographs: their count is that of the results' images.json.

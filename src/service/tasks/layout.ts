@@ -19,6 +19,8 @@ export interface TaskFolder {
   assetsOld: string;
   /** Dropzone-style chunked uploads, one file per upload id. */
   chunks: string;
+  /** Tiles drawn in styles of the users' choosing, by layer and style; emptied when new assets arrive. */
+  tileCache: string;
 }
 
 export function taskFolder(dataDir: string, projectId: number, taskId: number): TaskFolder {
@@ -34,5 +36,6 @@ export function taskFolder(dataDir: string, projectId: number, taskId: number): 
     assetsNext: path.join(work, 'assets.next'),
     assetsOld: path.join(work, 'assets.old'),
     chunks: path.join(work, 'chunks'),
+    tileCache: path.join(root, 'tile-cache'),
   };
 }

@@ -17,7 +17,7 @@ import { type ImportSettings, importFromUrl, importMultipart, importZipBody } fr
 import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
 import type { TaskRules } from './tasks.ts';
 import { tileRoutes } from './tile-routes.ts';
-import type { TilePyramids } from './tiles.ts';
+import type { TileService } from './tiles.ts';
 
 const tags = ['tasks'];
 const errors = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
@@ -39,7 +39,7 @@ export interface TaskRouteDeps {
   rules: TaskRules;
   imports: ImportSettings;
   uploadLimits: { fileBytes: number };
-  pyramids: TilePyramids;
+  tiles: TileService;
 }
 
 type TaskIds = { project_id: number; task_id: number };
@@ -269,7 +269,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
     },
   );
 
-  await tileRoutes(app, rules, deps.pyramids);
+  await tileRoutes(app, rules, deps.tiles);
 
   app.post(
     `${base}/import`,

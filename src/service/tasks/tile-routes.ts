@@ -1,19 +1,15 @@
 // The tile layer routes of the spec: {orthophoto|dsm|dtm}/tiles.json (TileJSON 2.1.0) and
-// {orthophoto|dsm|dtm}/tiles/{z}/{x}/{y}[.png], read with the task's view permission (`?jwt=` works, as map
-// clients cannot send headers). Tiles carry an ETag and may be cached by the browser.
+// {orthophoto|dsm|dtm}/tiles/{z}/{x}/{y}[@2x][.png] with WebODM's query (size, rescale, color_map, hillshade),
+// read with the task's view permission (`?jwt=` works, as map clients cannot send headers). Tiles carry an ETag
+// and may be cached by the browser.
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { currentUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
 import type { App } from '../types.ts';
 import type { TaskRules } from './tasks.ts';
-import { TILE_LAYERS, type TileLayer, TilePyramids } from './tiles.ts';
-
-// A fully transparent 256 px PNG, for a tile inside a layer where nothing was surveyed.
-const EMPTY_TILE = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAAQAAAAEACAYAAABccqhmAAABFUlEQVR42u3BMQEAAADCoPVP7WsIoAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAeAMBPAAB2ClDBAAAAABJRU5ErkJggg==',
-  'base64',
-);
+import { TileQuery, tileSize, tileStyle } from './tile-query.ts';
+import { TILE_LAYERS, type TileLayer, type TileService, servedZooms } from './tiles.ts';
 
 const Layer = Type.Union(Object.keys(TILE_LAYERS).map((layer) => Type.Literal(layer)));
 const LayerParams = Type.Object({ project_id: Type.Integer({ minimum: 1 }), task_id: Type.Integer({ minimum: 1 }), layer: Layer });
@@ -40,21 +36,22 @@ const TileJson = Type.Object({
 
 type LayerRequest = { project_id: number; task_id: number; layer: TileLayer };
 
-export async function tileRoutes(app: App, rules: TaskRules, pyramids: TilePyramids): Promise<void> {
+export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService): Promise<void> {
   const tags = ['tiles'];
   const base = '/api/projects/:project_id/tasks/:task_id/:layer';
 
   const pyramidOf = async (request: FastifyRequest) => {
     const { project_id: projectId, task_id: taskId, layer } = request.params as LayerRequest;
     const task = await rules.task(currentUser(request), projectId, taskId, 'view');
-    const pyramid = await pyramids.get(rules.folder(task).assets, layer);
+    const folder = rules.folder(task);
+    const pyramid = await tiles.pyramids.get(folder.assets, layer);
     if (!pyramid) {
       const assets = JSON.parse(task.available_assets) as string[];
       const hasRaster = assets.includes(`${layer}.tif`);
       if (hasRaster) throw new HttpError(404, { detail: `The ${layer} tiles of this task are not built yet.` });
       throw notFound(`This task has no ${layer}.`);
     }
-    return { task, pyramid, layer };
+    return { task, folder, pyramid, layer };
   };
 
   app.get(
@@ -76,8 +73,7 @@ export async function tileRoutes(app: App, rules: TaskRules, pyramids: TilePyram
         version: '1.0.0',
         scheme: 'xyz' as const,
         tiles: [`/api/projects/${task.project_id}/tasks/${task.id}/${layer}/tiles/{z}/{x}/{y}.png`],
-        minzoom: info.minzoom,
-        maxzoom: info.maxzoom,
+        ...servedZooms(info),
         bounds: info.bounds,
         center: info.center,
         ...(info.valueRange ? { value_range: info.valueRange, color_map: info.colorMap ?? 'viridis' } : {}),
@@ -90,16 +86,18 @@ export async function tileRoutes(app: App, rules: TaskRules, pyramids: TilePyram
     {
       schema: {
         tags,
-        summary: 'A 256 px PNG tile (XYZ scheme)',
+        summary: 'A PNG tile (XYZ scheme), 256 px unless size=512 or @2x',
         params: TileParams,
+        querystring: TileQuery,
         response: { 304: Type.Null({ description: 'Not modified (If-None-Match)' }), 404: Type.Ref('Error'), 403: Type.Ref('Error') },
       },
     },
     async (request, reply) => {
-      const { pyramid } = await pyramidOf(request);
+      const { folder, pyramid, layer } = await pyramidOf(request);
       const { z, x, y } = request.params;
-      const data = TilePyramids.tile(pyramid, z, x, Number.parseInt(y, 10)) ?? EMPTY_TILE;
-      const etag = `"${pyramid.key}-${z}-${x}-${Number.parseInt(y, 10)}"`;
+      const style = tileStyle(layer, TILE_LAYERS[layer].elevation, request.query);
+      const tileRequest = { layer, z, x, y: Number.parseInt(y, 10), size: tileSize(request.query, y), style };
+      const { data, etag } = await tiles.tile(folder, pyramid, tileRequest);
       reply.header('etag', etag).header('cache-control', 'private, max-age=86400');
       if (request.headers['if-none-match'] === etag) return reply.code(304).send(null);
       return reply.type('image/png').send(data);

@@ -1,12 +1,16 @@
-// Tile layers of a task (orthophoto, dsm, dtm), served from the MBTiles pyramids the engine made once: a tile is
-// one indexed lookup in a read-only SQLite file, never a decoding of the GeoTIFF. Open files are kept, and
-// known again by inode, so results that are replaced (a restart, an import) are read afresh.
+// Tile layers of a task (orthophoto, dsm, dtm), served from the MBTiles pyramids the engine made once: a tile in
+// the default style is one indexed lookup in a read-only SQLite file, never a decoding of the GeoTIFF. Open files
+// are kept, and known again by inode, so results that are replaced (a restart, an import) are read afresh.
 import { execFile } from 'node:child_process';
-import { stat } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { notFound } from '../errors.ts';
+import type { TaskFolder } from './layout.ts';
+import { TILE, type TileLookup, drawFrom, emptyTile } from './tile-images.ts';
+import type { TileStyle } from './tile-query.ts';
+import { TileWorker } from './tile-worker.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -48,11 +52,14 @@ export interface PyramidInfo {
   colorMap: string | null;
 }
 
-interface OpenPyramid {
+export interface OpenPyramid {
+  /** Changes when the file is replaced. */
   key: string;
-  db: SqliteDatabase.Database;
-  tile: SqliteDatabase.Statement<[number, number, number], { tile_data: Buffer }>;
+  /** When the file was last seen to be this one. */
+  checkedMs: number;
   info: PyramidInfo;
+  lookup: TileLookup;
+  close(): void;
 }
 
 const numbers = (text: string | undefined) => (text ?? '').split(',').map(Number);
@@ -82,6 +89,16 @@ function tileRange(info: PyramidInfo, z: number) {
   return { x0: column(west), x1: column(east), y0: row(north), y1: row(south) };
 }
 
+/** Zooms served beyond the pyramid's, both ways (as WebODM): enlarged below its deepest, shrunk above its top. */
+export const EXTRA_ZOOMS = 3;
+
+/** The zooms a layer is served at. */
+export function servedZooms(info: PyramidInfo): { minzoom: number; maxzoom: number } {
+  return { minzoom: Math.max(0, info.minzoom - EXTRA_ZOOMS), maxzoom: info.maxzoom + EXTRA_ZOOMS };
+}
+
+const RECHECK_MS = 1000;
+
 export class TilePyramids {
   private readonly open = new Map<string, OpenPyramid>();
 
@@ -90,45 +107,166 @@ export class TilePyramids {
   /** The pyramid of a layer in an assets folder, or undefined when the task has none. */
   async get(assetsDir: string, layer: TileLayer): Promise<OpenPyramid | undefined> {
     const file = path.join(assetsDir, TILE_LAYERS[layer].pyramid);
+    const recent = this.open.get(file);
+    // A map asks for dozens of tiles a second: whether the file was replaced is looked at once a second.
+    if (recent && performance.now() - recent.checkedMs < RECHECK_MS) return recent;
     const info = await stat(file).catch(() => undefined);
     if (!info?.isFile()) return undefined;
     const key = `${info.ino}:${info.mtimeMs}`;
     const cached = this.open.get(file);
     if (cached?.key === key) {
+      cached.checkedMs = performance.now();
       // Most recently used last, so that the oldest is closed first.
       this.open.delete(file);
       this.open.set(file, cached);
       return cached;
     }
-    cached?.db.close();
+    cached?.close();
     const db = new SqliteDatabase(file, { readonly: true, fileMustExist: true });
+    const tile = db.prepare<[number, number, number], { tile_data: Buffer }>('SELECT tile_data FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?');
     const pyramid: OpenPyramid = {
       key,
-      db,
-      tile: db.prepare('SELECT tile_data FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?'),
+      checkedMs: performance.now(),
       info: readInfo(db),
+      // MBTiles rows are in the TMS order: counted from the south.
+      lookup: (z, x, y) => tile.get(z, x, 2 ** z - 1 - y)?.tile_data ?? null,
+      close: () => db.close(),
     };
     this.open.set(file, pyramid);
     for (const [oldest, entry] of this.open) {
       if (this.open.size <= this.maxOpen) break;
-      entry.db.close();
+      entry.close();
       this.open.delete(oldest);
     }
     return pyramid;
   }
 
-  /** The PNG of tile (z, x, y), null for a tile inside the layer that holds no data; a 404 outside it. */
-  static tile(pyramid: OpenPyramid, z: number, x: number, y: number): Buffer | null {
+  close(): void {
+    for (const entry of this.open.values()) entry.close();
+    this.open.clear();
+  }
+}
+
+/** Recently made tiles (mosaics, enlargements) by key, the least recently used dropped beyond a byte budget. */
+class RecentTiles {
+  private readonly entries = new Map<string, Buffer>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get(key: string): Buffer | undefined {
+    const data = this.entries.get(key);
+    if (data) {
+      this.entries.delete(key);
+      this.entries.set(key, data);
+    }
+    return data;
+  }
+
+  set(key: string, data: Buffer): void {
+    this.entries.set(key, data);
+    this.bytes += data.length;
+    for (const [oldest, old] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(oldest);
+      this.bytes -= old.length;
+    }
+  }
+}
+
+export interface TileRequest {
+  layer: TileLayer;
+  z: number;
+  x: number;
+  y: number;
+  size: number;
+  style: TileStyle | null;
+}
+
+export interface TileImage {
+  data: Buffer;
+  etag: string;
+}
+
+/**
+ * Every tile of a layer: the pyramid's own by lookup; other sizes and zooms made from it (and kept a while in
+ * memory); other styles drawn by the engine's tile worker from the GeoTIFF, kept on disk in the task's tile cache.
+ */
+export class TileService {
+  readonly pyramids = new TilePyramids();
+  private readonly recent = new RecentTiles(64 * 2 ** 20);
+  private readonly worker: TileWorker;
+  private readonly drawing = new Map<string, Promise<Buffer | null>>();
+
+  constructor(enginePath: string) {
+    this.worker = new TileWorker(enginePath);
+  }
+
+  async tile(folder: TaskFolder, pyramid: OpenPyramid, request: TileRequest): Promise<TileImage> {
     const { info } = pyramid;
+    const { layer, z, x, y, size, style } = request;
+    const served = servedZooms(info);
     const range = tileRange(info, z);
-    if (z < info.minzoom || z > info.maxzoom || x < range.x0 || x > range.x1 || y < range.y0 || y > range.y1) {
+    if (z < served.minzoom || z > served.maxzoom || x < range.x0 || x > range.x1 || y < range.y0 || y > range.y1) {
       throw notFound('Outside of bounds');
     }
-    return pyramid.tile.get(z, x, 2 ** z - 1 - y)?.tile_data ?? null;
+    const name = `${z}-${x}-${y}@${size}`;
+    const etag = `"${pyramid.key}-${style?.key ?? 'default'}-${name}"`;
+    let data: Buffer | null;
+    if (style) {
+      data = await this.drawn(folder, layer, style, name, { z, x, y, size });
+    } else if (size === TILE && z >= info.minzoom && z <= info.maxzoom) {
+      data = pyramid.lookup(z, x, y);
+    } else {
+      data = await this.made(`${pyramid.key}:${layer}:${name}`, pyramid, { z, x, y, size });
+    }
+    return { data: data ?? (await emptyTile(size)), etag };
   }
 
   close(): void {
-    for (const entry of this.open.values()) entry.db.close();
-    this.open.clear();
+    this.pyramids.close();
+    this.worker.close();
+  }
+
+  /** A tile of another size or zoom, from the pyramid's tiles at the zoom whose pixels match it best. */
+  private async made(key: string, pyramid: OpenPyramid, at: { z: number; x: number; y: number; size: number }): Promise<Buffer | null> {
+    const known = this.recent.get(key);
+    if (known) return known;
+    const { minzoom, maxzoom } = pyramid.info;
+    const level = Math.min(maxzoom, Math.max(minzoom, at.z + Math.log2(at.size / TILE)));
+    const data = await drawFrom(pyramid.lookup, level, at.z, at.x, at.y, at.size);
+    if (data) this.recent.set(key, data);
+    return data;
+  }
+
+  /** A tile in a style of the user's: from the tile cache, or drawn once (concurrent requests share the drawing). */
+  private async drawn(folder: TaskFolder, layer: TileLayer, style: TileStyle, name: string, at: { z: number; x: number; y: number; size: number }) {
+    const file = path.join(folder.tileCache, layer, style.key, `${name}.png`);
+    const cached = await readFile(file).catch(() => undefined);
+    if (cached) return cached.length > 0 ? cached : null;
+    let drawing = this.drawing.get(file);
+    if (!drawing) {
+      drawing = this.draw(folder, layer, style, file, at).finally(() => this.drawing.delete(file));
+      this.drawing.set(file, drawing);
+    }
+    return drawing;
+  }
+
+  private async draw(folder: TaskFolder, layer: TileLayer, style: TileStyle, file: string, at: { z: number; x: number; y: number; size: number }) {
+    const { raster, elevation } = TILE_LAYERS[layer];
+    const written = await this.worker.render({
+      raster: path.join(folder.assets, raster),
+      elevation,
+      ...at,
+      rescale: style.rescale,
+      color_map: style.colorMap,
+      hillshade: style.hillshade,
+      out: file,
+    });
+    if (written) return readFile(file);
+    // An empty file marks a tile where the raster holds nothing, so it is not drawn again.
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, '');
+    return null;
   }
 }
