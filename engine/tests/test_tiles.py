@@ -78,6 +78,12 @@ def test_orthophoto_in_another_crs_lands_where_it_belongs(tmp_path: Path) -> Non
     summary = json.loads(result.stdout)
     metadata, tiles = read_mbtiles(tmp_path / "ortho.mbtiles")
     assert metadata["format"] == "png" and metadata["name"] == "laea"
+    # MBTiles 1.3 rows are counted from the south (TMS): no "scheme" row that some readers would take to flip them.
+    assert "scheme" not in metadata
+    # GDAL's MBTiles driver, a standard reader, opens it at the native zoom with the colours and transparency.
+    with rasterio.open(tmp_path / "ortho.mbtiles") as opened:
+        assert opened.driver == "MBTiles" and opened.count == 4 and opened.crs.to_epsg() == 3857
+        assert opened.tags()["ZOOM_LEVEL"] == str(summary["max_zoom"])
     assert int(metadata["maxzoom"]) == summary["max_zoom"] and int(metadata["minzoom"]) == summary["min_zoom"]
     assert len(tiles) == summary["tiles"]
 

@@ -116,7 +116,7 @@ def build_pyramid(source: Path, target: Path, elevation: bool, name: str) -> Pyr
         west, south, east, north = pyramid.lonlat
         z, x, y = pyramid.top
         metadata = {
-            "name": name, "format": "png", "type": "overlay", "version": "1.0", "scheme": "xyz",
+            "name": name, "format": "png", "type": "overlay", "version": "1.0",
             "bounds": f"{west:.8f},{south:.8f},{east:.8f},{north:.8f}",
             "center": f"{(west + east) / 2:.8f},{(south + north) / 2:.8f},{min(pyramid.max_zoom, z + 2)}",
             "minzoom": str(z), "maxzoom": str(pyramid.max_zoom),
