@@ -5,10 +5,19 @@ VENV := engine/.venv
 PY := $(VENV)/bin/python
 NODE_STAMP := node_modules/.aeromap-installed
 ENGINE_STAMP := $(VENV)/.aeromap-installed
+BUILD_STAMP := dist/.built
 
-.PHONY: install run test test-ts test-engine test-pyodm typecheck
+.PHONY: install build run test test-ts test-engine test-pyodm typecheck
 
 install: $(NODE_STAMP) $(ENGINE_STAMP)
+
+# bin/aeromap runs this JavaScript, compiled from src/, whenever it is newer than every source file.
+build: $(BUILD_STAMP)
+
+$(BUILD_STAMP): $(NODE_STAMP) tsconfig.json tsconfig.build.json $(shell find src -name '*.ts')
+	rm -rf dist
+	npx tsc -p tsconfig.build.json
+	touch $@
 
 $(NODE_STAMP): package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
@@ -20,7 +29,7 @@ $(ENGINE_STAMP): engine/pyproject.toml engine/requirements.txt engine/requiremen
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e engine
 	touch $@
 
-run: install
+run: install build
 	bin/aeromap serve
 
 typecheck: $(NODE_STAMP)
@@ -36,4 +45,4 @@ test-engine: $(ENGINE_STAMP)
 test-pyodm: install
 	$(PY) -m pytest test/pyodm
 
-test: install typecheck test-engine test-ts test-pyodm
+test: install build typecheck test-engine test-ts test-pyodm

@@ -195,6 +195,6 @@ try {
   if (!args['skip-engine']) await benchCompletion(work);
 } finally {
   for (const service of running) await service.stop();
-  http.close();
+  await http.close();
   await rm(work, { recursive: true, force: true });
 }

@@ -102,7 +102,7 @@ try {
   const at = (p: number) => drawn[Math.min(drawn.length - 1, Math.floor(p * drawn.length))].toFixed(0);
   console.log(`${drawn.length} DSM tiles of 512 px in a new style (jet, hillshade 6), each drawn on demand: median ${at(0.5)} ms, p90 ${at(0.9)} ms, slowest ${at(1)} ms (target: under 150 ms)`);
 } finally {
-  http.close();
+  await http.close();
   await service.stop();
   await rm(work, { recursive: true, force: true });
 }

@@ -1,4 +1,5 @@
 // Opens the database: the SQLite file DATA_DIR/aeromap.sqlite3 by default, PostgreSQL for a postgres:// URL.
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
@@ -24,11 +25,60 @@ function openSqlite(dataDir: string): Kysely<Database> {
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   database.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+}
+
+const CACHED_STATEMENTS = 256;
+
+/**
+ * Kysely prepares every query anew, which costs SQLite more than running a small one: the same few queries
+ * serve every request, so their prepared statements are kept (Kysely runs one query at a time on SQLite, so a
+ * statement is never in use twice).
+ */
+function withStatementCache(database: SqliteDatabase.Database) {
+  const statements = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => database.close(),
+    prepare(sql: string) {
+      let statement = statements.get(sql);
+      if (!statement) {
+        statement = database.prepare(sql);
+        if (statements.size >= CACHED_STATEMENTS) statements.delete(statements.keys().next().value as string);
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
+
+const PREPARED_PER_CONNECTION = 512;
+const DATA_QUERY = /^\s*(select|insert|update|delete|with)\b/i;
+
+/**
+ * A client that has PostgreSQL prepare each query text once per connection (a named statement) and reuses it,
+ * so that the few queries every request makes skip parsing and planning. Schema changes and transaction control
+ * run unnamed, as do texts beyond the cap.
+ */
+class PreparingClient extends pg.Client {
+  private readonly names = new Map<string, string>();
+
+  override query(...args: unknown[]): never {
+    const [text, values] = args;
+    if (typeof text === 'string' && Array.isArray(values) && args.length === 2 && DATA_QUERY.test(text)) {
+      let name = this.names.get(text);
+      if (!name && this.names.size < PREPARED_PER_CONNECTION) {
+        name = `aeromap_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
+        this.names.set(text, name);
+      }
+      if (name) return (super.query as unknown as (config: pg.QueryConfig) => never)({ name, text, values });
+    }
+    return (super.query as unknown as (...rest: unknown[]) => never)(...args);
+  }
 }
 
 function openPostgres(connectionString: string): Kysely<Database> {
   const pool = new pg.Pool({
+    Client: PreparingClient,
     connectionString,
     max: 10,
     // count(*) and bigint columns come back as numbers, as they do from SQLite; they stay far below 2^53.

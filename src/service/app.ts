@@ -140,7 +140,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     await projectRoutes(api, { db, dataDir: config.dataDir });
     await presetRoutes(api, { db });
     await processingNodeRoutes(api, { db, refresher });
-    await userRoutes(api, { db, dataDir: config.dataDir, passwordIterations: config.passwordIterations });
+    await userRoutes(api, { db, dataDir: config.dataDir, passwordIterations: config.passwordIterations, tokens });
     await groupRoutes(api, { db });
     await taskRoutes(api, {
       db,

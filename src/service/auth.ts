@@ -48,10 +48,16 @@ function principalOf(user: User): Principal {
 
 /** Tokens whose signature was checked: map clients send the same one with every tile. */
 const VERIFIED_TOKENS = 1024;
+/**
+ * How long a user read for one request serves the next ones. Changes made through this instance are seen at once
+ * (userChanged); another instance on the same PostgreSQL, or the CLI, is seen within this time.
+ */
+const USER_CACHE_MS = 5000;
 
 export class TokenService {
   private readonly key: Uint8Array;
   private readonly verified = new Map<string, { userId: number; expiresMs: number }>();
+  private readonly users = new Map<number, { user: User | undefined; untilMs: number }>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -82,11 +88,25 @@ export class TokenService {
   async authenticate(request: FastifyRequest): Promise<Principal | null> {
     const token = tokenOf(request);
     if (token === undefined) return null;
-    const userId = await this.verify(token);
-    const user = await findUserById(this.db, userId);
+    const user = await this.user(await this.verify(token));
     if (!user) throw denied('Invalid signature.');
     if (user.is_active !== 1) throw denied('User account is disabled.');
     return principalOf(user);
+  }
+
+  /** Forgets what it knew of a user that was changed or deleted. */
+  userChanged(userId: number): void {
+    this.users.delete(userId);
+  }
+
+  private async user(userId: number): Promise<User | undefined> {
+    const now = performance.now();
+    const known = this.users.get(userId);
+    if (known && known.untilMs > now) return known.user;
+    const user = await findUserById(this.db, userId);
+    if (this.users.size >= VERIFIED_TOKENS) this.users.delete(this.users.keys().next().value as number);
+    this.users.set(userId, { user, untilMs: now + USER_CACHE_MS });
+    return user;
   }
 
   private async verify(token: string): Promise<number> {

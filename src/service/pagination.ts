@@ -31,11 +31,25 @@ function pageLink(request: FastifyRequest, page: number): string {
   return url.href;
 }
 
-export function pageWindow(request: FastifyRequest, count: number, query: { page?: string; page_size?: number }): PageWindow {
-  const size = Math.min(query.page_size ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-  const pages = Math.max(1, Math.ceil(count / size));
+type PageQuery = { page?: string; page_size?: number };
+
+const pageSize = (query: PageQuery) => Math.min(query.page_size ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
+const pageNumber = (query: PageQuery) => {
   const text = query.page ?? '1';
-  const page = text === 'last' ? pages : /^\d{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  return /^\d{1,9}$/.test(text) ? Number(text) : undefined;
+};
+
+/** The rows a page asks for by number, known before the rows are counted; undefined for "last" or no number. */
+export function requestedPage(query: PageQuery): { offset: number; limit: number } | undefined {
+  const page = pageNumber(query);
+  if (!page) return undefined;
+  return { offset: (page - 1) * pageSize(query), limit: pageSize(query) };
+}
+
+export function pageWindow(request: FastifyRequest, count: number, query: PageQuery): PageWindow {
+  const size = pageSize(query);
+  const pages = Math.max(1, Math.ceil(count / size));
+  const page = query.page === 'last' ? pages : (pageNumber(query) ?? Number.NaN);
   if (!(page >= 1 && page <= pages)) throw notFound('Invalid page.');
   return {
     offset: (page - 1) * size,

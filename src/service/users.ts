@@ -7,6 +7,7 @@ import { ownedProjectIds } from '../db/projects.ts';
 import { type Database, type User, flag, now } from '../db/schema.ts';
 import { deleteUser, findUserByUsername, insertUser, updateUser, userLinks } from '../db/users.ts';
 import { fieldErrors } from './errors.ts';
+import type { TokenService } from './auth.ts';
 import { hashPassword } from './passwords.ts';
 import { destroyProjects } from './projects.ts';
 import { type Context, type ResourceDefinition, registerResource } from './resource.ts';
@@ -140,10 +141,12 @@ function definition(deps: UserDeps): ResourceDefinition<User, UserItem, typeof U
         groups: body.groups,
         user_permissions: body.user_permissions,
       });
+      deps.tokens.userChanged(user.id);
     },
     async remove(ctx, user) {
       await destroyProjects(ctx.db, deps.dataDir, await ownedProjectIds(ctx.db, user.id), true);
       await deleteUser(ctx.db, user.id);
+      deps.tokens.userChanged(user.id);
     },
   };
 }
@@ -152,6 +155,7 @@ interface UserDeps {
   db: Kysely<Database>;
   dataDir: string;
   passwordIterations: number;
+  tokens: TokenService;
 }
 
 export async function userRoutes(app: App, deps: UserDeps) {

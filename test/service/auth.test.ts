@@ -161,7 +161,9 @@ describe.each(BACKENDS)('token authentication (%s)', (backend) => {
   it('refuses tokens of deleted and deactivated users', async () => {
     const gone = await t.createUser('gone');
     const frozen = await t.createUser('frozen');
+    // Both have made a request, so the service knows them: a change must still reach their next request.
     expect((await gone.client.get('/api/projects/')).status).toBe(200);
+    expect((await frozen.client.get('/api/projects/')).status).toBe(200);
     expect((await t.admin.delete(`/api/admin/users/${gone.id}/`)).status).toBe(204);
     expect(await gone.client.get('/api/projects/')).toMatchObject({ status: 403, body: { detail: 'Invalid signature.' } });
     expect((await t.admin.patch(`/api/admin/users/${frozen.id}/`, { is_active: false })).status).toBe(200);

@@ -134,7 +134,10 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
   app.get(
     `${base}/:task_id/`,
     { schema: { tags, summary: 'Get a task', params: TaskParams, response: { 200: Item, ...errors } } },
-    async (request) => rules.present((await taskOf(request, 'view')).id),
+    async (request) => {
+      const { project_id: projectId, task_id: taskId } = request.params;
+      return rules.item(currentUser(request), projectId, taskId);
+    },
   );
 
   const update = async (request: FastifyRequest) => {

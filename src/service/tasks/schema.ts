@@ -72,10 +72,19 @@ function parseJson<T>(text: string | null, fallback: T): T {
 }
 
 /** The stages a node's rerun-from option allows (its enum domain), or none. */
+// Every task on a node carries the node's whole options document (tens of kB): a list would parse it per row.
+const stagesByOptions = new Map<string, string[]>();
+
 export function rerunStages(nodeOptions: string | null): string[] {
+  if (nodeOptions === null) return [];
+  const known = stagesByOptions.get(nodeOptions);
+  if (known) return [...known];
   const options = parseJson<{ name: string; domain: unknown }[]>(nodeOptions, []);
   const domain = options.find((option) => option.name === 'rerun-from')?.domain;
-  return Array.isArray(domain) ? domain.filter((stage): stage is string => typeof stage === 'string') : [];
+  const stages = Array.isArray(domain) ? domain.filter((stage): stage is string => typeof stage === 'string') : [];
+  if (stagesByOptions.size >= 64) stagesByOptions.clear();
+  stagesByOptions.set(nodeOptions, stages);
+  return [...stages];
 }
 
 export function presentTask(row: TaskRow): TaskItem {

@@ -62,7 +62,8 @@ export class TaskRules {
   async project(user: Principal, projectId: number, permission: ProjectPermission): Promise<Project> {
     const project = await visibleProjects(this.db, user).where('projects.id', '=', projectId).executeTakeFirst();
     if (!project) throw notFound();
-    await requireProjectPermission(this.db, user, project, permission);
+    // Seeing a project is holding "view": only other permissions need a look at the grants.
+    if (permission !== 'view') await requireProjectPermission(this.db, user, project, permission);
     return project;
   }
 
@@ -72,6 +73,17 @@ export class TaskRules {
     const task = await findProjectTask(this.db, projectId, taskId);
     if (!task) throw notFound();
     return task;
+  }
+
+  /** The task as the API shows it, to a user who may view it, in one query: whoever sees a project may view it. */
+  async item(user: Principal, projectId: number, taskId: number): Promise<TaskItem> {
+    const visible = visibleProjects(this.db, user).clearSelect().select('projects.id').where('projects.id', '=', projectId);
+    const row = await tasksWithNode(this.db)
+      .where('tasks.id', '=', taskId)
+      .where('tasks.project_id', 'in', visible)
+      .executeTakeFirst();
+    if (!row) throw notFound();
+    return presentTask(row);
   }
 
   async present(taskId: number): Promise<TaskItem> {
