@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         log.error("Interrupted")
         return 130
+    except MemoryError:
+        log.error("Out of memory: the machine has too little memory for this survey at these settings "
+                  "(lower pc-quality, feature-quality or the image size, or use a larger machine)")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a bug must still end with a line that says what failed
+        traceback.print_exc(file=sys.stdout)  # before the error line, which must be the last
+        log.error("Internal error: %s: %s", type(exc).__name__, exc)
+        return 1
 
 
 if __name__ == "__main__":

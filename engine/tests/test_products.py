@@ -211,6 +211,16 @@ def test_georeferenced_cloud_is_in_the_crs_in_every_format(variant: Project, pro
         assert las.header.point_count == len(local)
         assert np.allclose(np.c_[las.x, las.y, las.z], expected, atol=0.002)
         assert np.array_equal(np.asarray(las.red) // 257, local.rgb[:, 0])
+    # COPC, as a streaming reader sees it: every point once, the coarse levels a thinner sample of the same area.
+    with laspy.open(str(base.with_suffix(".copc.laz"))) as las:
+        assert las.header.parse_crs().to_epsg() == 32615
+    with laspy.CopcReader.open(str(base.with_suffix(".copc.laz"))) as copc:
+        assert copc.header.point_count == len(local)
+        every = copc.query()
+        assert cKDTree(np.c_[every.x, every.y, every.z]).query(expected)[0].max() < 0.002
+        root = copc.query(level=0)
+        assert 0 < len(root) < len(local) / 10
+        assert np.ptp(root.x) > 0.8 * np.ptp(expected[:, 0])
     csv = np.loadtxt(base.with_suffix(".csv"), delimiter=",", skiprows=1)
     assert csv.shape == (len(local), 6) and np.allclose(csv[:, :3], expected, atol=0.002)
     ply = read_ply(base.with_suffix(".ply"))

@@ -1,5 +1,6 @@
 """Georeferenced point cloud: the filtered cloud moved back into the CRS (offset added) and written as LAZ
-(always), LAS (pc-las), CSV (pc-csv) and PLY under odm_georeferencing/."""
+(always), COPC (pc-copc, on by default: the same points in an octree, for viewers that stream them), LAS (pc-las),
+CSV (pc-csv) and PLY under odm_georeferencing/."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from ..cloud.points import PointCloud
 from ..georef import Georef
+from ..io.copc import write_copc
 from ..io.ply import read_ply, write_ply
 from ..io.pointcloud import write_csv, write_las
 from ..log import log
@@ -24,6 +26,8 @@ OPTIONS: list[Option] = [
     Option("pc-las", "bool", False, "Also write the georeferenced point cloud in LAS format.", "odm_georeferencing"),
     Option("pc-csv", "bool", False, "Also write the georeferenced point cloud in CSV format (X,Y,Z,Red,Green,Blue).",
            "odm_georeferencing"),
+    Option("pc-copc", "bool", True, "Also write the georeferenced point cloud as Cloud Optimized Point Cloud (COPC), "
+           "which web viewers and desktop tools stream.", "odm_georeferencing"),
 ]
 WEIGHT = 0.2
 
@@ -39,7 +43,7 @@ def run(ctx: "StageContext") -> None:
     # Float64 from here on: CRS coordinates (northings of millions of metres) need it for millimetres.
     cloud = PointCloud(local.xyz.astype(np.float64) + [georef.offset[0], georef.offset[1], 0.0], local.rgb,
                        local.views)
-    for name in ("las", "csv"):
+    for name in ("las", "csv", "copc.laz"):
         model_path(project, name).unlink(missing_ok=True)  # no stale output from a run with other options
     write_las(model_path(project, "laz"), cloud, georef.crs, compress=True)
     ctx.progress(0.5)
@@ -47,6 +51,9 @@ def run(ctx: "StageContext") -> None:
         write_las(model_path(project, "las"), cloud, georef.crs, compress=False)
     if options.pc_csv:
         write_csv(model_path(project, "csv"), cloud)
+    if options.pc_copc and len(cloud):
+        nodes = write_copc(model_path(project, "copc.laz"), cloud, georef.crs)
+        log.info("COPC point cloud: %d octree nodes", nodes)
     write_ply(model_path(project, "ply"), cloud, comments=(f"crs {georef.crs}",) if georef.crs else ())
     log.info("Georeferenced point cloud: %d points%s", len(cloud), f" in {georef.crs}" if georef.crs else
              " (local frame, no CRS)")
