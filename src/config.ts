@@ -41,6 +41,8 @@ export interface TaskSettings {
   maxExtractedBytes: number;
   maxZipEntries: number;
   importTimeoutMs: number;
+  /** Imports by URL may reach loopback and private networks. */
+  allowPrivateUrls: boolean;
 }
 
 const GIB = 1024 ** 3;
@@ -54,13 +56,17 @@ function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   return Math.round(value * 1000);
 }
 
-function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
-  const flag = (env.TASK_SCHEDULER ?? 'true').trim().toLowerCase();
+function booleanSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const flag = (env[name] ?? String(fallback)).trim().toLowerCase();
   if (!['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'].includes(flag)) {
-    throw new ConfigError(`TASK_SCHEDULER must be true or false, got "${env.TASK_SCHEDULER}"`);
+    throw new ConfigError(`${name} must be true or false, got "${env[name]}"`);
   }
+  return ['true', '1', 'yes', 'on'].includes(flag);
+}
+
+function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
   return {
-    scheduler: ['true', '1', 'yes', 'on'].includes(flag),
+    scheduler: booleanSetting(env, 'TASK_SCHEDULER', true),
     tickMs: 2000,
     pollMs: seconds(env, 'TASK_POLL_SECONDS', 3),
     retryMs: 10_000,
@@ -73,6 +79,7 @@ function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
     maxExtractedBytes: integer(env, 'MAX_IMPORT_GB', 100, 1, 100_000) * 4 * GIB,
     maxZipEntries: 1_000_000,
     importTimeoutMs: 30_000,
+    allowPrivateUrls: booleanSetting(env, 'ALLOW_PRIVATE_URLS', false),
   };
 }
 

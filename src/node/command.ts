@@ -25,6 +25,7 @@ interface NodeFlags {
   parallelTasks: number;
   cleanupAfter: number;
   webhook?: string;
+  allowPrivateUrls?: boolean;
   engine?: string;
 }
 
@@ -40,6 +41,7 @@ export function registerNodeCommand(program: Command): void {
     .option('--parallel-tasks <n>', 'tasks processed at the same time', integerFrom(1), 1)
     .option('--cleanup-after <minutes>', 'remove finished tasks this long after they end (0: never)', minutes, 2880)
     .option('--webhook <url>', 'URL to POST every finished task to')
+    .option('--allow-private-urls', 'let zipurl and webhooks reach loopback and private networks (default: public addresses only)')
     .option('--engine <path>', `engine executable (default: $AEROMAP_ENGINE or ${defaultEnginePath()})`)
     .action(async (flags: NodeFlags) => {
       const node = await startNode({
@@ -51,6 +53,7 @@ export function registerNodeCommand(program: Command): void {
         parallelTasks: flags.parallelTasks,
         cleanupAfterMinutes: flags.cleanupAfter,
         webhook: flags.webhook,
+        allowPrivateUrls: flags.allowPrivateUrls,
         enginePath: flags.engine,
       });
       console.log(`Aeromap processing node listening on http://${flags.host}:${node.port} (data: ${flags.dataDir})`);

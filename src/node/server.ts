@@ -24,6 +24,8 @@ export interface NodeOptions {
   parallelTasks?: number;
   cleanupAfterMinutes?: number;
   webhook?: string | null;
+  /** Let zipurl and webhooks reach loopback and private networks (default: public addresses only). */
+  allowPrivateUrls?: boolean;
   enginePath?: string;
   log?: (message: string) => void;
 }
@@ -51,6 +53,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     parallelTasks: options.parallelTasks ?? 1,
     cleanupAfterMinutes: options.cleanupAfterMinutes ?? 2880,
     webhook: options.webhook || null,
+    allowPrivateUrls: options.allowPrivateUrls ?? false,
   };
   const store = new TaskStore(layout.database);
   const tasks = new TaskManager(layout, store, engine, settings, log);

@@ -23,6 +23,8 @@ export interface TaskSettings {
   cleanupAfterMinutes: number;
   /** Called, besides each task's own webhook, when any task ends. */
   webhook: string | null;
+  /** zipurl and webhooks may reach loopback and private networks. */
+  allowPrivateUrls: boolean;
 }
 
 export interface NodeError {
@@ -53,7 +55,7 @@ export class TaskManager {
     private readonly settings: TaskSettings,
     private readonly log: (message: string) => void,
   ) {
-    this.uploads = new UploadArea(layout);
+    this.uploads = new UploadArea(layout, { allowPrivate: settings.allowPrivateUrls });
     const processor = new TaskProcessor({
       store,
       layout,
@@ -130,7 +132,7 @@ export class TaskManager {
     void readFile(path.join(this.layout.taskDir(task.uuid), 'images.json'), 'utf8')
       .then((text) => JSON.parse(text) as unknown)
       .catch(() => undefined)
-      .then((images) => sendWebhooks(urls, { ...taskInfo(task, Date.now()), images }, this.log));
+      .then((images) => sendWebhooks(urls, { ...taskInfo(task, Date.now()), images }, { allowPrivate: this.settings.allowPrivateUrls }, this.log));
   }
 
   // ---- reading

@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { pipeline } from 'node:stream/promises';
 import { extractZip } from '../files/zip-extract.ts';
+import { OutboundError, type OutboundPolicy, outboundFetch } from '../net/outbound.ts';
 import type { DataLayout } from './layout.ts';
 import { freeName, partialName, safeFileName } from '../files/safe-path.ts';
 
@@ -26,7 +27,10 @@ export interface AssembledTask {
 }
 
 export class UploadArea {
-  constructor(private readonly layout: DataLayout) {}
+  constructor(
+    private readonly layout: DataLayout,
+    private readonly outbound: OutboundPolicy,
+  ) {}
 
   private filesDir(uuid: string): string {
     return path.join(this.layout.uploadDir(uuid), 'files');
@@ -62,8 +66,10 @@ export class UploadArea {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new Error(`Invalid zipurl: only http and https are supported (${url})`);
     }
-    const response = await fetch(parsed).catch((err: Error) => {
-      throw new Error(`Cannot download ${url}: ${(err.cause as Error | undefined)?.message ?? err.message}`);
+    const response = await outboundFetch(parsed, {}, this.outbound).catch((err: Error) => {
+      const reason = (err.cause as Error | undefined)?.message ?? err.message;
+      const refused = err instanceof OutboundError || err.cause instanceof OutboundError;
+      throw new Error(`Cannot download ${url}: ${reason}${refused ? ' (start the node with --allow-private-urls to allow it)' : ''}`);
     });
     if (!response.ok || !response.body) throw new Error(`Cannot download ${url}: HTTP ${response.status}`);
     await this.receive(uuid, 'zipurl.zip', Readable.fromWeb(response.body as WebReadableStream));

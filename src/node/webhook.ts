@@ -1,29 +1,32 @@
 // Webhooks: when a task ends, its TaskInfo (plus the engine's images.json) is POSTed to the task's webhook and
 // to the node's, retried with growing delays as NodeODM does. Nothing waits for them.
 import { setTimeout as sleep } from 'node:timers/promises';
+import { OutboundError, type OutboundPolicy, outboundFetch } from '../net/outbound.ts';
 
 const ATTEMPTS = 5;
 const TIMEOUT_MS = 15_000;
 
-async function deliver(url: string, body: string, log: (message: string) => void): Promise<void> {
+async function deliver(url: string, body: string, policy: OutboundPolicy, log: (message: string) => void): Promise<void> {
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     try {
-      const response = await fetch(url, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body,
-        signal: AbortSignal.timeout(TIMEOUT_MS),
-      });
+      const request = { method: 'POST', headers: { 'Content-Type': 'application/json' }, body, signal: AbortSignal.timeout(TIMEOUT_MS) };
+      const response = await outboundFetch(url, request, policy);
+      await response.body?.cancel();
       if (response.ok) return;
       log(`Webhook ${url} answered HTTP ${response.status} (attempt ${attempt} of ${ATTEMPTS})`);
     } catch (err) {
+      const cause = (err as Error).cause;
+      if (err instanceof OutboundError || cause instanceof OutboundError) {
+        log(`Webhook ${url} not sent: ${((cause as Error) ?? err).message} (start the node with --allow-private-urls to allow it)`);
+        return;
+      }
       log(`Webhook ${url} failed: ${(err as Error).message} (attempt ${attempt} of ${ATTEMPTS})`);
     }
     if (attempt < ATTEMPTS) await sleep(1000 * 2 ** attempt, undefined, { ref: false });
   }
 }
 
-export function sendWebhooks(urls: string[], payload: object, log: (message: string) => void): void {
+export function sendWebhooks(urls: string[], payload: object, policy: OutboundPolicy, log: (message: string) => void): void {
   const body = JSON.stringify(payload);
-  for (const url of urls) void deliver(url, body, log);
+  for (const url of urls) void deliver(url, body, policy, log);
 }

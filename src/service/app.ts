@@ -115,6 +115,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       zipLimits: { maxBytes: taskSettings.maxExtractedBytes, maxEntries: taskSettings.maxZipEntries },
       importMaxBytes: taskSettings.maxImportBytes,
       importTimeoutMs: taskSettings.importTimeoutMs,
+      allowPrivateUrls: taskSettings.allowPrivateUrls,
       enginePath,
     }),
   );

@@ -6,6 +6,7 @@ import { allNodes, deleteNode, insertNode, updateNode } from '../db/processingno
 import type { Database, ProcessingNode } from '../db/schema.ts';
 import type { NodeOption } from '../nodeclient/index.ts';
 import { isAdmin } from './auth.ts';
+import { fieldError } from './errors.ts';
 import { type ResourceDefinition, registerResource } from './resource.ts';
 import { type NodeRefresher, isOnline } from './refresher.ts';
 import { Id, Nullable, Timestamp } from './schemas.ts';
@@ -46,6 +47,19 @@ const NodeBody = Type.Object({
 });
 
 const label = (node: Pick<ProcessingNode, 'hostname' | 'port'>) => `${node.hostname}:${node.port}`;
+
+/** A host name the node client can make a URL of, and that stays the host of that URL; a 400 on the field otherwise. */
+function checkAddress(hostname: string): void {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(`http://${hostname}:1/`);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || parsed.hostname.toLowerCase() !== hostname.toLowerCase()) {
+    throw fieldError('hostname', 'Enter a host name or an IP address (IPv6 in brackets).');
+  }
+}
 
 /**
  * The options common to the given nodes, in the order of the first node that has any: a node without
@@ -127,12 +141,15 @@ function definition(refresher: NodeRefresher): ResourceDefinition<ProcessingNode
       }));
     },
     async create(ctx, body) {
+      checkAddress(body.hostname);
       const id = await insertNode(ctx.db, { hostname: body.hostname, port: body.port, token: body.token ?? '' });
       refresher.refreshSoon(id);
       return id;
     },
     async update(ctx, node, body) {
-      await updateNode(ctx.db, node.id, body);
+      if (body.hostname !== undefined) checkAddress(body.hostname);
+      // Only the writable fields: the body may carry others (read-only ones, or none of ours), never written.
+      await updateNode(ctx.db, node.id, { hostname: body.hostname, port: body.port, token: body.token });
       refresher.refreshSoon(node.id);
     },
     remove: (ctx, node) => deleteNode(ctx.db, node.id),

@@ -26,8 +26,9 @@ MAX_IMAGES = 4
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, web: str) -> Iterator[NodeProcess]:
+    # The test web server is on loopback, which a node reaches only when allowed to.
     proc = NodeProcess(tmp_path_factory.mktemp("node-data"), "--token", TOKEN, "--max-images", str(MAX_IMAGES),
-                       "--parallel-tasks", "1", "--webhook", f"{web}/every-task").start()
+                       "--parallel-tasks", "1", "--webhook", f"{web}/every-task", "--allow-private-urls").start()
     yield proc
     proc.stop()
 
@@ -332,6 +333,17 @@ def test_zipurl_fetches_images_over_http_only(node: NodeProcess, client: Node, w
     for url in ("file:///etc/passwd", f"{web}/missing.zip"):
         answer = requests.post(api(node, "/task/new"), files={"zipurl": (None, url)}).json()
         assert "error" in answer
+
+
+def test_zipurl_reaches_only_public_addresses_by_default(tmp_path: Path, web: str) -> None:
+    closed = NodeProcess(tmp_path / "closed").start()
+    try:
+        for url in (f"{web}/images.zip", f"{web.replace('127.0.0.1', 'localhost')}/images.zip",
+                    "http://169.254.169.254/latest/meta-data/"):
+            answer = requests.post(api(closed, "/task/new"), files={"zipurl": (None, url)}).json()
+            assert "private network" in answer["error"] and "--allow-private-urls" in answer["error"], answer
+    finally:
+        closed.stop()
 
 
 def test_outputs_and_skip_post_processing(client: Node, images: list[str], tmp_path: Path) -> None:

@@ -133,7 +133,8 @@ export function testConfig(dataDir: string, databaseUrl: string | undefined, ove
     bodyLimitBytes: 1024 * 1024,
     logLevel: 'silent',
     embeddedNode: null,
-    tasks: { ...loadConfig({ SECRET_KEY: 'unused' }).tasks, tickMs: 100, pollMs: 200, retryMs: 300, leaseMs: 5000 },
+    // The tests serve imports from loopback.
+    tasks: { ...loadConfig({ SECRET_KEY: 'unused' }).tasks, tickMs: 100, pollMs: 200, retryMs: 300, leaseMs: 5000, allowPrivateUrls: true },
     ...overrides,
   };
 }

@@ -170,6 +170,19 @@ describe.each(BACKENDS)('processing nodes (%s)', (backend) => {
     expect(await bad({ hostname: 'example.org' })).toEqual({ port: ['This field is required.'] });
     expect(await bad({ hostname: 'example.org', port: '1e400' })).toEqual({ port: ['A finite number is required.'] });
     expect(await bad({ port: 3000 })).toEqual({ hostname: ['This field is required.'] });
+    // Names the pattern lets through but no URL can hold.
+    for (const hostname of ['[', '::1', 'a:b', '[::1']) expect(Object.keys(await bad({ hostname, port: 3000 })), hostname).toEqual(['hostname']);
+    expect((await t.admin.post('/api/processingnodes/', { hostname: '[::1]', port: 3000 })).status).toBe(201);
+  });
+
+  it('writes only the writable fields of a change, whatever else the body holds', async () => {
+    const url = `/api/processingnodes/${ids.primary}/`;
+    const before = (await t.admin.get(url)).body;
+    const reply = await t.admin.patch(url, { queue_count: 99, engine: 'hacked', id: 7, bogus: 1, port: before.port });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ id: ids.primary, queue_count: before.queue_count, engine: before.engine });
+    expect((await t.admin.get('/api/processingnodes/7/')).status).toBe(404);
+    expect((await t.admin.patch(url, { hostname: '[' })).status).toBe(400);
   });
 
   it('refreshes a node right after an admin changes it', async () => {

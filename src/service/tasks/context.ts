@@ -29,6 +29,8 @@ export interface ProcessingSettings {
   /** Imports by URL: the most bytes fetched, and how long the server may take to start answering. */
   importMaxBytes: number;
   importTimeoutMs: number;
+  /** Whether those URLs may reach loopback and private networks. */
+  allowPrivateUrls: boolean;
   /** The engine whose `tiles` command builds the tile pyramids that imported results lack. */
   enginePath: string;
 }

@@ -13,6 +13,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { PendingAction, TaskStatus, deleteTask, insertTask } from '../../db/tasks.ts';
 import { partialName } from '../../files/safe-path.ts';
+import { OutboundError, outboundFetch } from '../../net/outbound.ts';
 import { HttpError } from '../errors.ts';
 import { type StepContext, completeFromZip, fail, save, throttled } from './context.ts';
 import { badRequest, dropzoneChunk, writeChunk } from './intake.ts';
@@ -39,9 +40,9 @@ async function fetchToFile(ctx: StepContext, url: string, file: string): Promise
   const { importTimeoutMs, importMaxBytes } = ctx.settings;
   const headers = new AbortController();
   const timer = setTimeout(() => headers.abort(new Error(`no answer within ${importTimeoutMs / 1000} s`)), importTimeoutMs);
-  let response: Response;
+  let response: Awaited<ReturnType<typeof outboundFetch>>;
   try {
-    response = await fetch(url, { signal: AbortSignal.any([headers.signal, ctx.signal]), redirect: 'follow' });
+    response = await outboundFetch(url, { signal: AbortSignal.any([headers.signal, ctx.signal]) }, { allowPrivate: ctx.settings.allowPrivateUrls });
   } catch (error) {
     const reason = headers.signal.aborted ? (headers.signal.reason as Error) : error;
     throw new Error(describeFetchError(reason));
@@ -67,6 +68,8 @@ async function fetchToFile(ctx: StepContext, url: string, file: string): Promise
 }
 
 function describeFetchError(error: unknown): string {
+  const refused = [error, (error as { cause?: unknown }).cause].find((e) => e instanceof OutboundError);
+  if (refused) return `${(refused as Error).message}; set ALLOW_PRIVATE_URLS=true to import from there`;
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (error as Error).message;
 }

@@ -1,0 +1,74 @@
+// Requests to URLs that users give (imports by URL, zipurl, webhooks) must not become a way into the machine's own
+// network (server-side request forgery): unless the operator allows it, every connection, redirects included, goes
+// only to public addresses. Names are checked when they are resolved, at connection time, so a name that resolves
+// to a public address once and a private one later (DNS rebinding) is caught too; literal addresses are checked
+// before each hop.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { BlockList, isIP } from 'node:net';
+import { Agent, type RequestInit, type Response, fetch } from 'undici';
+
+// Loopback, private, link-local, shared (CGNAT), benchmarking, multicast and reserved ranges.
+const PRIVATE = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) {
+  PRIVATE.addSubnet(network, prefix, 'ipv4');
+}
+for (const [network, prefix] of [['::', 127], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96]] as const) {
+  PRIVATE.addSubnet(network, prefix, 'ipv6');
+}
+
+export function isPrivateAddress(address: string): boolean {
+  const family = isIP(address);
+  return family === 0 || PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+export class OutboundError extends Error {}
+
+export interface OutboundPolicy {
+  /** Let URLs reach loopback and private networks (a node on the same LAN, tests). */
+  allowPrivate: boolean;
+}
+
+const MAX_REDIRECTS = 5;
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/** The resolver every outbound connection uses: an answer with a private address is an error. */
+function guardedLookup(hostname: string, options: { all?: boolean }, callback: LookupCallback): void {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, []);
+    const blocked = addresses.find((entry) => isPrivateAddress(entry.address));
+    if (blocked) return callback(new OutboundError(`${hostname} is on a private network (${blocked.address})`), []);
+    if (options.all) return callback(null, addresses);
+    callback(null, addresses[0].address, addresses[0].family);
+  });
+}
+
+const guarded = new Agent({ connect: { lookup: guardedLookup as never } });
+const open = new Agent();
+
+function checkUrl(url: URL, policy: OutboundPolicy): void {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`only http and https URLs are allowed (${url.protocol})`);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!policy.allowPrivate && isIP(host) && isPrivateAddress(host)) throw new OutboundError(`${host} is on a private network`);
+}
+
+/** fetch, following up to 5 redirects, each checked under the policy. */
+export async function outboundFetch(url: string | URL, init: RequestInit, policy: OutboundPolicy): Promise<Response> {
+  let current = new URL(url);
+  for (let hop = 0; ; hop++) {
+    checkUrl(current, policy);
+    const response = await fetch(current, { ...init, redirect: 'manual', dispatcher: policy.allowPrivate ? open : guarded });
+    const location = response.headers.get('location');
+    if (response.status < 300 || response.status >= 400 || !location) return response;
+    await response.body?.cancel();
+    if (hop >= MAX_REDIRECTS) throw new OutboundError(`more than ${MAX_REDIRECTS} redirects`);
+    current = new URL(location, current);
+    // As browsers do: a 303 (and a 301 or 302 after a POST) is followed with a GET, without the body.
+    if (response.status === 303 || ((response.status === 301 || response.status === 302) && init.method === 'POST')) {
+      init = { ...init, method: 'GET', body: undefined };
+    }
+  }
+}
