@@ -42,13 +42,15 @@ function isEngineOption(o: unknown): o is EngineOption {
   );
 }
 
-/** Asks the engine once for its options and version; the node serves both from this answer. */
-export async function describeEngine(enginePath: string): Promise<EngineDescription> {
+/** Asks the engine once for its options and version; the node serves both from this answer. An engine that does
+ * not answer within the timeout is stopped, and the node does not start, rather than waiting for ever. */
+export async function describeEngine(enginePath: string, timeoutMs = 120_000): Promise<EngineDescription> {
   const run = async (command: string): Promise<string> => {
     try {
-      return (await execFileAsync(enginePath, [command], { maxBuffer: 64 * 2 ** 20 })).stdout;
+      return (await execFileAsync(enginePath, [command], { maxBuffer: 64 * 2 ** 20, timeout: timeoutMs, killSignal: 'SIGKILL' })).stdout;
     } catch (err) {
-      throw new Error(`Cannot run the engine (${enginePath} ${command}): ${(err as Error).message}`);
+      const late = (err as { killed?: boolean }).killed ? `no answer within ${timeoutMs / 1000} s` : (err as Error).message;
+      throw new Error(`Cannot run the engine (${enginePath} ${command}): ${late}`);
     }
   };
   const [optionsText, versionText] = await Promise.all([run('options'), run('version')]);

@@ -9,6 +9,7 @@ import { defaultEnginePath, describeEngine } from './engine.ts';
 
 export { defaultEnginePath };
 import { DataLayout } from './layout.ts';
+import { lockDataDir } from './lock.ts';
 import { registerRoutes } from './routes.ts';
 import { TaskStore } from './store.ts';
 import { TaskManager } from './tasks.ts';
@@ -45,8 +46,9 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   const log = options.log ?? ((message: string) => console.error(message));
   const dataDir = path.resolve(options.dataDir);
   await mkdir(dataDir, { recursive: true });
-  const layout = new DataLayout(dataDir);
   const engine = await describeEngine(options.enginePath ?? defaultEnginePath());
+  const unlock = lockDataDir(dataDir);
+  const layout = new DataLayout(dataDir);
   const settings = {
     token: options.token || null,
     maxImages: options.maxImages ?? null,
@@ -75,6 +77,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   } catch (err) {
     await tasks.close();
     store.close();
+    unlock();
     throw err;
   }
   const address = app.server.address();
@@ -88,6 +91,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       await tasks.close();
       await app.close();
       store.close();
+      unlock();
     },
   };
 }

@@ -10,7 +10,7 @@ import { type DialectName, openDatabase } from '../db/connect.ts';
 import { migrateToLatest } from '../db/migrations.ts';
 import { defaultEnginePath } from '../node/engine.ts';
 import type { Database } from '../db/schema.ts';
-import { TokenService, requireUser, tokenRoutes } from './auth.ts';
+import { TokenService, requestForLog, requireUser, tokenRoutes } from './auth.ts';
 import { type FirstAdmin, ensureFirstAdmin } from './bootstrap.ts';
 import { installErrorHandling, methodNotAllowed } from './errors.ts';
 import { GroupSchema, groupRoutes } from './groups.ts';
@@ -88,7 +88,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   const firstAdmin = await ensureFirstAdmin(db, config.firstAdmin, config.passwordIterations);
 
   const app: App = Fastify({
-    logger: { level: config.logLevel },
+    logger: { level: config.logLevel, serializers: { req: requestForLog } },
     bodyLimit: config.bodyLimitBytes,
     routerOptions: { ignoreTrailingSlash: true },
     // All errors of a body at once, so that a client fixes them in one go; type lists (see Nullable).

@@ -148,6 +148,22 @@ function tokenOf(request: FastifyRequest): string | undefined {
   return undefined;
 }
 
+/** A URL as it may be logged: a ?jwt= token (map clients send one with every tile) is a credential. */
+export function redactToken(url: string): string {
+  return url.replace(/([?&]jwt=)[^&#]*/gi, '$1[redacted]');
+}
+
+/** What the request log records of a request: Fastify's default fields, the URL without its token. */
+export function requestForLog(request: FastifyRequest) {
+  return {
+    method: request.method,
+    url: redactToken(request.url),
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
+
 /** The signed-in user of a request that passed requireUser. */
 export function currentUser(request: FastifyRequest): Principal {
   if (!request.principal) throw notAuthenticated();

@@ -6,7 +6,7 @@ import { missingIds } from '../db/links.ts';
 import { ownedProjectIds } from '../db/projects.ts';
 import { type Database, type User, flag, now } from '../db/schema.ts';
 import { deleteUser, findUserByUsername, insertUser, updateUser, userLinks } from '../db/users.ts';
-import { fieldErrors } from './errors.ts';
+import { fieldErrors, permissionDenied } from './errors.ts';
 import type { TokenService } from './auth.ts';
 import { hashPassword } from './passwords.ts';
 import { destroyProjects } from './projects.ts';
@@ -80,6 +80,17 @@ async function columnsOf(body: UserFields, iterations: number, self?: User) {
   };
 }
 
+/**
+ * Staff who are not superusers manage ordinary accounts only: making a superuser, or changing or deleting one
+ * (its password included), would hand them every right.
+ */
+function requireSuperuserFor(ctx: Context, target: Pick<User, 'is_superuser'> | undefined, grants: boolean | undefined): void {
+  if (ctx.user.superuser) return;
+  if (target?.is_superuser === 1 || grants === true) {
+    throw permissionDenied('Only a superuser can create, change or delete a superuser.');
+  }
+}
+
 async function present(ctx: Context, rows: User[]): Promise<UserItem[]> {
   const links = await userLinks(ctx.db, rows.map((row) => row.id));
   return rows.map((row) => ({
@@ -127,6 +138,7 @@ function definition(deps: UserDeps): ResourceDefinition<User, UserItem, typeof U
     scope: (ctx) => ctx.db.selectFrom('users').selectAll('users'),
     present,
     async create(ctx, body) {
+      requireSuperuserFor(ctx, undefined, body.is_superuser);
       await validate(ctx.db, body);
       const columns = await columnsOf(body, deps.passwordIterations);
       return insertUser(
@@ -136,6 +148,7 @@ function definition(deps: UserDeps): ResourceDefinition<User, UserItem, typeof U
       );
     },
     async update(ctx, user, body) {
+      requireSuperuserFor(ctx, user, body.is_superuser);
       await validate(ctx.db, body, user);
       await updateUser(ctx.db, user.id, await columnsOf(body, deps.passwordIterations, user), {
         groups: body.groups,
@@ -144,6 +157,7 @@ function definition(deps: UserDeps): ResourceDefinition<User, UserItem, typeof U
       deps.tokens.userChanged(user.id);
     },
     async remove(ctx, user) {
+      requireSuperuserFor(ctx, user, undefined);
       await destroyProjects(ctx.db, deps.dataDir, await ownedProjectIds(ctx.db, user.id), true);
       await deleteUser(ctx.db, user.id);
       deps.tokens.userChanged(user.id);

@@ -41,6 +41,12 @@ describe('engine description', () => {
     await expect(describeEngine(engine)).rejects.toThrow('did not print a list');
   });
 
+  it('stops an engine that does not answer, and says so', async () => {
+    const started = Date.now();
+    await expect(describeEngine(script('sleep 30'), 500)).rejects.toThrow('no answer within 0.5 s');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it('says which command could not run', async () => {
     await expect(describeEngine('/nonexistent/engine')).rejects.toThrow('Cannot run the engine');
   });

@@ -106,3 +106,19 @@ describe('processing node over HTTP, in process', () => {
     expect(output).toContain('resuming the task');
   });
 });
+
+describe('one node per data folder', () => {
+  it('refuses a second node on a folder in use, and takes over the lock of one that crashed', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-lock-'));
+    const start = () => startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
+    const first = await start();
+    await expect(start()).rejects.toThrow(`Another processing node (process ${process.pid}) uses ${dataDir}`);
+    await first.close();
+    // A lock left by a process that is gone.
+    fs.writeFileSync(path.join(dataDir, 'node.lock'), '999999999');
+    const second = await start();
+    expect(fs.readFileSync(path.join(dataDir, 'node.lock'), 'utf8')).toBe(String(process.pid));
+    await second.close();
+    expect(fs.existsSync(path.join(dataDir, 'node.lock'))).toBe(false);
+  });
+});

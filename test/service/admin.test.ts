@@ -148,4 +148,18 @@ describe.each(BACKENDS)('admin API (%s)', (backend) => {
     expect((await staff.get(`/api/admin/groups/${id}/`)).status).toBe(404);
     expect((await staff.get(`/api/admin/users/${member.body.id}/`)).body.groups).toEqual([]);
   });
+  it('keeps superusers to superusers: staff cannot make one, nor change or delete one', async () => {
+    const denied = { status: 403, body: { detail: 'Only a superuser can create, change or delete a superuser.' } };
+    expect(await staff.post('/api/admin/users/', { username: 'root2', password: 'pw', is_superuser: true })).toMatchObject(denied);
+    const me = (await staff.get('/api/admin/users/', { username: 'staffer' })).body.results[0];
+    expect(await staff.patch(`/api/admin/users/${me.id}/`, { is_superuser: true })).toMatchObject(denied);
+    const admin = (await staff.get('/api/admin/users/', { username: 'admin' })).body.results[0];
+    expect(await staff.patch(`/api/admin/users/${admin.id}/`, { password: 'taken-over' })).toMatchObject(denied);
+    expect(await staff.delete(`/api/admin/users/${admin.id}/`)).toMatchObject(denied);
+    expect((await staff.get(`/api/admin/users/${me.id}/`)).body.is_superuser).toBe(false);
+    // A superuser may; staff still manage ordinary accounts.
+    const made = await t.admin.post('/api/admin/users/', { username: 'root2', password: 'pw', is_superuser: true });
+    expect(made.status).toBe(201);
+    expect((await staff.patch(`/api/admin/users/${me.id}/`, { first_name: 'Stef' })).status).toBe(200);
+  });
 });

@@ -98,6 +98,20 @@ describe('aeromap serve on a fresh DATA_DIR', () => {
     expect((await admin.get('/api/admin/users/')).body.results[0]).toMatchObject({ is_superuser: true, is_staff: true });
   });
 
+  it('logs requests without the tokens their URLs carry', async () => {
+    const env = await environment('sqlite', { AEROMAP_ADMIN_USERNAME: 'chief', AEROMAP_ADMIN_PASSWORD: 'chief-pw', LOG_LEVEL: 'info' });
+    const { url, child } = await serve(env);
+    let log = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+    });
+    const token = (await new Client(url).post('/api/token-auth/', { username: 'chief', password: 'chief-pw' })).body.token as string;
+    expect((await fetch(`${url}/api/projects/?jwt=${token}&page=1`)).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(log).toContain('/api/projects/?jwt=[redacted]&page=1');
+    expect(log).not.toContain(token);
+  });
+
   it('takes the first admin from AEROMAP_ADMIN_USERNAME and AEROMAP_ADMIN_PASSWORD', async () => {
     const env = await environment('sqlite', { AEROMAP_ADMIN_USERNAME: 'chief', AEROMAP_ADMIN_PASSWORD: 'chief-pw' });
     const { url, output } = await serve(env);
