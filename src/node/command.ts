@@ -26,6 +26,7 @@ interface NodeFlags {
   cleanupAfter: number;
   webhook?: string;
   allowPrivateUrls?: boolean;
+  corsOrigin?: string[];
   engine?: string;
 }
 
@@ -34,13 +35,14 @@ export function registerNodeCommand(program: Command): void {
     .command('node')
     .description('run a processing node (NodeODM API 2.x) that processes tasks with the Aeromap engine')
     .option('--port <n>', 'port to listen on (0: any free port)', integerFrom(0), 3000)
-    .option('--host <address>', 'address to listen on', '0.0.0.0')
+    .option('--host <address>', 'address to listen on (0.0.0.0: every interface; then set --token)', '127.0.0.1')
     .option('--data-dir <dir>', 'folder for the task database, uploads and task folders', 'data/node')
     .option('--token <token>', 'require this token (query parameter token=) on every request')
     .option('--max-images <n>', 'refuse tasks with more images than this (default: no limit)', integerFrom(1))
     .option('--parallel-tasks <n>', 'tasks processed at the same time', integerFrom(1), 1)
     .option('--cleanup-after <minutes>', 'remove finished tasks this long after they end (0: never)', minutes, 2880)
     .option('--webhook <url>', 'URL to POST every finished task to')
+    .option('--cors-origin <origin...>', 'web applications (e.g. https://maps.example.org) whose browser requests are accepted')
     .option('--allow-private-urls', 'let zipurl and webhooks reach loopback and private networks (default: public addresses only)')
     .option('--engine <path>', `engine executable (default: $AEROMAP_ENGINE or ${defaultEnginePath()})`)
     .action(async (flags: NodeFlags) => {
@@ -54,9 +56,13 @@ export function registerNodeCommand(program: Command): void {
         cleanupAfterMinutes: flags.cleanupAfter,
         webhook: flags.webhook,
         allowPrivateUrls: flags.allowPrivateUrls,
+        corsOrigins: flags.corsOrigin,
         enginePath: flags.engine,
       });
       console.log(`Aeromap processing node listening on http://${flags.host}:${node.port} (data: ${flags.dataDir})`);
+      if (!flags.token && !['127.0.0.1', '::1', 'localhost'].includes(flags.host)) {
+        console.warn(`Warning: without --token, anyone who reaches ${flags.host}:${node.port} can submit and remove tasks`);
+      }
       const stop = (): void => {
         void node.close().then(() => process.exit(0));
       };

@@ -25,6 +25,8 @@ export interface NodeOptions {
   parallelTasks?: number;
   cleanupAfterMinutes?: number;
   webhook?: string | null;
+  /** Web applications (origins) whose browser requests are accepted; by default none but the node's own. */
+  corsOrigins?: string[];
   /** Let zipurl and webhooks reach loopback and private networks (default: public addresses only). */
   allowPrivateUrls?: boolean;
   enginePath?: string;
@@ -37,6 +39,14 @@ export interface RunningNode {
   port: number;
   /** Stops serving and stops running engines; their tasks resume when a node starts on the same data folder. */
   close(): Promise<void>;
+}
+
+function sameHost(origin: string, host: string | undefined): boolean {
+  try {
+    return new URL(origin).host === host;
+  } catch {
+    return false;
+  }
 }
 
 // Big enough for any option value (a boundary polygon) sent as a field or a JSON body.
@@ -67,7 +77,16 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
   });
   try {
     await tasks.open();
-    await app.register(cors);
+    // Browsers send an Origin with cross-site requests; NodeODM clients (PyODM, WebODM's server, ClusterODM) do
+    // not. A web page the user happens to open must not submit or remove tasks (even a "simple" POST needs no
+    // preflight), so other origins are refused unless named.
+    const corsOrigins = options.corsOrigins ?? [];
+    app.addHook('onRequest', async (request, reply) => {
+      const origin = request.headers.origin;
+      if (origin === undefined || corsOrigins.includes(origin) || sameHost(origin, request.headers.host)) return;
+      return reply.code(403).send({ error: `Requests from ${origin} are not accepted; start the node with --cors-origin ${origin} to allow that web application` });
+    });
+    await app.register(cors, { origin: corsOrigins.length ? corsOrigins : false });
     await app.register(formbody, { bodyLimit: FIELD_LIMIT });
     await app.register(multipart, {
       limits: { fieldSize: FIELD_LIMIT, fileSize: Infinity, files: Infinity, parts: Infinity },

@@ -122,3 +122,26 @@ describe('one node per data folder', () => {
     expect(fs.existsSync(path.join(dataDir, 'node.lock'))).toBe(false);
   });
 });
+
+describe('requests from web pages', () => {
+  it('refuses browser requests from other origins, unless named, and serves the rest', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-origin-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, corsOrigins: ['https://maps.example.org'] });
+    const base = `http://127.0.0.1:${node.port}`;
+    try {
+      // A page elsewhere posting a form (no preflight needed): refused before anything is created.
+      const forged = await fetch(`${base}/task/new/init`, { method: 'POST', headers: { origin: 'https://evil.example' }, body: new URLSearchParams({ name: 'x' }) });
+      expect(forged.status).toBe(403);
+      expect((await forged.json()).error).toMatch(/--cors-origin https:\/\/evil\.example/);
+      expect((await (await fetch(`${base}/info`)).json()).taskQueueCount).toBe(0);
+      // The node's own origin, a named web application (with CORS headers), and clients that send no Origin.
+      expect((await fetch(`${base}/info`, { headers: { origin: base } })).status).toBe(200);
+      const named = await fetch(`${base}/info`, { headers: { origin: 'https://maps.example.org' } });
+      expect(named.status).toBe(200);
+      expect(named.headers.get('access-control-allow-origin')).toBe('https://maps.example.org');
+      expect((await fetch(`${base}/task/new/init`, { method: 'POST', body: new URLSearchParams({ name: 'x' }) })).status).toBe(200);
+    } finally {
+      await node.close();
+    }
+  });
+});
