@@ -8,6 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Database, User } from '../db/schema.ts';
 import { findUserById, findUserByUsername, touchLastLogin } from '../db/users.ts';
 import { HttpError, notAuthenticated, permissionDenied } from './errors.ts';
+import { LoginThrottle } from './login-throttle.ts';
 import { spendVerificationTime, verifyPassword } from './passwords.ts';
 import type { App } from './types.ts';
 
@@ -189,6 +190,7 @@ const Credentials = Type.Object({
 });
 
 export async function tokenRoutes(app: App, { tokens, db }: { tokens: TokenService; db: Kysely<Database> }) {
+  const throttle = new LoginThrottle();
   app.post(
     '/api/token-auth/',
     {
@@ -198,12 +200,22 @@ export async function tokenRoutes(app: App, { tokens, db }: { tokens: TokenServi
         description: 'Form or JSON body. Send the token as "Authorization: JWT <token>" or as ?jwt=<token>.',
         security: [],
         body: Credentials,
-        response: { 200: Type.Object({ token: Type.String() }), 400: Type.Ref('Error') },
+        response: { 200: Type.Object({ token: Type.String() }), 400: Type.Ref('Error'), 429: Type.Ref('Error') },
       },
     },
-    async (request) => {
-      const user = await tokens.checkCredentials(request.body.username, request.body.password);
-      if (!user) throw new HttpError(400, { non_field_errors: ['Unable to log in with provided credentials.'] });
+    async (request, reply) => {
+      const { username, password } = request.body;
+      const wait = throttle.waitSeconds(request.ip, username);
+      if (wait > 0) {
+        reply.header('retry-after', String(wait));
+        throw new HttpError(429, { detail: `Too many failed attempts. Try again in ${wait} seconds.` });
+      }
+      const user = await tokens.checkCredentials(username, password);
+      if (!user) {
+        throttle.failed(request.ip, username);
+        throw new HttpError(400, { non_field_errors: ['Unable to log in with provided credentials.'] });
+      }
+      throttle.succeeded(request.ip, username);
       await touchLastLogin(db, user.id);
       return { token: await tokens.issue(user) };
     },

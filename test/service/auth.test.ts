@@ -4,6 +4,7 @@ import path from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration } from '../../src/config.ts';
+import { LoginThrottle } from '../../src/service/login-throttle.ts';
 import { hashPassword, isPasswordHash, verifyPassword } from '../../src/service/passwords.ts';
 import { ADMIN, BACKENDS, Client, SECRET_KEY, type TestService, startService } from './helpers.ts';
 
@@ -30,6 +31,23 @@ describe('passwords', () => {
     expect(await verifyPassword('plain', 'plain')).toBe(false);
     expect(await verifyPassword('x', 'md5$1$salt$abc')).toBe(false);
     expect(await verifyPassword('x', 'pbkdf2_sha256$0$salt$abc=')).toBe(false);
+  });
+});
+
+describe('login throttle', () => {
+  it('counts failures per address and name and per address, for fifteen minutes', () => {
+    let now = 0;
+    const throttle = new LoginThrottle(() => now);
+    for (let i = 0; i < 10; i++) throttle.failed('10.0.0.1', 'ann');
+    expect(throttle.waitSeconds('10.0.0.1', 'Ann')).toBe(900);
+    expect(throttle.waitSeconds('10.0.0.2', 'ann')).toBe(0);
+    for (let i = 0; i < 40; i++) throttle.failed('10.0.0.1', `name-${i}`);
+    expect(throttle.waitSeconds('10.0.0.1', 'bob')).toBe(900); // 50 failures from one address
+    now += 15 * 60_000;
+    expect(throttle.waitSeconds('10.0.0.1', 'ann')).toBe(0);
+    throttle.failed('10.0.0.3', 'cy');
+    throttle.succeeded('10.0.0.3', 'cy');
+    expect(throttle.waitSeconds('10.0.0.3', 'cy')).toBe(0);
   });
 });
 
@@ -156,6 +174,24 @@ describe.each(BACKENDS)('token authentication (%s)', (backend) => {
     const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const unsigned = `${encode({ alg: 'none', typ: 'JWT' })}.${encode({ user_id: 1, exp: 9999999999 })}.`;
     expect(await detail(t.anonymous.withToken(unsigned))).toBe('Error decoding signature.');
+  });
+
+  it('slows down password guessing: after ten failures a name is refused for a while, others are not', async () => {
+    const { client } = await t.createUser('guessed');
+    for (let i = 0; i < 10; i++) {
+      expect((await t.anonymous.post('/api/token-auth/', { username: 'guessed', password: `guess-${i}` })).status).toBe(400);
+    }
+    const refused = await fetch(new URL('/api/token-auth/', t.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'GUESSED', password: 'whatever' }),
+    });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(800);
+    expect((await refused.json()).detail).toMatch(/^Too many failed attempts\. Try again in \d+ seconds\.$/);
+    // Tokens already issued still work, and other names may still log in.
+    expect((await client.get('/api/projects/')).status).toBe(200);
+    await t.login(ADMIN.username, ADMIN.password);
   });
 
   it('refuses tokens of deleted and deactivated users', async () => {
