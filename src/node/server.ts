@@ -25,6 +25,8 @@ export interface NodeOptions {
   parallelTasks?: number;
   cleanupAfterMinutes?: number;
   webhook?: string | null;
+  /** Space kept free on the data folder's disk (default 1 GiB): uploads and unpacking stop short of it. */
+  minFreeBytes?: number;
   /** Web applications (origins) whose browser requests are accepted; by default none but the node's own. */
   corsOrigins?: string[];
   /** Let zipurl and webhooks reach loopback and private networks (default: public addresses only). */
@@ -66,6 +68,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     cleanupAfterMinutes: options.cleanupAfterMinutes ?? 2880,
     webhook: options.webhook || null,
     allowPrivateUrls: options.allowPrivateUrls ?? false,
+    minFreeBytes: options.minFreeBytes ?? 2 ** 30,
   };
   const store = new TaskStore(layout.database);
   const tasks = new TaskManager(layout, store, engine, settings, log);

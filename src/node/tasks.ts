@@ -25,6 +25,8 @@ export interface TaskSettings {
   webhook: string | null;
   /** zipurl and webhooks may reach loopback and private networks. */
   allowPrivateUrls: boolean;
+  /** Space kept free on the data folder's disk. */
+  minFreeBytes: number;
 }
 
 export interface NodeError {
@@ -55,7 +57,11 @@ export class TaskManager {
     private readonly settings: TaskSettings,
     private readonly log: (message: string) => void,
   ) {
-    this.uploads = new UploadArea(layout, { allowPrivate: settings.allowPrivateUrls });
+    this.uploads = new UploadArea(layout, { allowPrivate: settings.allowPrivateUrls }, {
+      minFreeBytes: settings.minFreeBytes,
+      // Images and their companions: room for every image a node takes, and for no flood of tiny entries.
+      maxZipEntries: settings.maxImages === null ? 1_000_000 : 4 * settings.maxImages + 1000,
+    });
     const processor = new TaskProcessor({
       store,
       layout,

@@ -2,7 +2,7 @@
 // then renamed), and a commit assembles the engine's project folder from them without touching them, so that a
 // commit cut short by a crash can simply run again.
 import fs from 'node:fs';
-import { copyFile, link, mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { copyFile, link, mkdir, readdir, rename, rm, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
@@ -26,11 +26,31 @@ export interface AssembledTask {
   imagesCount: number;
 }
 
+export interface UploadLimits {
+  /** Space kept free on the data folder's disk: uploads and unpacking stop short of it. */
+  minFreeBytes: number;
+  /** Most entries a zip of images may hold. */
+  maxZipEntries: number;
+}
+
 export class UploadArea {
   constructor(
     private readonly layout: DataLayout,
     private readonly outbound: OutboundPolicy,
+    private readonly limits: UploadLimits,
   ) {}
+
+  /** Bytes that may still be written before the disk reaches its reserve. */
+  private async room(): Promise<number> {
+    const disk = await statfs(this.layout.root);
+    return disk.bavail * disk.bsize - this.limits.minFreeBytes;
+  }
+
+  private async requireRoom(): Promise<void> {
+    if ((await this.room()) <= 0) {
+      throw new Error(`The node's disk is nearly full (it keeps ${Math.round(this.limits.minFreeBytes / 2 ** 20)} MB free); try again later or on another node`);
+    }
+  }
 
   private filesDir(uuid: string): string {
     return path.join(this.layout.uploadDir(uuid), 'files');
@@ -45,6 +65,7 @@ export class UploadArea {
 
   /** Stores one uploaded file under the client's file name, made safe and unique. */
   async receive(uuid: string, fileName: string, content: NodeJS.ReadableStream): Promise<void> {
+    await this.requireRoom();
     const tmp = partialName(this.layout.uploadDir(uuid));
     try {
       await pipeline(content, fs.createWriteStream(tmp));
@@ -85,9 +106,11 @@ export class UploadArea {
     await mkdir(images, { recursive: true });
     const files = this.filesDir(uuid);
     const names = (await readdir(files)).sort();
-    for (const name of names.filter((n) => SEED.test(n))) await extractZip(path.join(files, name), dir, 'tree');
+    // Zips unpack only into the room left on the disk (a zip bomb fills nothing), entries counted.
+    const limits = async () => ({ maxEntries: this.limits.maxZipEntries, maxBytes: Math.max(0, await this.room()) });
+    for (const name of names.filter((n) => SEED.test(n))) await extractZip(path.join(files, name), dir, 'tree', await limits());
     for (const name of names.filter((n) => !SEED.test(n))) {
-      if (ZIP.test(name)) await extractZip(path.join(files, name), images, 'flat');
+      if (ZIP.test(name)) await extractZip(path.join(files, name), images, 'flat', await limits());
       else await link(path.join(files, name), path.join(images, freeName(images, name)));
     }
     await this.placeAncillary(dir);

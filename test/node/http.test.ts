@@ -145,3 +145,17 @@ describe('requests from web pages', () => {
     }
   });
 });
+
+describe('a node whose disk is nearly full', () => {
+  it('refuses uploads with a clear error instead of filling the disk', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-full-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, minFreeBytes: 2 ** 60 });
+    const base = `http://127.0.0.1:${node.port}`;
+    try {
+      const answer = await json<{ error?: string }>(`${base}/task/new`, { method: 'POST', body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, {}) });
+      expect(answer.error).toMatch(/disk is nearly full/);
+    } finally {
+      await node.close();
+    }
+  });
+});
