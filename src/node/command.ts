@@ -28,6 +28,7 @@ interface NodeFlags {
   allowPrivateUrls?: boolean;
   corsOrigin?: string[];
   minFreeDisk: number;
+  maxRuntime?: number;
   engine?: string;
 }
 
@@ -43,6 +44,7 @@ export function registerNodeCommand(program: Command): void {
     .option('--parallel-tasks <n>', 'tasks processed at the same time', integerFrom(1), 1)
     .option('--cleanup-after <minutes>', 'remove finished tasks this long after they end (0: never)', minutes, 2880)
     .option('--webhook <url>', 'URL to POST every finished task to')
+    .option('--max-runtime <minutes>', 'stop and fail a task whose engine runs longer (default: no limit)', minutes)
     .option('--min-free-disk <GB>', 'disk space kept free: uploads and unpacking stop short of it', Number, 1)
     .option('--cors-origin <origin...>', 'web applications (e.g. https://maps.example.org) whose browser requests are accepted')
     .option('--allow-private-urls', 'let zipurl and webhooks reach loopback and private networks (default: public addresses only)')
@@ -60,6 +62,7 @@ export function registerNodeCommand(program: Command): void {
         allowPrivateUrls: flags.allowPrivateUrls,
         corsOrigins: flags.corsOrigin,
         minFreeBytes: Math.max(0, flags.minFreeDisk) * 2 ** 30,
+        maxRuntimeMs: flags.maxRuntime ? flags.maxRuntime * 60_000 : null,
         enginePath: flags.engine,
       });
       console.log(`Aeromap processing node listening on http://${flags.host}:${node.port} (data: ${flags.dataDir})`);

@@ -24,6 +24,8 @@ export interface ProcessingContext {
   consoleOf(uuid: string): ConsoleLog;
   /** Called once a run has ended the task (completed or failed). */
   onEnded(task: TaskRecord): void;
+  /** An engine run that lasts longer is stopped and its task failed; null: no limit. */
+  maxRuntimeMs: number | null;
 }
 
 export class TaskProcessor {
@@ -47,8 +49,13 @@ export class TaskProcessor {
       startedAt: before.startedAt ?? Date.now(),
       errorMessage: null,
     })!;
-    const exit = await this.runEngine(task, signal);
+    const { exit, overran } = await this.runEngine(task, signal);
     if (signal.aborted) return;
+    if (overran) {
+      const minutes = Math.round(((this.ctx.maxRuntimeMs ?? 0) / 60_000) * 100) / 100;
+      this.end(uuid, TaskStatus.FAILED, `The task ran longer than this node allows (${minutes} minutes, --max-runtime)`);
+      return;
+    }
     const failure = failureMessage(exit);
     if (failure !== null) {
       // The engine's own [ERROR] line, when it printed one, already ends the console.
@@ -64,7 +71,7 @@ export class TaskProcessor {
     if (!signal.aborted) this.end(uuid, TaskStatus.COMPLETED, null);
   }
 
-  private async runEngine(task: TaskRecord, signal: AbortSignal): Promise<EngineExit> {
+  private async runEngine(task: TaskRecord, signal: AbortSignal): Promise<{ exit: EngineExit; overran: boolean }> {
     const { store, layout } = this.ctx;
     const log = this.ctx.consoleOf(task.uuid);
     const options = task.engineStarted ? task.options.filter((o) => !RERUN_OPTIONS.has(o.name)) : task.options;
@@ -88,9 +95,16 @@ export class TaskProcessor {
     const stop = (): void => engine.kill();
     signal.addEventListener('abort', stop, { once: true });
     if (signal.aborted) stop();
+    let overran = false;
+    const limit = this.ctx.maxRuntimeMs;
+    const timer = limit === null ? undefined : setTimeout(() => {
+      overran = true;
+      stop();
+    }, limit);
     try {
-      return await engine.exited;
+      return { exit: await engine.exited, overran };
     } finally {
+      clearTimeout(timer);
       signal.removeEventListener('abort', stop);
       store.updateTask(task.uuid, { enginePid: null });
     }

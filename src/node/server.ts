@@ -25,6 +25,8 @@ export interface NodeOptions {
   parallelTasks?: number;
   cleanupAfterMinutes?: number;
   webhook?: string | null;
+  /** An engine run that lasts longer is stopped and its task failed (default: no limit). */
+  maxRuntimeMs?: number | null;
   /** Space kept free on the data folder's disk (default 1 GiB): uploads and unpacking stop short of it. */
   minFreeBytes?: number;
   /** Web applications (origins) whose browser requests are accepted; by default none but the node's own. */
@@ -69,6 +71,7 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     webhook: options.webhook || null,
     allowPrivateUrls: options.allowPrivateUrls ?? false,
     minFreeBytes: options.minFreeBytes ?? 2 ** 30,
+    maxRuntimeMs: options.maxRuntimeMs ?? null,
   };
   const store = new TaskStore(layout.database);
   const tasks = new TaskManager(layout, store, engine, settings, log);

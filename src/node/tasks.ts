@@ -27,6 +27,8 @@ export interface TaskSettings {
   allowPrivateUrls: boolean;
   /** Space kept free on the data folder's disk. */
   minFreeBytes: number;
+  /** An engine run that lasts longer is stopped and its task failed; null: no limit. */
+  maxRuntimeMs: number | null;
 }
 
 export interface NodeError {
@@ -68,6 +70,7 @@ export class TaskManager {
       enginePath: engine.path,
       consoleOf: (uuid) => this.consoleOf(uuid),
       onEnded: (task) => this.notify(task),
+      maxRuntimeMs: settings.maxRuntimeMs,
     });
     this.queue = new TaskQueue(store, settings.parallelTasks, (uuid, signal) => processor.run(uuid, signal));
   }

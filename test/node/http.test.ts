@@ -159,3 +159,21 @@ describe('a node whose disk is nearly full', () => {
     }
   });
 });
+
+describe('a node with a time limit', () => {
+  it('stops an engine that runs too long and fails its task with the reason', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-runtime-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, maxRuntimeMs: 1500 });
+    const base = `http://127.0.0.1:${node.port}`;
+    try {
+      const { uuid } = await json<{ uuid: string }>(`${base}/task/new`, {
+        method: 'POST',
+        body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, { options: '[{"name": "fake-seconds", "value": 30}]' }),
+      });
+      const info = await waitFor(base, uuid, [30, 40]);
+      expect(info.status).toMatchObject({ code: 30, errorMessage: 'The task ran longer than this node allows (0.03 minutes, --max-runtime)' });
+    } finally {
+      await node.close();
+    }
+  });
+});
