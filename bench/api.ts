@@ -33,7 +33,7 @@ async function benchBackend(backend: Backend): Promise<string[]> {
     EMBEDDED_NODE: 'false',
     AEROMAP_ADMIN_USERNAME: 'bench',
     AEROMAP_ADMIN_PASSWORD: 'bench',
-    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl } : {}),
+    ...(database.databaseUrl ? { DATABASE_URL: database.databaseUrl, SECRET_KEY: 'bench' } : {}),
   });
   try {
     const token = await client.login(service.url, 'bench', 'bench');

@@ -174,7 +174,7 @@ async function benchLatency(service: RunningService, token: string, projectId: n
 async function benchLatencyPostgres(): Promise<void> {
   const database = await isolatedDatabase('postgres', POSTGRES_URL);
   try {
-    const service = await startService({ DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '', EMBEDDED_NODE: 'false', ...ADMIN });
+    const service = await startService({ DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '', ...(database.databaseUrl ? { SECRET_KEY: 'bench' } : {}), EMBEDDED_NODE: 'false', ...ADMIN });
     running.push(service);
     const token = await http.login(service.url, 'bench', 'bench');
     const projectId = (await http.json<{ id: number }>(`${service.url}/api/projects/`, 'POST', token, { name: 'bench' })).id;

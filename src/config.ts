@@ -142,6 +142,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must start with postgres:// (leave it unset for the SQLite file in DATA_DIR)');
   }
+  if (databaseUrl && !env.SECRET_KEY) {
+    // A key kept in one instance's folder would sign tokens that the other instances on the database refuse.
+    throw new ConfigError('SECRET_KEY must be set when DATABASE_URL is: every instance on the database signs tokens with it');
+  }
   const logLevel = env.LOG_LEVEL || 'info';
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const config: Omit<ServiceConfig, 'secretKey'> = {

@@ -11,6 +11,7 @@ import { migrateToLatest } from '../db/migrations.ts';
 import { defaultEnginePath } from '../node/engine.ts';
 import type { Database } from '../db/schema.ts';
 import { TokenService, requestForLog, requireUser, tokenRoutes } from './auth.ts';
+import { healthRoutes } from './health.ts';
 import { type FirstAdmin, ensureFirstAdmin } from './bootstrap.ts';
 import { installErrorHandling, methodNotAllowed } from './errors.ts';
 import { GroupSchema, groupRoutes } from './groups.ts';
@@ -136,6 +137,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   }
   await registerOpenApi(app, version);
   await app.register(async (open: App) => tokenRoutes(open, { tokens, db }));
+  await app.register(async (open: App) => healthRoutes(open, { db }));
   await app.register(async (api: App) => {
     requireUser(api, tokens);
     await projectRoutes(api, { db, dataDir: config.dataDir });

@@ -75,6 +75,9 @@ describe('configuration', () => {
       expect(loadConfig({ DATA_DIR: dataDir }).tokenLifetimeSeconds).toBe(6 * 3600);
       expect(() => loadConfig({ DATA_DIR: dataDir, PORT: 'eighty' })).toThrow(ConfigError);
       expect(() => loadConfig({ DATA_DIR: dataDir, DATABASE_URL: 'mysql://x' })).toThrow(ConfigError);
+      // Instances sharing a database must share the key that signs tokens.
+      expect(() => loadConfig({ DATA_DIR: dataDir, DATABASE_URL: 'postgres://db/aeromap' })).toThrow(/SECRET_KEY must be set/);
+      expect(loadConfig({ DATA_DIR: dataDir, DATABASE_URL: 'postgres://db/aeromap', SECRET_KEY: 'k' }).secretKey).toBe('k');
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }

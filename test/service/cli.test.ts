@@ -21,7 +21,7 @@ async function environment(backend: Backend, extra: Record<string, string> = {})
     LOG_LEVEL: 'warn',
     ...extra,
   };
-  if (database.databaseUrl) env.DATABASE_URL = database.databaseUrl;
+  if (database.databaseUrl) Object.assign(env, { DATABASE_URL: database.databaseUrl, SECRET_KEY: 'shared by the instances' });
   return env;
 }
 
