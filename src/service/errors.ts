@@ -119,6 +119,10 @@ function describe(error: FastifyError, request: FastifyRequest): { status: numbe
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return { status: 415, body: { detail: `Unsupported media type "${request.headers['content-type'] ?? ''}" in request.` } };
   }
+  // The multipart parser throws plain errors on a malformed body (no boundary, broken part headers).
+  if (/^(Multipart: |Malformed part header|Unexpected end of (form|multipart))/.test(error.message)) {
+    return { status: 400, body: { detail: `Malformed multipart body: ${error.message}` } };
+  }
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) return { status, body: { detail: error.message } };
   return { status: 500, body: { detail: 'A server error occurred.' } };

@@ -254,6 +254,11 @@ with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as z:
     expect((await t.admin.get(`/api/projects/9999/tasks/${task.id}/`)).status).toBe(404);
   });
 
+  const rawPost = async (url: string, contentType: string, body: string) => {
+    const reply = await fetch(new URL(url, t.url), { method: 'POST', headers: { authorization: `JWT ${t.admin.token}`, 'content-type': contentType }, body });
+    return { status: reply.status, body: (await reply.json()) as unknown };
+  };
+
   it('refuses bad input with a clear 400 and keeps what is stored', async () => {
     const before = (await t.admin.get(tasksUrl())).body.length;
     const notImage = path.join(work, 'notes.pdf');
@@ -275,6 +280,8 @@ with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as z:
       ['bad option value', createTask(t.admin, { options: JSON.stringify([{ name: 'mesh-octree-depth', value: 99 }]) }), /mesh-octree-depth: Invalid value 99/],
       ['options not JSON', createTask(t.admin, { options: '[{' }), /Invalid JSON/],
       ['options wrong shape', createTask(t.admin, { options: '{"a": 1}' }), /Expected a list/],
+      ['multipart without a boundary', rawPost(tasksUrl(), 'multipart/form-data', '{"name": "x"}'), /Malformed multipart body: Multipart: Boundary not found/],
+      ['import: multipart without a boundary', rawPost(`${tasksUrl()}import`, 'multipart/form-data', 'x'), /Malformed multipart body/],
     ];
     for (const [label, pending, message] of cases) {
       const reply = await pending;
