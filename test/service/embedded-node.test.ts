@@ -17,8 +17,9 @@ describe('embedded processing node', () => {
     await t.close();
   });
 
+  // Each node its own data folder: a folder takes one node at a time.
   const start = async () => {
-    const settings = { port: 0, dataDir: path.join(t.dataDir, 'node') };
+    const settings = { port: 0, dataDir: path.join(t.dataDir, `node-${nodes.length}`) };
     const started = await startEmbeddedNode(settings, t.service.db, t.service.refresher, () => {});
     nodes.push(started.node);
     return started;
@@ -46,7 +47,7 @@ describe('embedded processing node', () => {
     const before = (await t.admin.get(`/api/processingnodes/${first.id}/`)).body;
     await first.node.close();
     nodes.splice(nodes.indexOf(first.node), 1);
-    const settings = { port: first.node.port, dataDir: path.join(t.dataDir, 'node') };
+    const settings = { port: first.node.port, dataDir: path.join(t.dataDir, 'node-1') };
     const again = await startEmbeddedNode(settings, t.service.db, t.service.refresher, () => {});
     nodes.push(again.node);
     expect(again.id).toBe(first.id);
