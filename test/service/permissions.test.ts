@@ -69,6 +69,32 @@ describe.each(BACKENDS)('project permissions (%s)', (backend) => {
     expect((await callers.owner.get(`/api/projects/${projectId}/`)).status).toBe(kept ? 200 : 404);
   });
 
+  // The same six callers on the task routes of that project; a partial task is a real task that needs no node.
+  it.each([
+    // caller, list, detail, output, create, PATCH, tiles.json, remove
+    ['anonymous', 403, 403, 403, 403, 403, 403, 403],
+    ['owner', 200, 200, 200, 201, 200, 404, 200],
+    ['other', 404, 404, 404, 404, 404, 404, 404],
+    ['member', 200, 200, 200, 403, 403, 404, 403],
+    ['staff', 404, 404, 404, 404, 404, 404, 404],
+    ['superuser', 200, 200, 200, 201, 200, 404, 200],
+  ] as const)('%s on tasks: list %s, detail %s, output %s, create %s, PATCH %s, tiles %s, remove %s', async (who, list, detail, output, create, patch, tiles, remove) => {
+    const client = callers[who];
+    const tasks = `/api/projects/${projectId}/tasks/`;
+    const task = (await callers.owner.post(tasks, { partial: true, name: 'flight' })).body.id as number;
+    expect((await client.get(tasks)).status).toBe(list);
+    expect((await client.get(`${tasks}${task}/`)).status).toBe(detail);
+    expect((await client.get(`${tasks}${task}/output/`)).status).toBe(output);
+    expect((await client.post(tasks, { partial: true, name: who })).status).toBe(create);
+    expect((await client.patch(`${tasks}${task}/`, { name: `renamed by ${who}` })).status).toBe(patch);
+    // No results yet: whoever may see the task learns only that, the others that there is nothing.
+    expect((await client.get(`${tasks}${task}/orthophoto/tiles.json`)).status).toBe(tiles);
+    expect((await client.post(`${tasks}${task}/remove/`)).status).toBe(remove);
+    const after = await callers.owner.get(`${tasks}${task}/`);
+    if (remove === 200) expect([200, 404]).toContain(after.status);
+    else expect(after.body.name).toBe(patch === 200 ? `renamed by ${who}` : 'flight');
+  });
+
   it('DELETE by a user it is shared with only removes their own access', async () => {
     await callers.owner.post(`/api/projects/${projectId}/edit/`, {
       permissions: [{ username: 'other', permissions: ['view', 'delete'] }],
