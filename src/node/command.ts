@@ -50,6 +50,7 @@ export function registerNodeCommand(program: Command): void {
     .option('--allow-private-urls', 'let zipurl and webhooks reach loopback and private networks (default: public addresses only)')
     .option('--engine <path>', `engine executable (default: $AEROMAP_ENGINE or ${defaultEnginePath()})`)
     .action(async (flags: NodeFlags) => {
+      // A node that cannot start (its folder in use, its port taken, no engine) says why in one line.
       const node = await startNode({
         dataDir: flags.dataDir,
         port: flags.port,
@@ -64,6 +65,9 @@ export function registerNodeCommand(program: Command): void {
         minFreeBytes: Math.max(0, flags.minFreeDisk) * 2 ** 30,
         maxRuntimeMs: flags.maxRuntime ? flags.maxRuntime * 60_000 : null,
         enginePath: flags.engine,
+      }).catch((error: Error) => {
+        process.stderr.write(`aeromap node: ${error.message}\n`);
+        process.exit(1);
       });
       console.log(`Aeromap processing node listening on http://${flags.host}:${node.port} (data: ${flags.dataDir})`);
       if (!flags.token && !['127.0.0.1', '::1', 'localhost'].includes(flags.host)) {
