@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { now } from '../../src/db/schema.ts';
+import { TaskStatus } from '../../src/db/tasks.ts';
 import { NodeClient, NodeConnectionError, NodeResponseError, NodeServerError } from '../../src/nodeclient/index.ts';
 import { type FakeNode, closedPort, option, startFakeNode } from './fakenode.ts';
 import { BACKENDS, type Client, ISO_TIMESTAMP, type TestService, startService } from './helpers.ts';
@@ -202,7 +203,8 @@ describe.each(BACKENDS)('processing nodes (%s)', (backend) => {
     const project = (await t.admin.post('/api/projects/', { name: 'With a task' })).body;
     const task = await t.service.db
       .insertInto('tasks')
-      .values({ project_id: project.id, processing_node_id: body.id, created_at: now() })
+      // Completed, so that the scheduler leaves it alone (it would give a task still to run another node).
+      .values({ project_id: project.id, processing_node_id: body.id, created_at: now(), status: TaskStatus.COMPLETED })
       .returning('id')
       .executeTakeFirstOrThrow();
     expect((await t.admin.delete(`/api/processingnodes/${body.id}/`)).status).toBe(204);
