@@ -1,6 +1,6 @@
-// The processing node that `aeromap serve` runs in its own process, so that a fresh install processes images
-// with nothing else to set up. The service reaches it like any other node: over the NodeODM API, on loopback,
-// with a token made anew at every start.
+// The processing node that `aeromap serve` runs in the same process, on a port of its own, so that a fresh install
+// processes images with nothing else to set up. The service reaches it like any other node: over the NodeODM API,
+// on loopback, with a token made anew at every start.
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { ServiceConfig } from '../config.ts';
