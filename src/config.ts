@@ -127,9 +127,7 @@ export function loadOrCreateSecretKey(dataDir: string): string {
 }
 
 function embeddedNodeConfig(env: NodeJS.ProcessEnv, dataDir: string): ServiceConfig['embeddedNode'] {
-  const enabled = (env.EMBEDDED_NODE ?? 'true').trim().toLowerCase();
-  if (['false', '0', 'no', 'off'].includes(enabled)) return null;
-  if (!['true', '1', 'yes', 'on'].includes(enabled)) throw new ConfigError(`EMBEDDED_NODE must be true or false, got "${env.EMBEDDED_NODE}"`);
+  if (!booleanSetting(env, 'EMBEDDED_NODE', true)) return null;
   // A fixed port by default, so that the node keeps one record across restarts.
   const servicePort = integer(env, 'PORT', 8000, 0, 65535);
   const port = integer(env, 'EMBEDDED_NODE_PORT', servicePort > 0 && servicePort < 65535 ? servicePort + 1 : 0, 0, 65535);

@@ -26,6 +26,11 @@ export function isPrivateAddress(address: string): boolean {
 
 export class OutboundError extends Error {}
 
+/** The refusal behind a failed outbound request (thrown directly, or the cause of undici's "fetch failed"). */
+export function refusal(error: unknown): OutboundError | undefined {
+  return [error, (error as { cause?: unknown } | undefined)?.cause].find((e): e is OutboundError => e instanceof OutboundError);
+}
+
 export interface OutboundPolicy {
   /** Let URLs reach loopback and private networks (a node on the same LAN, tests). */
   allowPrivate: boolean;

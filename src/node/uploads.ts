@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { pipeline } from 'node:stream/promises';
 import { extractZip } from '../files/zip-extract.ts';
-import { OutboundError, type OutboundPolicy, outboundFetch } from '../net/outbound.ts';
+import { type OutboundPolicy, outboundFetch, refusal } from '../net/outbound.ts';
 import type { DataLayout } from './layout.ts';
 import { freeName, partialName, safeFileName } from '../files/safe-path.ts';
 
@@ -89,8 +89,7 @@ export class UploadArea {
     }
     const response = await outboundFetch(parsed, {}, this.outbound).catch((err: Error) => {
       const reason = (err.cause as Error | undefined)?.message ?? err.message;
-      const refused = err instanceof OutboundError || err.cause instanceof OutboundError;
-      throw new Error(`Cannot download ${url}: ${reason}${refused ? ' (start the node with --allow-private-urls to allow it)' : ''}`);
+      throw new Error(`Cannot download ${url}: ${reason}${refusal(err) ? ' (start the node with --allow-private-urls to allow it)' : ''}`);
     });
     if (!response.ok || !response.body) throw new Error(`Cannot download ${url}: HTTP ${response.status}`);
     await this.receive(uuid, 'zipurl.zip', Readable.fromWeb(response.body as WebReadableStream));

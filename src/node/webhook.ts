@@ -1,7 +1,7 @@
 // Webhooks: when a task ends, its TaskInfo (plus the engine's images.json) is POSTed to the task's webhook and
 // to the node's, retried with growing delays as NodeODM does. Nothing waits for them.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OutboundError, type OutboundPolicy, outboundFetch } from '../net/outbound.ts';
+import { type OutboundPolicy, outboundFetch, refusal } from '../net/outbound.ts';
 
 const ATTEMPTS = 5;
 const TIMEOUT_MS = 15_000;
@@ -15,9 +15,9 @@ async function deliver(url: string, body: string, policy: OutboundPolicy, log: (
       if (response.ok) return;
       log(`Webhook ${url} answered HTTP ${response.status} (attempt ${attempt} of ${ATTEMPTS})`);
     } catch (err) {
-      const cause = (err as Error).cause;
-      if (err instanceof OutboundError || cause instanceof OutboundError) {
-        log(`Webhook ${url} not sent: ${((cause as Error) ?? err).message} (start the node with --allow-private-urls to allow it)`);
+      const refused = refusal(err);
+      if (refused) {
+        log(`Webhook ${url} not sent: ${refused.message} (start the node with --allow-private-urls to allow it)`);
         return;
       }
       log(`Webhook ${url} failed: ${(err as Error).message} (attempt ${attempt} of ${ATTEMPTS})`);

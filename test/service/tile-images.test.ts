@@ -70,16 +70,16 @@ describe('the tile query', () => {
   });
 
   it('takes no style parameter as the pyramid style, whatever else the map sends', () => {
-    expect(tileStyle('dsm', true, { cache: '123' } as never)).toBeNull();
+    expect(tileStyle('dsm', { cache: '123' } as never)).toBeNull();
   });
 
   it('names each style by its parameters, and refuses what cannot be drawn', () => {
-    const jet = tileStyle('dsm', true, { rescale: '150,170.5', color_map: 'JET', hillshade: 6 });
+    const jet = tileStyle('dsm', { rescale: '150,170.5', color_map: 'JET', hillshade: 6 });
     expect(jet).toMatchObject({ rescale: [150, 170.5], colorMap: 'jet', hillshade: 6 });
-    expect(tileStyle('dsm', true, { rescale: '150,170.5', color_map: 'jet', hillshade: 6 })?.key).toBe(jet?.key);
-    expect(tileStyle('dsm', true, { rescale: '150,171', color_map: 'jet', hillshade: 6 })?.key).not.toBe(jet?.key);
-    expect(() => tileStyle('dsm', true, { rescale: '5,1' })).toThrow(HttpError);
-    expect(() => tileStyle('orthophoto', false, { color_map: 'jet' })).toThrow(/dsm and dtm/);
-    expect(tileStyle('orthophoto', false, { rescale: '20,200' })?.rescale).toEqual([20, 200]);
+    expect(tileStyle('dsm', { rescale: '150,170.5', color_map: 'jet', hillshade: 6 })?.key).toBe(jet?.key);
+    expect(tileStyle('dsm', { rescale: '150,171', color_map: 'jet', hillshade: 6 })?.key).not.toBe(jet?.key);
+    expect(() => tileStyle('dsm', { rescale: '5,1' })).toThrow(HttpError);
+    expect(() => tileStyle('orthophoto', { color_map: 'jet' })).toThrow(/dsm and dtm/);
+    expect(tileStyle('orthophoto', { rescale: '20,200' })?.rescale).toEqual([20, 200]);
   });
 });

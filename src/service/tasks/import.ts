@@ -13,7 +13,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { PendingAction, TaskStatus, deleteTask, insertTask } from '../../db/tasks.ts';
 import { partialName } from '../../files/safe-path.ts';
-import { OutboundError, outboundFetch } from '../../net/outbound.ts';
+import { outboundFetch, refusal } from '../../net/outbound.ts';
 import { HttpError } from '../errors.ts';
 import { type StepContext, completeFromZip, fail, save, throttled } from './context.ts';
 import { badRequest, dropzoneChunk, writeChunk } from './intake.ts';
@@ -68,8 +68,8 @@ async function fetchToFile(ctx: StepContext, url: string, file: string): Promise
 }
 
 function describeFetchError(error: unknown): string {
-  const refused = [error, (error as { cause?: unknown }).cause].find((e) => e instanceof OutboundError);
-  if (refused) return `${(refused as Error).message}; set ALLOW_PRIVATE_URLS=true to import from there`;
+  const refused = refusal(error);
+  if (refused) return `${refused.message}; set ALLOW_PRIVATE_URLS=true to import from there`;
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (error as Error).message;
 }

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import { HttpError } from '../errors.ts';
-import type { TileLayer } from './tiles.ts';
+import { TILE_LAYERS, type TileLayer } from './tiles.ts';
 
 const NUMBER = '-?(\\d+\\.?\\d*|\\.\\d+)([eE][-+]?\\d+)?';
 
@@ -37,7 +37,8 @@ export function tileSize(query: TileQuery, y: string): number {
 }
 
 /** The style a query asks for; null for the pyramid's own (no style parameter). */
-export function tileStyle(layer: TileLayer, elevation: boolean, query: TileQuery): TileStyle | null {
+export function tileStyle(layer: TileLayer, query: TileQuery): TileStyle | null {
+  const { elevation } = TILE_LAYERS[layer];
   const { rescale, color_map: colorMap, hillshade } = query;
   if (rescale === undefined && colorMap === undefined && hillshade === undefined) return null;
   if (!elevation && (colorMap !== undefined || hillshade !== undefined)) {

@@ -95,7 +95,7 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
     async (request, reply) => {
       const { folder, pyramid, layer } = await pyramidOf(request);
       const { z, x, y } = request.params;
-      const style = tileStyle(layer, TILE_LAYERS[layer].elevation, request.query);
+      const style = tileStyle(layer, request.query);
       const tileRequest = { layer, z, x, y: Number.parseInt(y, 10), size: tileSize(request.query, y), style };
       const { data, etag } = await tiles.tile(folder, pyramid, tileRequest);
       reply.header('etag', etag).header('cache-control', 'private, max-age=86400');
