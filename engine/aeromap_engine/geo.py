@@ -32,6 +32,15 @@ def parse_crs(text: str) -> pyproj.CRS:
         raise ValueError(f"Unknown coordinate system {text.strip()!r}: {exc}") from None
 
 
+def odm_crs_text(crs: pyproj.CRS) -> str:
+    """A CRS in the form ODM's coords.txt and geo.txt use: "WGS84 UTM 30N" for a WGS84 UTM zone, else as
+    crs_name gives it. parse_crs reads both back."""
+    epsg = crs.to_epsg() or 0
+    if 32601 <= epsg <= 32660 or 32701 <= epsg <= 32760:
+        return f"WGS84 UTM {epsg % 100}{'N' if epsg < 32700 else 'S'}"
+    return crs_name(crs)
+
+
 def crs_name(crs: pyproj.CRS) -> str:
     """The shortest faithful text for a CRS: "EPSG:code" when it has one, else its WKT."""
     epsg = crs.to_epsg()

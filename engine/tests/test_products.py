@@ -226,6 +226,10 @@ def test_georeferenced_cloud_is_in_the_crs_in_every_format(variant: Project, pro
     ply = read_ply(base.with_suffix(".ply"))
     assert ply.xyz.dtype == np.float64 and np.allclose(ply.xyz, expected, atol=1e-3)
     assert b"comment crs EPSG:32615" in base.with_suffix(".ply").read_bytes()[:400]
+    # ODM's coords.txt: the zone, then the offset the textured model's coordinates are relative to.
+    zone, east_north = variant.path("odm_georeferencing", "coords.txt").read_text().splitlines()
+    assert zone == "WGS84 UTM 15N"
+    assert np.allclose([float(v) for v in east_north.split()], offset(variant)[:2], atol=0.001)
 
 
 # --- odm_dem ---------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Georeferenced point cloud: the filtered cloud moved back into the CRS (offset added) and written as LAZ
 (always), COPC (pc-copc, on by default: the same points in an octree, for viewers that stream them), LAS (pc-las),
-CSV (pc-csv) and PLY under odm_georeferencing/."""
+CSV (pc-csv) and PLY under odm_georeferencing/; and coords.txt, ODM's record of the CRS and of the offset that
+the textured model's coordinates are relative to."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cloud.points import PointCloud
+from ..files import atomic_path
+from ..geo import odm_crs_text, parse_crs
 from ..georef import Georef
 from ..io.copc import write_copc
 from ..io.ply import read_ply, write_ply
@@ -36,6 +39,16 @@ def model_path(project: "Project", extension: str) -> Path:
     return project.path("odm_georeferencing", f"odm_georeferenced_model.{extension}")
 
 
+def coords_path(project: "Project") -> Path:
+    return project.path("odm_georeferencing", "coords.txt")
+
+
+def write_coords(path: Path, georef: Georef) -> None:
+    """ODM's coords.txt: the CRS on the first line, the offset (easting northing) on the second."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(f"{odm_crs_text(parse_crs(georef.crs))}\n{georef.offset[0]:.3f} {georef.offset[1]:.3f}\n")
+
+
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     georef = Georef.load(project)
@@ -45,6 +58,9 @@ def run(ctx: "StageContext") -> None:
                        local.views)
     for name in ("las", "csv", "copc.laz"):
         model_path(project, name).unlink(missing_ok=True)  # no stale output from a run with other options
+    coords_path(project).unlink(missing_ok=True)
+    if georef.crs:
+        write_coords(coords_path(project), georef)
     write_las(model_path(project, "laz"), cloud, georef.crs, compress=True)
     ctx.progress(0.5)
     if options.pc_las:

@@ -104,9 +104,34 @@ function isBounds(value: unknown): value is [number, number, number, number] {
   return Array.isArray(value) && value.length === 4 && value.every((v) => typeof v === 'number' && Number.isFinite(v));
 }
 
+type Section = Record<string, unknown> | undefined;
+
+/**
+ * The figures WebODM shows for a task, read from the sections of stats.json that ODM's report writes (and the
+ * engine writes too, so an ODM archive and an Aeromap one read alike): the point count of the dense cloud, else
+ * of the sparse one; the average GSD in cm; the area in m²; the capture dates of the first and last photograph.
+ */
+export function webodmStatistics(stats: Record<string, unknown>): Record<string, unknown> {
+  const section = (name: string) => stats[name] as Section;
+  const cloud = section('point_cloud_statistics');
+  const denseStats = (cloud?.stats as Section)?.statistic;
+  const points = cloud?.dense
+    ? (Array.isArray(denseStats) ? (denseStats[0] as Section)?.count : undefined)
+    : section('reconstruction_statistics')?.reconstructed_points_count;
+  const processing = section('processing_statistics');
+  return {
+    pointcloud: { points: points ?? null },
+    gsd: section('odm_processing_statistics')?.average_gsd ?? null,
+    area: processing?.area ?? null,
+    start_date: processing?.start_date ?? null,
+    end_date: processing?.end_date ?? null,
+  };
+}
+
 /**
  * What the engine's report says of a finished task: the WGS84 bounds of the orthophoto (else the DSM, else the
- * DTM) and the quality figures. An archive without a report (an ODM one, say) has none.
+ * DTM) and the quality figures: WebODM's keys (webodmStatistics) beside the engine's own sections. An archive
+ * without a report has none.
  */
 export async function readAssetFacts(assetsDir: string): Promise<AssetFacts> {
   let statistics: Record<string, unknown> = {};
@@ -118,6 +143,7 @@ export async function readAssetFacts(assetsDir: string): Promise<AssetFacts> {
   }
   const boundsOf = (section: string) => (statistics[section] as { bounds_wgs84?: unknown } | undefined)?.bounds_wgs84;
   const extent = ['orthophoto', 'dem'].map(boundsOf).find(isBounds) ?? null;
+  if (Object.keys(statistics).length > 0) statistics = { ...statistics, ...webodmStatistics(statistics) };
   return { extent, statistics };
 }
 
