@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..georef import Georef
 from ..log import log
 from ..options import Option
 from ..tiles.pyramid import build_pyramid
@@ -34,9 +35,12 @@ def run(ctx: "StageContext") -> None:
     project = ctx.project
     layers = tile_layers(project)
     figures = {}
+    georeferenced = Georef.load(project).georeferenced
+    if not georeferenced:
+        log.info("The reconstruction is in a local frame: no map tiles (they need a place on the Earth)")
     for n, (layer, raster, pyramid, elevation) in enumerate(layers):
         pyramid.unlink(missing_ok=True)  # no stale pyramid of a raster a later run did not make
-        if not raster.exists():
+        if not (georeferenced and raster.exists()):
             continue
         info = build_pyramid(raster, pyramid, elevation, layer)
         figures[layer] = {"min_zoom": info.min_zoom, "max_zoom": info.max_zoom, "tiles": info.tiles,
