@@ -38,6 +38,12 @@ class Project:
         return self.root / ".aeromap"
 
     @property
+    def radiometry_file(self) -> Path:
+        """The dataset's levels, one stretch to 8 bits for photographs that are not 8-bit (io/images.py); absent
+        when all are."""
+        return self.state_dir / "radiometry.json"
+
+    @property
     def report_dir(self) -> Path:
         return self.root / "odm_report"
 

@@ -12,6 +12,7 @@ Sources, in order of preference where several give the same fact:
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -20,6 +21,7 @@ from PIL import ExifTags, Image
 
 from ..photo import DEFAULT_FOCAL_RATIO, Photo
 
+_TIFF_MAGIC = (b"II*\x00", b"MM\x00*")
 _XMP_START, _XMP_END = b"<x:xmpmeta", b"</x:xmpmeta>"
 _XMP_ATTRIBUTE = re.compile(r"([\w.-]+:[\w.-]+)\s*=\s*\"([^\"]*)\"")
 _XMP_ELEMENT = re.compile(r"<([\w.-]+:[\w.-]+)>([^<]*)</\1>")
@@ -28,9 +30,15 @@ _XMP_ELEMENT = re.compile(r"<([\w.-]+:[\w.-]+)>([^<]*)</\1>")
 _MM_PER_UNIT = {2: 25.4, 3: 10.0, 4: 1.0, 5: 0.001}
 
 
-def exif_tags(image: Image.Image) -> dict[str, Any]:
-    """The image's EXIF tags (main, Exif and GPS directories) by their EXIF names."""
-    exif = image.getexif()
+def exif_tags(data: bytes) -> dict[str, Any]:
+    """An image file's EXIF tags (main, Exif and GPS directories) by their EXIF names. A TIFF's are read straight
+    from its header, so that layouts Pillow cannot decode (16-bit colour, more than four bands) give theirs."""
+    if data[:4] in _TIFF_MAGIC:
+        exif = Image.Exif()
+        exif.load(data)
+    else:
+        with Image.open(io.BytesIO(data)) as image:
+            exif = image.getexif()
     tags = {ExifTags.TAGS.get(k, str(k)): v for k, v in exif.items()}
     tags.update({ExifTags.TAGS.get(k, str(k)): v for k, v in exif.get_ifd(ExifTags.IFD.Exif).items()})
     tags.update({ExifTags.GPSTAGS.get(k, str(k)): v for k, v in exif.get_ifd(ExifTags.IFD.GPSInfo).items()})

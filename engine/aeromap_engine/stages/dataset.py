@@ -3,29 +3,37 @@
 A file is refused (and the run goes on without it) when it does not decode as an image or shows nothing (a
 uniform frame: lens cap, overexposure). Fewer than two usable photographs end the run. geo.txt, when present,
 replaces the photographs' own positions.
+
+When any photograph is not 8-bit (thermal and multispectral cameras, 16-bit exports), the dataset's levels, one
+linear stretch to 8 bits for all of them (see io/images.py), are set here from a sample of every photograph's
+pixels and written for the stages that read pixels; the uniform-frame check sees the stretched values.
 """
 
 from __future__ import annotations
 
-import io
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import cv2
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import UnidentifiedImageError
 
 from ..errors import InputError
 from ..files import write_json
 from ..geo import WGS84, crs_name, transform, utm_crs
 from ..io.exif import exif_tags, photo_from_metadata, xmp_packet, xmp_tags
 from ..io.geotxt import GeoFile, parse_geo_txt
+from ..io.images import Layout, Levels, dataset_levels, read_layout, read_stored, to_8bit
 from ..log import log
 from ..options import Option
 from ..photo import Photo, gps_centre
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
+    from ..project import Project
 
 OPTIONS: list[Option] = []
 WEIGHT = 0.3  # reading metadata takes a few percent of a run
@@ -33,24 +41,52 @@ WEIGHT = 0.3  # reading metadata takes a few percent of a run
 # Standard deviation (grey levels) below which a photograph, seen at 1/8 scale, is taken as a uniform frame.
 MIN_CONTENT_STDDEV = 2.0
 MIN_SIDE = 64  # px; smaller files cannot hold a useful view
+SAMPLE_PIXELS = 4096  # per photograph: enough for the levels' percentiles and the content check
 
 
-def inspect_image(path: Path) -> Photo:
-    """The photograph's metadata, or ValueError saying why it cannot be used."""
+@dataclass
+class Inspection:
+    """A readable photograph, before the dataset's levels are known."""
+
+    photo: Photo
+    layout: Layout
+    sample: np.ndarray  # (n, 1, 3) BGR pixels at 1/8 scale, in the stored sample type
+
+
+def inspect_image(path: Path) -> Inspection:
+    """The photograph's metadata and a sample of its pixels, or ValueError saying why it cannot be used."""
     data = path.read_bytes()
+    layout = read_layout(path)
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            width, height = image.size
-            tags = exif_tags(image)
-            image.draft("L", (width // 8, height // 8))  # JPEG decodes at 1/8 scale, fast
-            grey = np.asarray(image.convert("L"))
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        tags = exif_tags(data)
+        stored = read_stored(path, 1 / 8)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, InputError) as exc:
         raise ValueError(f"not a readable image ({exc})") from None
-    if min(width, height) < MIN_SIDE:
-        raise ValueError(f"too small ({width}x{height} px)")
-    if float(grey.std()) < MIN_CONTENT_STDDEV:
-        raise ValueError("the image is uniform, it shows nothing to reconstruct")
-    return photo_from_metadata(path.name, width, height, tags, xmp_tags(xmp_packet(data)))
+    if layout is None:
+        raise ValueError("not a readable image (unknown format)")
+    if min(layout.width, layout.height) < MIN_SIDE:
+        raise ValueError(f"too small ({layout.width}x{layout.height} px)")
+    photo = photo_from_metadata(path.name, layout.width, layout.height, tags, xmp_tags(xmp_packet(data)))
+    return Inspection(photo, layout, pixel_sample(stored))
+
+
+def pixel_sample(image: np.ndarray, count: int = SAMPLE_PIXELS) -> np.ndarray:
+    """Up to `count` pixels (n, 1, channels) of an image, drawn at random but the same on every run."""
+    pixels = image.reshape(-1, 1, image.shape[2])
+    if len(pixels) <= count:
+        return pixels
+    return pixels[np.random.default_rng(0).choice(len(pixels), count, replace=False)]
+
+
+def shows_content(sample: np.ndarray, levels: Levels | None, name: str) -> bool:
+    grey = cv2.cvtColor(to_8bit(sample, levels, name), cv2.COLOR_BGR2GRAY)
+    return float(grey.std()) >= MIN_CONTENT_STDDEV
+
+
+def levels_of(inspections: list[Inspection]) -> Levels | None:
+    """The dataset's levels, from the photographs that are not 8-bit; None when all are."""
+    samples = [i.sample for i in inspections if i.sample.dtype != np.uint8]
+    return dataset_levels(samples) if samples else None
 
 
 def apply_geo_file(photos: list[Photo], geo: GeoFile) -> int:
@@ -75,18 +111,31 @@ def apply_geo_file(photos: list[Photo], geo: GeoFile) -> int:
 def run(ctx: "StageContext") -> None:
     project = ctx.project
     files = project.image_files()
-    photos: list[Photo] = []
+    readable: list[Inspection] = []
     rejected: dict[str, str] = {}
     with ThreadPoolExecutor(ctx.options.max_concurrency) as pool:
         for i, (path, outcome) in enumerate(zip(files, pool.map(_inspect_or_reason, files))):
-            if isinstance(outcome, Photo):
-                photos.append(outcome)
+            if isinstance(outcome, Inspection):
+                readable.append(outcome)
             else:
                 rejected[path.name] = outcome
                 log.warning("Skipping %s: %s", path.name, outcome)
             ctx.progress(0.9 * (i + 1) / max(1, len(files)))
-    if len(photos) < 2:
-        raise InputError(f"Need at least 2 readable images, found {len(photos)} in {project.images_dir}")
+    usable: list[Inspection] = []
+    levels = levels_of(readable)
+    for inspection in readable:
+        name = inspection.photo.filename
+        if shows_content(inspection.sample, levels, name):
+            usable.append(inspection)
+        else:
+            rejected[name] = "the image is uniform, it shows nothing to reconstruct"
+            log.warning("Skipping %s: %s", name, rejected[name])
+    if len(usable) < 2:
+        raise InputError(f"Need at least 2 readable images, found {len(usable)} in {project.images_dir}")
+    # A refused frame (sun glare, lens cap) must not widen the stretch of the others.
+    levels = levels_of(usable)
+    _record_levels(project, levels, usable)
+    photos = [i.photo for i in usable]
 
     if project.geo_file.exists():
         try:
@@ -109,10 +158,29 @@ def run(ctx: "StageContext") -> None:
     write_json(project.images_json, [p.to_odm() for p in photos])
     project.update_stats("dataset", {"images_total": len(files), "images_usable": len(photos),
                                      "images_rejected": rejected, "images_with_gps": located, "crs": crs,
-                                     "cameras": cameras})
+                                     "cameras": cameras, "levels": asdict(levels) if levels else None})
 
 
-def _inspect_or_reason(path: Path) -> Photo | str:
+def _record_levels(project: "Project", levels: Levels | None, usable: list[Inspection]) -> None:
+    """Write the levels for the stages that read pixels (removing those of an earlier dataset) and log them."""
+    if levels is None:
+        project.radiometry_file.unlink(missing_ok=True)
+    else:
+        write_json(project.radiometry_file, asdict(levels))
+        types = Counter(str(i.layout.dtype) for i in usable if i.layout.dtype != np.uint8)
+        log.info("Images that are not 8-bit (%s) are mapped to 8 bits by one stretch shared by all: %.6g to %.6g",
+                 _tally(types), levels.low, levels.high)
+    bands = Counter(f"{i.layout.colour_bands} bands" for i in usable if i.layout.colour_bands > 3)
+    if bands:
+        log.info("Images with more than three bands (%s): the first three are used as red, green and blue",
+                 _tally(bands))
+
+
+def _tally(counts: Counter) -> str:
+    return ", ".join(f"{kind}: {n} image{'s' * (n > 1)}" for kind, n in counts.most_common())
+
+
+def _inspect_or_reason(path: Path) -> Inspection | str:
     try:
         return inspect_image(path)
     except ValueError as exc:

@@ -25,7 +25,7 @@ from ..dem.surface import CoarseSurface, SurfaceSettings, surface
 from ..dense.views import SparseModel, View, sparse_model
 from ..georef import Georef
 from ..io.geotiff import RasterFormat, TiledRaster
-from ..io.images import read_scaled
+from ..io.images import Levels, load_levels, read_scaled
 from ..io.ply import read_ply
 from ..log import log
 from ..options import Option
@@ -72,6 +72,7 @@ class ViewImages:
     """Decoded images at the scale the orthophoto needs, with a memory-bounded cache."""
 
     images_dir: Path
+    levels: Levels | None
     _cache: OrderedDict = field(default_factory=OrderedDict)
     _bytes: int = 0
 
@@ -79,7 +80,7 @@ class ViewImages:
         if view.name in self._cache:
             self._cache.move_to_end(view.name)
             return self._cache[view.name]
-        image = read_scaled(self.images_dir / view.name, scale)
+        image = read_scaled(self.images_dir / view.name, scale, self.levels)
         self._cache[view.name] = image
         self._bytes += image.nbytes
         while self._bytes > IMAGE_CACHE_BYTES and len(self._cache) > 1:
@@ -237,7 +238,7 @@ def run(ctx: "StageContext") -> None:
                                  SurfaceSettings("max", options.dem_gapfill_steps))
     scales = view_scales(model, resolution)
     extents = footprints(model)
-    images = ViewImages(project.images_dir)
+    images = ViewImages(project.images_dir, load_levels(project.radiometry_file))
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
     png = orthophoto_path(project, "png")
     png.unlink(missing_ok=True)  # no stale PNG from a run with other options

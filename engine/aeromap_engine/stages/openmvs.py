@@ -26,7 +26,7 @@ from ..dense.rectify import rectify_pair
 from ..dense.stereo import SgbmSettings, disparity_search, match, rectified_images, ref_depth
 from ..dense.views import SparseModel, View, sparse_model
 from ..errors import InputError
-from ..io.images import read_scaled, resize_area
+from ..io.images import Levels, load_levels, read_scaled, resize_area
 from ..io.ply import write_ply
 from ..log import log
 from ..options import Option
@@ -64,6 +64,7 @@ class WorkingImages:
     images_dir: Path
     views: list[View]
     pinholes: list[Pinhole]
+    levels: Levels | None
     _maps: dict = field(default_factory=dict)
     _cache: OrderedDict = field(default_factory=OrderedDict)
 
@@ -73,7 +74,8 @@ class WorkingImages:
             return self._cache[index]
         view, pinhole = self.views[index], self.pinholes[index]
         scale = pinhole.width / view.camera.width
-        image = resize_area(read_scaled(self.images_dir / view.name, scale), pinhole.width, pinhole.height)
+        image = resize_area(read_scaled(self.images_dir / view.name, scale, self.levels), pinhole.width,
+                            pinhole.height)
         key = (view.camera.camera_id, image.shape[1], image.shape[0])
         if key not in self._maps:
             self._maps[key] = undistortion_maps(view.camera, pinhole, (image.shape[1], image.shape[0]))
@@ -127,7 +129,7 @@ def densify(project: "Project", quality: str, progress: Callable[[float], None] 
     links: list[ViewLinks] = link_views(model)
     pinholes = [working_pinhole(v.camera, working_scale(v.camera.width, v.camera.height, quality))
                 for v in model.views]
-    images = WorkingImages(project.images_dir, model.views, pinholes)
+    images = WorkingImages(project.images_dir, model.views, pinholes, load_levels(project.radiometry_file))
     alone = [v.name for v, link in zip(model.views, links) if not link.partners]
     if len(alone) == len(model.views):
         raise InputError("No two images overlap enough for dense matching (too little overlap between images)")

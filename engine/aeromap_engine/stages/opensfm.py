@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import cv2
+import numpy as np
 import psutil
 import pycolmap
 
@@ -29,7 +30,7 @@ from ..errors import InputError
 from ..files import atomic_dir, read_json, write_json
 from ..georef import Georef
 from ..io.gcp import GcpFile, parse_gcp_list
-from ..io.images import read_scaled, resize_area
+from ..io.images import Levels, load_levels, read_scaled, resize_area
 from ..io.ply import write_ply
 from ..log import log
 from ..options import Option
@@ -115,7 +116,7 @@ def run(ctx: "StageContext") -> None:
         model, algorithm, figures = solve(ctx, Path(scratch), settings, frame, priors, photos, timings)
     ctx.progress(0.92)
     with timed("colours", timings):
-        model.extract_colors_for_all_images(str(project.images_dir), threads)
+        colour_points(model, project.images_dir, load_levels(project.radiometry_file), threads)
     figures["timings_s"] = timings
     figures["sfm_algorithm"] = algorithm
     source = figures["georef_source"]
@@ -213,11 +214,13 @@ def extract_all(project: "Project", photos: list[Photo], quality: str, count: in
                 progress: Callable[[float], None]) -> Iterator[Features]:
     """Features of every photograph in order, several images at a time (one OpenCV thread each: SIFT scales
     better across images than within one)."""
+    levels = load_levels(project.radiometry_file)
+
     def extract(photo: Photo) -> Features:
         side = process_size(max(photo.width, photo.height), quality)
         scale = side / max(photo.width, photo.height)
         width, height = round(photo.width * scale), round(photo.height * scale)
-        colour = resize_area(read_scaled(project.images_dir / photo.filename, scale), width, height)
+        colour = resize_area(read_scaled(project.images_dir / photo.filename, scale, levels), width, height)
         return extract_features(cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), (photo.width, photo.height), count)
 
     # Large images at high quality take gigabytes each: run no more at once than half the free memory holds.
@@ -231,6 +234,31 @@ def extract_all(project: "Project", photos: list[Photo], quality: str, count: in
             yield features
     log.info("Extracted %d features per image on average (feature quality %s)", round(total / len(photos)),
              quality)
+
+
+def colour_points(model: pycolmap.Reconstruction, images_dir: Path, levels: Levels | None, threads: int) -> None:
+    """Each sparse point's colour: the mean, over the images that observe it, of the image's colour at the
+    observation (bilinear). The images are read as every stage reads them: COLMAP's own colour extraction would
+    cut 16-bit images to their high byte."""
+    def observed(image_id: int) -> tuple[np.ndarray, np.ndarray]:
+        image = model.image(image_id)
+        points = [p for p in image.points2D if p.has_point3D()]
+        if not points:
+            return np.empty(0, np.int64), np.empty((0, 3))
+        xy = np.array([p.xy for p in points], np.float32).reshape(-1, 1, 2) - 0.5  # pixel centres lie at .5
+        pixels = read_scaled(images_dir / image.name, 1.0, levels)
+        colours = cv2.remap(pixels, xy, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        return np.array([p.point3D_id for p in points], np.int64), colours.reshape(-1, 3)
+
+    with opencv_threads(1), ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(observed, model.reg_image_ids()))
+    ids, inverse = np.unique(np.concatenate([i for i, _ in parts]), return_inverse=True)
+    colours = np.concatenate([c for _, c in parts]).astype(np.float64)
+    counts = np.bincount(inverse, minlength=len(ids))
+    sums = np.stack([np.bincount(inverse, colours[:, c], len(ids)) for c in range(3)], axis=1)
+    rgb = np.rint(sums / counts[:, None])[:, ::-1].astype(np.uint8)
+    for point_id, colour in zip(ids.tolist(), rgb):
+        model.points3D[point_id].color = colour
 
 
 def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Georef,
