@@ -11,7 +11,7 @@ from aeromap_engine.cloud.boundary import Boundary
 from aeromap_engine.cloud.filters import thin
 from aeromap_engine.dem.grid import Grid, bin_points
 from aeromap_engine.dem.smrf import SmrfSettings, is_ground, terrain
-from aeromap_engine.dem.surface import fill_all
+from aeromap_engine.dem.surface import fill_all, grow
 from aeromap_engine.dense.camera import working_pinhole
 from aeromap_engine.dense.rectify import rectify_pair
 from aeromap_engine.dense.views import View
@@ -73,6 +73,16 @@ def test_gaps_are_filled_smoothly_within_the_data_range() -> None:
     hole = filled[10:40, 10:40]
     assert np.isfinite(filled).all() and hole.min() > 19 - 5 and hole.max() < 81 + 5  # the edges' range, +-5 %
     assert np.all(np.diff(hole[15]) > 0)  # still rising across the gap, no steps back
+
+
+@pytest.mark.parametrize("statistic", ["max", "mean"])
+def test_growing_takes_heights_only_from_cells_that_have_them(statistic: str) -> None:
+    """Empty cells at the raster's edge see beyond it: nothing there may pass for a height."""
+    values = np.full((6, 6), np.nan, np.float32)
+    values[0, 0], values[5, 5] = 3.0, 5.0
+    grown = grow(values, 2, statistic)
+    assert np.nanmin(grown) == 3.0 and np.nanmax(grown) == 5.0
+    assert np.isfinite(grown[2, 2]) and np.isnan(grown[0, 5])
 
 
 def test_boundary_shrinks_and_contains() -> None:

@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pycolmap
 import pytest
+import rasterio
+import trimesh
 from PIL import ExifTags, Image
 from pyproj import Transformer
+from scipy.spatial import cKDTree
 
 from aeromap_engine import pipeline
 from aeromap_engine.io.ply import read_ply
@@ -204,6 +208,30 @@ def test_without_gps_a_local_levelled_frame(local_project: tuple[Project, str]) 
                        for a, b in pairs])
     assert ratios.std() / ratios.mean() < 0.05
     assert 0.85 < np.median(ratios) < 1.15
+
+
+def test_without_gps_every_product_in_the_local_frame(local_project: tuple[Project, str], tmp_path: Path) -> None:
+    """The products of a survey without any position: made in the model's own frame, none claiming a place on
+    the Earth (no CRS, no model offset, no map tiles), the textured model on the model's points."""
+    project = Project(tmp_path / "p")
+    shutil.copytree(local_project[0].root, project.root)
+    pipeline.run(project, [{"name": "feature-quality", "value": "ultra"}, {"name": "dsm", "value": True}])
+    with rasterio.open(project.path("odm_orthophoto", "odm_orthophoto.tif")) as ortho:
+        assert ortho.crs is None and ortho.read(4).mean() > 100
+    with rasterio.open(project.path("odm_dem", "dsm.tif")) as dsm:
+        assert dsm.crs is None
+    assert not project.path("odm_georeferencing", "coords.txt").exists()
+    assert not project.path("odm_orthophoto", "odm_orthophoto.mbtiles").exists()
+    glb = project.path("odm_texturing", "odm_textured_model_geo.glb").read_bytes()
+    document = json.loads(glb[20:20 + int.from_bytes(glb[12:16], "little")])
+    assert "CESIUM_RTC" not in document.get("extensions", {})
+    assert "CESIUM_RTC" not in document.get("extensionsUsed", [])
+    model = trimesh.load(project.path("odm_texturing", "odm_textured_model_geo.obj"), force="mesh")
+    sparse = read_ply(project.path("opensfm", "sparse.ply")).xyz.astype(np.float64)
+    assert np.median(cKDTree(model.vertices).query(sparse)[0]) < 0.3
+    report = project.read_stats()
+    assert report["reconstruction"]["georef_source"] == "none"
+    assert project.path("odm_report", "report.pdf").read_bytes()[:5] == b"%PDF-"
 
 
 def test_ground_control_points_georeference_without_gps(gps_project: Project, tmp_path: Path) -> None:

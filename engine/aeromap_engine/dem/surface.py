@@ -71,7 +71,10 @@ def grow(values: np.ndarray, steps: int, statistic: str) -> np.ndarray:
         if not empty.any():
             break
         if statistic == "max":
-            grown = cv2.dilate(np.where(empty, -np.inf, values).astype(np.float32), kernel)
+            # OpenCV's default border for dilation is the lowest float, which is finite and would pass the
+            # test below as a height: the border must count as empty.
+            grown = cv2.dilate(np.where(empty, -np.inf, values).astype(np.float32), kernel,
+                               borderType=cv2.BORDER_CONSTANT, borderValue=-np.inf)
         else:
             total = cv2.boxFilter(np.where(empty, 0, values).astype(np.float32), -1, (3, 3), normalize=False)
             count = cv2.boxFilter((~empty).astype(np.float32), -1, (3, 3), normalize=False)

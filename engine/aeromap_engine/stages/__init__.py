@@ -32,9 +32,12 @@ _MODULES: dict[str, str] = {
     "opensfm": "opensfm",
     "openmvs": "openmvs",
     "odm_filterpoints": "odm_filterpoints",
+    "odm_meshing": "odm_meshing",
+    "mvs_texturing": "mvs_texturing",
     "odm_georeferencing": "odm_georeferencing",
     "odm_dem": "odm_dem",
     "odm_orthophoto": "odm_orthophoto",
+    "odm_report": "odm_report",
     "odm_postprocess": "odm_postprocess",
 }
 

@@ -1,0 +1,127 @@
+"""The mesh the textured model is made from, from the filtered point cloud (ODM's odm_meshing).
+
+By default the 2.5D mesh, odm_meshing/odm_25dmesh.ply: a height grid of the highest points over the surveyed
+area (as a DSM), simplified to mesh-size vertices. With use-3dmesh the full 3D mesh, odm_meshing/odm_mesh.ply:
+Screened Poisson over the cloud, trimmed to where there are points, simplified likewise. With skip-3dmodel no
+mesh. Both are in the world frame (the PLY's comments give the CRS and the offset).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pycolmap
+from scipy.spatial import cKDTree
+
+from ..cloud.boundary import Boundary
+from ..dem.grid import Grid, Window
+from ..dem.surface import CoarseSurface, SurfaceSettings, surface
+from ..dense.views import sparse_model
+from ..georef import Georef
+from ..io.meshply import write_mesh_ply
+from ..io.ply import read_ply
+from ..log import log
+from ..mesh.measure import fit, point_spacing
+from ..mesh.model import Mesh
+from ..mesh.poisson import Octree, oriented_normals, reconstruct, supported_depth, trim
+from ..mesh.simplify import simplify
+from ..mesh.surface25d import cells_inside, grid_mesh, grid_resolution, simplified
+from ..options import Option
+from .odm_dem import COARSE_FACTOR, MARGIN
+from .odm_filterpoints import filtered_cloud_path, load_boundary
+from .openmvs import reconstruction_dir
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("mesh-size", "int", 200000, "The maximum vertex count of the output mesh.", "odm_meshing", minimum=1,
+           domain_text="positive integer"),
+    Option("mesh-octree-depth", "int", 11, "Octree depth of the Screened Poisson reconstruction of the 3D mesh: "
+           "higher gives more detail and takes more time and memory. Depths finer than the point cloud's "
+           "spacing supports are not used.", "odm_meshing", minimum=1, maximum=14),
+    Option("use-3dmesh", "bool", False, "Build the full 3D mesh instead of the 2.5D one (a height field seen "
+           "from above) for the textured model.", "odm_meshing"),
+    Option("skip-3dmodel", "bool", False, "Skip the textured model entirely (no mesh): saves time when only the "
+           "2D products are wanted.", "odm_meshing"),
+]
+WEIGHT = 2.0  # Brighton Beach: about 13 s for the 2.5D mesh, 20 s for the 3D one
+
+
+def mesh_path(project: "Project", three_d: bool) -> Path:
+    return project.path("odm_meshing", "odm_mesh.ply" if three_d else "odm_25dmesh.ply")
+
+
+def mesh_25d(ctx: "StageContext", xyz: np.ndarray, spacing: float, boundary: Boundary) -> tuple[Mesh, dict]:
+    """The height grid of the highest points over the surveyed area as a mesh, before simplification."""
+    resolution = grid_resolution(boundary.area, spacing, ctx.options.mesh_size)
+    grid = Grid.covering(boundary.bounds, resolution)
+    # Computed with a margin, as the DSM's tiles are: cells at a raster's edge lack neighbours to fill them from.
+    core = Window(0, 0, grid.height, grid.width)
+    padded = Window(-MARGIN, -MARGIN, grid.height + 2 * MARGIN, grid.width + 2 * MARGIN)
+    coarse = CoarseSurface.of(xyz, grid.sub(padded).bounds, resolution * COARSE_FACTOR)
+    heights = surface(xyz, grid.sub(padded), coarse, SurfaceSettings("max"))[core.inside(padded)]
+    mesh = grid_mesh(grid, heights, cells_inside(grid, boundary))
+    log.info("2.5D mesh: %dx%d grid at %.1f cm, %d vertices before simplification", grid.width, grid.height,
+             resolution * 100, len(mesh.vertices))
+    return mesh, {"grid_resolution_cm": round(resolution * 100, 2)}
+
+
+def mesh_3d(ctx: "StageContext", xyz: np.ndarray, spacing: float, points: cKDTree) -> tuple[Mesh, dict]:
+    """The trimmed Poisson surface of the cloud, before simplification."""
+    requested = ctx.options.mesh_octree_depth
+    extent = float(np.ptp(xyz, axis=0).max())
+    octree = Octree(min(requested, supported_depth(extent, spacing)), extent)
+    if octree.depth < requested:
+        log.info("Octree depth %d would make cells of %.1f cm, finer than the points' spacing of %.1f cm "
+                 "supports: using depth %d (%.1f cm cells)", requested, Octree(requested, extent).cell * 100,
+                 spacing * 100, octree.depth, octree.cell * 100)
+    cameras = np.array([view.center for view in sparse_model(
+        pycolmap.Reconstruction(str(reconstruction_dir(ctx.project)))).views])
+    normals = oriented_normals(xyz, cameras)
+    ctx.progress(0.1)
+    surface_mesh, density = reconstruct(xyz, normals, octree, ctx.options.max_concurrency)
+    ctx.progress(0.6)
+    trimmed = trim(surface_mesh, density, octree, points)
+    log.info("3D mesh: Poisson at depth %d gave %d faces, %d left after trimming", octree.depth,
+             len(surface_mesh), len(trimmed))
+    return trimmed, {"octree_depth": octree.depth, "octree_depth_requested": requested,
+                     "octree_cell_cm": round(octree.cell * 100, 2), "poisson_faces": len(surface_mesh),
+                     "trimmed_faces": len(trimmed)}
+
+
+def run(ctx: "StageContext") -> None:
+    project, options = ctx.project, ctx.options
+    for three_d in (False, True):
+        mesh_path(project, three_d).unlink(missing_ok=True)  # no stale mesh from a run with other options
+    if options.skip_3dmodel:
+        if options.use_3dmesh:
+            log.warning("skip-3dmodel is set: use-3dmesh has no effect")
+        log.info("skip-3dmodel: no mesh")
+        project.update_stats("mesh", {"kind": None})
+        return
+    georef = Georef.load(project)
+    xyz = read_ply(filtered_cloud_path(project)).xyz.astype(np.float64)
+    points = cKDTree(xyz)
+    spacing = point_spacing(points)
+    if options.use_3dmesh:
+        mesh, figures = mesh_3d(ctx, xyz, spacing, points)
+        ctx.progress(0.7)
+        mesh = simplify(mesh, options.mesh_size)
+    else:
+        mesh, figures = mesh_25d(ctx, xyz, spacing, load_boundary(project, georef))
+        ctx.progress(0.3)
+        mesh = simplified(mesh, options.mesh_size)
+    ctx.progress(0.9)
+    comments = (f"crs {georef.crs or 'none'}", f"offset {georef.offset[0]:.3f} {georef.offset[1]:.3f}")
+    write_mesh_ply(mesh_path(project, options.use_3dmesh), mesh, comments)
+    distances = fit(mesh, xyz)
+    project.update_stats("mesh", {"kind": "3d" if options.use_3dmesh else "2.5d", "vertices": len(mesh.vertices),
+                                  "faces": len(mesh.faces), "max_vertices": options.mesh_size,
+                                  "point_spacing_cm": round(spacing * 100, 2), **figures,
+                                  "point_distance": distances.as_stats()})
+    log.info("Mesh: %d vertices, %d faces; the points lie a median %.1f cm from it", len(mesh.vertices),
+             len(mesh.faces), distances.median * 100)

@@ -1,0 +1,286 @@
+"""Quality report: odm_report/report.pdf, and the statistics in ODM's section names that WebODM and the service
+read from odm_report/stats.json (see report/statistics.py): WebODM takes a task's point count from
+point_cloud_statistics (reconstruction_statistics without a dense cloud), its GSD from odm_processing_statistics,
+its area and capture dates from processing_statistics.
+
+Reads the reconstruction, images.json, cameras.json, the georeferenced cloud, the surveyed area, the orthophoto
+and elevation models at preview scale, gcp_list.txt when control points georeferenced the model, and the stage
+markers (time and peak memory of each stage run before this one); the report package computes and draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import laspy
+import numpy as np
+import pycolmap
+import rasterio
+from rasterio.enums import Resampling
+
+from .. import __version__
+from ..cloud.boundary import Boundary
+from ..dense.views import View
+from ..files import atomic_path, read_json, write_json
+from ..geo import transform
+from ..georef import Georef
+from ..log import log
+from ..options import Option
+from ..photo import Photo
+from ..report import statistics
+from ..report.figures import RasterPreview
+from ..report.overlap import OverlapMap, overlap_map
+from ..report.sections import CameraLayout, FeatureCounts, ReportContent, build_report
+from ..report.statistics import ErrorStats
+from ..sfm import control
+from ..sfm.georeference import WorldFrame, photo_positions
+from . import STAGE_NAMES
+from .odm_dem import dem_path
+from .odm_filterpoints import bounds_path, load_boundary
+from .odm_georeferencing import model_path
+from .odm_orthophoto import orthophoto_path
+from .openmvs import reconstruction_dir
+from .opensfm import capture_order, read_gcp_file
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = []
+WEIGHT = 0.2
+
+PREVIEW_SIDE = 1000  # px along the longer side of the previews
+# Sections this stage writes only when their product exists: a re-run without it must not keep the old ones.
+OPTIONAL_SECTIONS = ("point_cloud_statistics", "dsm_statistics", "dtm_statistics")
+
+
+def report_path(project: "Project") -> Path:
+    return project.report_dir / "report.pdf"
+
+
+@dataclass(frozen=True)
+class Tracks:
+    """What the report shows of the model's tie points."""
+
+    features: FeatureCounts
+    track_lengths: np.ndarray
+    residuals_px: np.ndarray  # per observation
+    sparse_xyz: np.ndarray
+    sparse_rgb: np.ndarray
+
+
+def run(ctx: "StageContext") -> None:
+    project = ctx.project
+    content = prepare(project, ctx.progress)
+    ctx.progress(0.6)
+    built = build_report(content)
+    with atomic_path(report_path(project)) as tmp:
+        tmp.write_bytes(built.pdf)
+    log.info("Quality report: %d pages, %s", built.pages, report_path(project).relative_to(project.root))
+
+
+def prepare(project: "Project", progress: Callable[[float], None] = lambda fraction: None) -> ReportContent:
+    """Read what the report shows, write this stage's sections of stats.json, and return the report's
+    content."""
+    made_at = datetime.now(timezone.utc)
+    georef = Georef.load(project)
+    model = pycolmap.Reconstruction(str(reconstruction_dir(project)))
+    photos = [Photo.from_odm(p) for p in read_json(project.images_json, [])]
+    stats = project.read_stats()
+    engine = stats["reconstruction"]
+    tracks = read_tracks(model)
+    cameras = camera_layout(model, photos, georef)
+    progress(0.2)
+    cloud = read_cloud(model_path(project, "laz"))
+    surface = cloud - [georef.offset[0], georef.offset[1], 0.0] if cloud is not None else tracks.sparse_xyz
+    overlap = read_overlap(project, georef, model, surface)
+    orthophoto = read_preview(orthophoto_path(project), georef, elevation=False)
+    elevations, extremes = read_elevations(project, georef)
+    progress(0.5)
+
+    records = stage_records(project)
+    registered = set(cameras.names)
+    area = stats.get("point_cloud", {}).get("area_m2") or camera_area(cameras.centres)
+    sections: dict[str, Any] = {
+        "processing_statistics": statistics.processing_statistics(
+            made_at, [p.utc_time for p in photos if p.filename in registered], area,
+            {stage: record["seconds"] for stage, record in records.items()}),
+        "odm_processing_statistics": statistics.odm_processing_statistics(
+            sum(record["seconds"] for record in records.values()),
+            engine.get("gsd_cm") if georef.georeferenced else None),
+        "reconstruction_statistics": statistics.reconstruction_statistics(engine, tracks.track_lengths,
+                                                                          tracks.residuals_px),
+        "features_statistics": statistics.features_statistics(tracks.features.detected.tolist(),
+                                                              tracks.features.reconstructed.tolist()),
+        "gps_errors": _odm_errors(ErrorStats.of(gps_deltas(cameras, engine.get("gps_residual_m")))),
+        "gcp_errors": _odm_errors(ErrorStats.of(gcp_deltas(project, model, georef, engine.get("gcp_residual_m")))),
+    }
+    if cloud is not None:
+        sections["point_cloud_statistics"] = statistics.point_cloud_statistics(
+            cloud, stats.get("point_cloud", {}).get("source", "dense") == "dense")
+    sections.update({f"{kind}_statistics": values for kind, values in extremes.items()})
+    return ReportContent(
+        version=__version__, dataset=project.root.name, stats=write_sections(project, sections),
+        stage_records=records, cameras=cameras, features=tracks.features, track_lengths=tracks.track_lengths,
+        residuals_px=tracks.residuals_px, sparse_xyz=tracks.sparse_xyz, sparse_rgb=tracks.sparse_rgb,
+        camera_models=read_json(project.path("cameras.json"), {}) or {}, orthophoto=orthophoto,
+        elevations=elevations, overlap=overlap)
+
+
+def _odm_errors(errors: ErrorStats | None) -> dict[str, Any]:
+    """OpenSfM writes an empty section when there is nothing to compare with, and WebODM looks inside it."""
+    return errors.to_odm() if errors is not None else {}
+
+
+def write_sections(project: "Project", sections: dict[str, Any]) -> dict[str, Any]:
+    """Merge this stage's sections into stats.json (dropping optional ones a product no longer backs); returns
+    the whole file's content."""
+    stats = project.read_stats()
+    for key in OPTIONAL_SECTIONS:
+        stats.pop(key, None)
+    stats.update(sections)
+    write_json(project.stats_file, stats)
+    return stats
+
+
+def stage_records(project: "Project") -> dict[str, dict[str, float]]:
+    """Time and peak memory of each stage run before this one, from the pipeline's markers."""
+    records = {}
+    for name in STAGE_NAMES[:STAGE_NAMES.index("odm_report")]:
+        record = read_json(project.state_dir / f"{name}.done")
+        if record is not None:
+            records[name] = record
+    return records
+
+
+def read_tracks(model: pycolmap.Reconstruction) -> Tracks:
+    """Per registered image (by name): features, reconstructed features, where those lie and how far their
+    points project from them; the track length of every point; the sparse points."""
+    point_ids = np.array(sorted(model.point3D_ids()), dtype=np.int64)
+    points = [model.points3D[i] for i in point_ids]
+    xyz = np.array([p.xyz for p in points], dtype=np.float64).reshape(-1, 3)
+    rgb = np.array([p.color for p in points], dtype=np.uint8).reshape(-1, 3)
+    lengths = np.array([p.track.length() for p in points], dtype=np.int64)
+    names, detected, reconstructed, positions, residuals = [], [], [], [], []
+    aspect = 1.0
+    for image in sorted((model.image(i) for i in model.reg_image_ids()), key=lambda im: im.name):
+        observed = image.get_observation_points2D()
+        xy = np.array([p.xy for p in observed], dtype=np.float64).reshape(-1, 2)
+        ids = np.array([p.point3D_id for p in observed], dtype=np.int64)
+        camera = image.camera
+        pose = image.cam_from_world()
+        world = xyz[np.searchsorted(point_ids, ids)]
+        in_camera = world @ np.asarray(pose.rotation.matrix()).T + np.asarray(pose.translation)
+        projected = camera.img_from_cam(in_camera, check_cheirality=False).reshape(-1, 2)
+        names.append(image.name)
+        detected.append(image.num_points2D())
+        reconstructed.append(len(observed))
+        positions.append(xy / [camera.width, camera.height])
+        residuals.append(np.linalg.norm(projected - xy, axis=1))
+        aspect = camera.height / camera.width
+    features = FeatureCounts(names, np.array(detected), np.array(reconstructed),
+                             np.concatenate(positions) if positions else np.zeros((0, 2)), aspect)
+    return Tracks(features, lengths, np.concatenate(residuals) if residuals else np.zeros(0), xyz, rgb)
+
+
+def camera_layout(model: pycolmap.Reconstruction, photos: list[Photo], georef: Georef) -> CameraLayout:
+    """The registered cameras in capture order, their centres and their GPS positions in the world frame."""
+    gps = photo_positions(photos, WorldFrame(georef.crs, georef.offset, georef.source, []))
+    names, centres, fixes = [], [], []
+    for index in capture_order(photos):
+        image = model.find_image_with_name(photos[index].filename)
+        if image is None or not image.has_pose:
+            continue
+        names.append(image.name)
+        centres.append(image.projection_center())
+        fixes.append(gps[index])
+    return CameraLayout(names, np.array(centres).reshape(-1, 3), np.array(fixes).reshape(-1, 3))
+
+
+def gps_deltas(cameras: CameraLayout, residuals: dict[str, Any] | None) -> np.ndarray:
+    """Computed camera centres minus GPS positions, for the fixes georeferencing used (as its residuals)."""
+    if residuals is None:
+        return np.zeros((0, 3))
+    used = np.isfinite(cameras.gps).all(axis=1) & ~np.isin(cameras.names, residuals.get("outliers", []))
+    return cameras.centres[used] - cameras.gps[used]
+
+
+def gcp_deltas(project: "Project", model: pycolmap.Reconstruction, georef: Georef,
+               residuals: dict[str, Any] | None) -> np.ndarray:
+    """Modelled minus surveyed positions of the control points that georeferenced the model."""
+    gcps = read_gcp_file(project) if residuals is not None else None
+    if gcps is None or georef.crs is None:
+        return np.zeros((0, 3))
+    rejected = set(residuals.get("rejected", []))
+    deltas = []
+    for point in gcps.points:
+        modelled = control.triangulate(model, point) if point.name not in rejected else None
+        if modelled is not None:
+            surveyed = transform(gcps.crs, georef.crs, point.xyz)[0] - [georef.offset[0], georef.offset[1], 0.0]
+            deltas.append(modelled - surveyed)
+    return np.array(deltas).reshape(-1, 3)
+
+
+def read_cloud(path: Path) -> np.ndarray | None:
+    """The georeferenced point cloud's coordinates (N, 3) in the CRS, or None without one."""
+    if not path.exists():
+        return None
+    las = laspy.read(path)
+    return np.column_stack([las.x, las.y, las.z]).astype(np.float64)
+
+
+def read_overlap(project: "Project", georef: Georef, model: pycolmap.Reconstruction,
+                 surface: np.ndarray) -> OverlapMap | None:
+    """Images per ground cell over the surveyed area, None without an area or a surface."""
+    if not bounds_path(project).exists() or not len(surface):
+        return None
+    views = []
+    for image_id in model.reg_image_ids():
+        image = model.image(image_id)
+        pose = image.cam_from_world()
+        views.append(View(image.name, image.camera, np.asarray(pose.rotation.matrix()),
+                          np.asarray(pose.translation), np.zeros(0, dtype=np.int64)))
+    return overlap_map(views, load_boundary(project, georef), surface)
+
+
+def read_preview(path: Path, georef: Georef, elevation: bool) -> RasterPreview | None:
+    """A raster at preview scale (its overviews do the work): elevation as float32 with NaN where there is no
+    value, else RGBA; None when the raster does not exist."""
+    if not path.exists():
+        return None
+    with rasterio.open(path) as dataset:
+        scale = max(1.0, max(dataset.width, dataset.height) / PREVIEW_SIDE)
+        shape = (max(1, round(dataset.height / scale)), max(1, round(dataset.width / scale)))
+        if elevation:
+            pixels = dataset.read(1, out_shape=shape, masked=True).astype(np.float32).filled(np.nan)
+        else:
+            rgb = dataset.read([1, 2, 3], out_shape=(3, *shape), resampling=Resampling.bilinear)
+            alpha = dataset.dataset_mask(out_shape=shape)
+            pixels = np.dstack([rgb.transpose(1, 2, 0), alpha]).astype(np.uint8)
+        bounds = dataset.bounds
+    x0, y0 = georef.offset
+    return RasterPreview(pixels, (bounds.left - x0, bounds.right - x0, bounds.bottom - y0, bounds.top - y0),
+                         (bounds.right - bounds.left) / shape[1])
+
+
+def read_elevations(project: "Project", georef: Georef
+                    ) -> tuple[dict[str, RasterPreview], dict[str, dict[str, float]]]:
+    """Previews of the elevation models that exist and hold heights, and their statistics (ODM's
+    dsm_statistics and dtm_statistics, taken at preview scale as ODM does)."""
+    previews, extremes = {}, {}
+    for kind in ("dsm", "dtm"):
+        preview = read_preview(dem_path(project, kind), georef, elevation=True)
+        values = statistics.raster_statistics(preview.pixels) if preview is not None else None
+        if values is not None:
+            previews[kind], extremes[kind] = preview, values
+    return previews, extremes
+
+
+def camera_area(centres: np.ndarray) -> float:
+    """The area of the camera positions' convex hull: the surveyed area when no point cloud gives it."""
+    hull = Boundary.around(centres[:, :2]) if len(centres) >= 3 else None
+    return hull.area if hull is not None else 0.0

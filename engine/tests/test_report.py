@@ -1,0 +1,291 @@
+"""The odm_report stage: report.pdf and the statistics in ODM's section names, on a reconstruction of six Brighton
+Beach images downscaled to 1000 px (built once for the module by the engine's own stages), plus the report's
+pure helpers on inputs whose answer is known."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import laspy
+import numpy as np
+import pycolmap
+import pytest
+from PIL import ExifTags, Image
+
+from aeromap_engine import pipeline
+from aeromap_engine.cloud.boundary import Boundary
+from aeromap_engine.dense.views import View
+from aeromap_engine.options import resolve
+from aeromap_engine.project import Project
+from aeromap_engine.report.document import Cell, Document
+from aeromap_engine.report.overlap import images_per_point, overlap_map
+from aeromap_engine.report.sections import BuiltReport, build_report
+from aeromap_engine.report.statistics import (DATE_FORMAT, UNKNOWN, ErrorStats, capture_dates, duration_text,
+                                              point_cloud_statistics, track_length_histogram, value_at_level)
+from aeromap_engine.stages import odm_report
+
+DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
+SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
+# Every run repeats the structure-from-motion options of the fixture; no mesh, which the report does not show.
+BASE = [{"name": "feature-quality", "value": "ultra"}, {"name": "skip-3dmodel", "value": True}]
+
+
+def options(**values: object) -> list[dict]:
+    return BASE + [{"name": name.replace("_", "-"), "value": value} for name, value in values.items()]
+
+
+def make_project(root: Path, keep_gps: bool = True) -> Project:
+    (root / "images").mkdir(parents=True)
+    for name in SUBSET:
+        with Image.open(DATASET / f"{name}.JPG") as image:
+            exif = image.getexif()
+            if not keep_gps:
+                del exif[ExifTags.IFD.GPSInfo]
+            small = image.resize((image.width // 4, image.height // 4), Image.Resampling.LANCZOS)
+            small.save(root / "images" / f"{name}.JPG", quality=92, exif=exif, xmp=image.info.get("xmp"))
+    return Project(root)
+
+
+def clone(source: Project, target: Path) -> Project:
+    shutil.copytree(source.root, target, symlinks=True)
+    return Project(target)
+
+
+def stats(project: Project) -> dict:
+    return json.loads(project.stats_file.read_text())
+
+
+def page_count(pdf: bytes) -> int:
+    return len(re.findall(rb"/Type\s*/Page(?!s)", pdf))
+
+
+def rendered(project: Project) -> BuiltReport:
+    """The report as the stage makes it, with the rows it printed (stats.json is rewritten the same way)."""
+    return build_report(odm_report.prepare(project))
+
+
+def run_report_stage(project: Project) -> None:
+    specs = pipeline.all_options()
+    ctx = pipeline.StageContext(project, resolve(specs, BASE)[0], "odm_report", 0.0, 100.0)
+    odm_report.run(ctx)
+
+
+def webodm_statistics(data: dict) -> dict:
+    """The task statistics WebODM derives from stats.json (its Task.get_statistics)."""
+    cloud = data.get("point_cloud_statistics", {})
+    if cloud.get("dense", False):
+        points = cloud.get("stats", {}).get("statistic", [{}])[0].get("count")
+    else:
+        points = data.get("reconstruction_statistics", {}).get("reconstructed_points_count")
+    processing = data.get("processing_statistics", {})
+    return {"points": points, "gsd": data.get("odm_processing_statistics", {}).get("average_gsd"),
+            "area": processing.get("area"), "start_date": processing.get("start_date"),
+            "end_date": processing.get("end_date")}
+
+
+@pytest.fixture(scope="module")
+def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    project = make_project(tmp_path_factory.mktemp("sparse"))
+    pipeline.run(project, options(end_with="opensfm"))
+    return project
+
+
+@pytest.fixture(scope="module")
+def products(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+    project = clone(sparse, tmp_path_factory.mktemp("products") / "p")
+    pipeline.run(project, options(dsm=True, dtm=True, end_with="odm_report"))
+    return project
+
+
+# --- the stage on a real reconstruction ------------------------------------------------------------------------
+
+def test_report_is_a_pdf_of_a_few_pages(products: Project) -> None:
+    pdf = odm_report.report_path(products).read_bytes()
+    assert pdf.startswith(b"%PDF-") and pdf.rstrip().endswith(b"%%EOF")
+    assert 4 <= page_count(pdf) <= 8
+    built = rendered(products)
+    assert built.pages == page_count(built.pdf)
+    sections = list(dict.fromkeys(row.section for row in built.rows))
+    assert sections[:3] == ["Dataset Summary", "Processing Summary", "Previews"]
+    assert "Processing Time and Memory" == sections[-1]
+
+
+def test_report_prints_the_numbers_of_stats_json(products: Project) -> None:
+    built = rendered(products)
+    data = stats(products)
+    recon = data["reconstruction"]
+    images = built.find("Reconstructed images")
+    assert images.value == recon["images_registered"] == data["reconstruction_statistics"]["reconstructed_shots_count"]
+    assert images.text.startswith(f"{recon['images_registered']} of {recon['images_total']} (")
+    gsd = built.find("Average ground sampling distance")
+    assert gsd.value == data["odm_processing_statistics"]["average_gsd"] == recon["gsd_cm"]
+    assert gsd.text == f"{recon['gsd_cm']:.2f} cm"
+    area = built.find("Area covered")
+    assert area.value == data["processing_statistics"]["area"] == data["point_cloud"]["area_m2"]
+    assert area.text.startswith(f"{data['point_cloud']['area_m2']:,.0f} m²")
+    assert built.find("Georeference").value == "gps"
+    assert built.find("GPS error (mean distance)").value == pytest.approx(recon["gps_residual_m"]["mean"])
+    assert built.find("Z / RMS error", "GPS Errors Details").value == data["gps_errors"]["error"]["z"]
+    for kind in ("DSM", "DTM"):
+        assert built.find(f"{kind} / Minimum").value == data[f"{kind.lower()}_statistics"]["min"]
+    recorded = {stage: record["seconds"] for stage, record in
+                ((name, json.loads((products.state_dir / f"{name}.done").read_text()))
+                 for name in ("dataset", "opensfm", "odm_orthophoto"))}
+    for stage, seconds in recorded.items():
+        assert built.find(f"{stage} / Time").value == seconds
+
+
+def test_stats_json_has_the_sections_webodm_reads(products: Project) -> None:
+    data = stats(products)
+    with laspy.open(products.path("odm_georeferencing", "odm_georeferenced_model.laz")) as cloud:
+        points = cloud.header.point_count
+    webodm = webodm_statistics(data)
+    assert webodm["points"] == points > 10_000
+    assert data["point_cloud_statistics"]["dense"] is True
+    assert webodm["gsd"] == data["reconstruction"]["gsd_cm"] and 0.5 < webodm["gsd"] < 20
+    assert webodm["area"] > 100
+    start, end = (datetime.strptime(webodm[key], DATE_FORMAT) for key in ("start_date", "end_date"))
+    assert start.year == 2016 and start < end  # six photographs taken seconds apart
+    recon = data["reconstruction_statistics"]
+    assert recon["has_gps"] is True and recon["has_gcp"] is False and data["gcp_errors"] == {}
+    assert sum(recon["histogram_track_length"].values()) == recon["reconstructed_points_count"]
+    assert data["gps_errors"]["average_error"] == pytest.approx(data["reconstruction"]["gps_residual_m"]["mean"])
+    assert data["features_statistics"]["reconstructed_features"]["median"] > 100
+    total = sum(json.loads((products.state_dir / f"{name}.done").read_text())["seconds"]
+                for name in ("dataset", "opensfm", "openmvs", "odm_filterpoints", "odm_georeferencing", "odm_dem",
+                             "odm_orthophoto") if (products.state_dir / f"{name}.done").exists())
+    assert data["odm_processing_statistics"]["total_time"] >= total > 0
+    assert data["dataset"]["images_usable"] == len(SUBSET)  # the engine's own sections are kept
+
+
+def test_without_elevation_models_no_dem_previews(products: Project, tmp_path: Path) -> None:
+    project = clone(products, tmp_path / "p")
+    pipeline.run(project, options(end_with="odm_report"))  # dsm and dtm off: the models are removed
+    data = stats(project)
+    assert "dsm_statistics" not in data and "dtm_statistics" not in data
+    built = rendered(project)
+    assert not [row for row in built.rows if row.key.startswith(("DSM", "DTM"))]
+    assert built.find("Reconstructed images").value == len(SUBSET)
+    assert odm_report.report_path(project).read_bytes().startswith(b"%PDF-")
+
+
+def test_local_frame_says_none(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "local", keep_gps=False)
+    pipeline.run(project, options(fast_orthophoto=True, end_with="odm_report"))
+    data = stats(project)
+    assert data["reconstruction"]["georef_source"] == "none"
+    built = rendered(project)
+    assert built.find("Georeference").value == "none"
+    assert built.find("Georeference").text.startswith("none")
+    assert built.find("Average ground sampling distance").value is None
+    assert data["gps_errors"] == {} and data["reconstruction_statistics"]["has_gps"] is False
+    assert data["point_cloud_statistics"]["dense"] is False
+    assert webodm_statistics(data)["points"] == data["reconstruction"]["points"]
+    assert odm_report.report_path(project).read_bytes().startswith(b"%PDF-")
+
+
+def test_control_points_get_their_table(sparse: Project, tmp_path: Path) -> None:
+    """Control points surveyed on the GPS-referenced model (names outside Latin-1), report made right after
+    structure from motion: no cloud, no orthophoto, and still a report."""
+    project = clone(sparse, tmp_path / "p")
+    model = pycolmap.Reconstruction(str(project.path("opensfm", "reconstruction")))
+    offset = np.array([*json.loads(project.path("opensfm", "georef.json").read_text())["offset"], 0.0])
+    tracks = sorted((p for p in model.points3D.values() if p.track.length() >= 4), key=lambda p: p.xyz[0])
+    lines = ["WGS84 UTM 15N"]
+    names = [f"Żuraw-Ω{n}" for n in range(5)]
+    for name, point in zip(names, (tracks[int(i)] for i in np.linspace(0, len(tracks) - 1, 5))):
+        xyz = point.xyz + offset
+        for element in point.track.elements:
+            image = model.image(element.image_id)
+            x, y = image.points2D[element.point2D_idx].xy - 0.5
+            lines.append(f"{xyz[0]:.3f} {xyz[1]:.3f} {xyz[2]:.3f} {x:.2f} {y:.2f} {image.name} {name}")
+    project.gcp_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pipeline.run(project, options(rerun_from="opensfm", end_with="opensfm"))
+    run_report_stage(project)
+
+    data = stats(project)
+    assert data["reconstruction"]["georef_source"] == "gcp"
+    assert data["reconstruction_statistics"]["has_gcp"] is True
+    assert data["gcp_errors"]["average_error"] < 0.2 and "point_cloud_statistics" not in data
+    built = rendered(project)
+    assert built.find("Georeference").value == "gcp"
+    assert [built.find(name, "Ground Control Points").text for name in names] == names
+    assert built.find(f"{names[0]} / Used").value is True
+    assert built.find("GCP average error (3D)").value == data["gcp_errors"]["average_error"]
+    assert odm_report.report_path(project).read_bytes().startswith(b"%PDF-")
+
+
+# --- pure helpers ------------------------------------------------------------------------------------------------
+
+def test_value_at_level_is_the_nearest_rank() -> None:
+    assert value_at_level(np.arange(1, 11)) == 9
+    assert value_at_level(np.arange(1, 31)[::-1]) == 27  # 0.9 x 30 must not round up to rank 28
+    assert value_at_level([3.0, 1.0, 2.0]) == 3.0  # too few samples: the largest
+    assert np.isnan(value_at_level([]))
+
+
+def test_error_stats_per_axis_and_ce90_le90() -> None:
+    deltas = np.array([[3.0, 4.0, -1.0]] * 9 + [[30.0, 40.0, 10.0]])
+    errors = ErrorStats.of(deltas)
+    assert errors is not None and errors.count == 10
+    assert errors.mean == pytest.approx([5.7, 7.6, 0.1])
+    assert errors.rms[2] == pytest.approx(np.sqrt((9 * 1 + 100) / 10))
+    assert errors.std[0] == pytest.approx(np.std(deltas[:, 0]))
+    assert errors.ce90 == pytest.approx(5.0) and errors.le90 == pytest.approx(1.0)  # the outlier is the last 10 %
+    assert errors.average == pytest.approx((9 * np.sqrt(26) + np.sqrt(2600)) / 10)
+    odm = errors.to_odm()
+    assert set(odm) == {"mean", "std", "error", "average_error", "ce90", "le90"} and odm["error"]["z"] == errors.rms[2]
+    assert ErrorStats.of(np.zeros((0, 3))) is None
+
+
+def test_durations_and_capture_dates() -> None:
+    assert [duration_text(s) for s in (52.4, 59.6, 185, 3725)] == ["52s", "1m:00s", "3m:05s", "1h:02m:05s"]
+    start, end = capture_dates([1466699519000.0, None, 1466699526000.0, 1466699400000.0])
+    assert (start, end) == ("23/06/2016 at 16:30:00", "23/06/2016 at 16:32:06")
+    assert capture_dates([None, None]) == (UNKNOWN, UNKNOWN)
+
+
+def test_track_histogram_and_cloud_counts() -> None:
+    assert track_length_histogram(np.array([2, 3, 3, 7])) == {"2": 1, "3": 2, "7": 1}
+    cloud = point_cloud_statistics(np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]]), dense=True)
+    assert [s["count"] for s in cloud["stats"]["statistic"]] == [2, 2, 2]
+    assert cloud["stats"]["statistic"][2]["average"] == 4.0 and cloud["stats"]["bbox"]["native"]["bbox"]["maxx"] == 3
+    assert point_cloud_statistics(np.zeros((0, 3)), dense=False)["stats"]["statistic"][0]["count"] == 0
+
+
+def _nadir_view(name: str, x: float) -> View:
+    """A 100x100 px pinhole camera 50 m above the ground at (x, 0), seeing 50 m x 50 m of it."""
+    camera = pycolmap.Camera.create_from_model_id(1, pycolmap.CameraModelId.PINHOLE, 100.0, 100, 100)
+    rotation = np.diag([1.0, -1.0, -1.0])  # looking down, image rows southwards
+    return View(name, camera, rotation, -rotation @ np.array([x, 0.0, 50.0]), np.zeros(0, dtype=np.int64))
+
+
+def test_overlap_counts_the_images_over_each_cell() -> None:
+    views = [_nadir_view("a", 0.0), _nadir_view("b", 30.0)]  # footprints x -25..25 and 5..55
+    ground = np.array([[-10.0, 0.0, 0.0], [15.0, 0.0, 0.0], [40.0, 0.0, 0.0], [80.0, 0.0, 0.0]])
+    assert images_per_point(views, ground).tolist() == [1, 2, 1, 0]
+    square = Boundary(np.array([[-20.0, -20.0], [50.0, -20.0], [50.0, 20.0], [-20.0, 20.0]]))
+    rng = np.random.default_rng(0)
+    surface = np.c_[rng.uniform(-20, 50, 2000), rng.uniform(-20, 20, 2000), np.zeros(2000)]
+    diamond = Boundary(np.array([[15.0, -20.0], [50.0, 0.0], [15.0, 20.0], [-20.0, 0.0]]))
+    full = overlap_map(views, square, surface, cells_across=70)
+    assert np.isfinite(full.counts).all() and set(np.unique(full.counts)) == {1.0, 2.0}
+    assert full.share_with_at_least(2) == pytest.approx(20 / 70, abs=0.03)  # x from 5 to 25
+    cut = overlap_map(views, diamond, surface, cells_across=70)
+    assert 0.4 < np.isfinite(cut.counts).mean() < 0.6  # NaN outside the boundary
+
+
+def test_document_records_what_it_prints_in_any_script() -> None:
+    document = Document("Title", ["subtitle"])
+    document.section("Ground Control Points")
+    document.key_values([("Point", Cell("Żuraw-Ω Жук ✓", 7))])
+    document.table(["Name", "Error"], [[Cell("Ω1"), Cell("0.10 m", 0.1)]])
+    pdf = document.output()
+    assert pdf.startswith(b"%PDF-") and page_count(pdf) == 1
+    assert [(r.section, r.key, r.text, r.value) for r in document.rows] == [
+        ("Ground Control Points", "Point", "Żuraw-Ω Жук ✓", 7), ("Ground Control Points", "Ω1", "Ω1", None),
+        ("Ground Control Points", "Ω1 / Error", "0.10 m", 0.1)]

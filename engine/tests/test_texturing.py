@@ -1,0 +1,123 @@
+"""The mvs_texturing stage on the six-image Brighton Beach reconstruction of test_products (1000 px images): the
+files it writes, the texture in place against the orthophoto, and the options that change or skip it."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pygltflib
+import pytest
+import rasterio
+
+from aeromap_engine import pipeline
+from aeromap_engine.georef import Georef
+from aeromap_engine.io.meshply import read_mesh_ply
+from aeromap_engine.mesh.model import TexturedMesh
+from aeromap_engine.project import Project
+from aeromap_engine.stages.odm_meshing import mesh_path
+from test_products import clone, options, sparse  # noqa: F401 (sparse is the fixture this module builds on)
+from test_texture_math import surface_colours
+
+MODEL = "odm_textured_model_geo"
+
+
+@pytest.fixture(scope="module")
+def textured(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:  # noqa: F811
+    """Default options (the 2.5D mesh, GLB on) up to the orthophoto, which the texture is checked against."""
+    project = clone(sparse, tmp_path_factory.mktemp("textured") / "p")
+    pipeline.run(project, options(end_with="odm_orthophoto"))
+    return project
+
+
+@pytest.fixture()
+def variant(textured: Project, tmp_path: Path) -> Project:
+    return clone(textured, tmp_path / "p")
+
+
+def texturing_stats(project: Project) -> dict:
+    return json.loads(project.stats_file.read_text())["texturing"]
+
+
+def read_obj(directory: Path) -> TexturedMesh:
+    """The textured model as written: positions, texture coordinates, faces per material and the atlases."""
+    text = (directory / f"{MODEL}.obj").read_text()
+    rows = {kind: np.array(re.findall(rf"^{kind} (.+)$", text, re.M)) for kind in ("v", "vt")}
+    vertices = np.array([r.split() for r in rows["v"]], float)
+    uvs = np.array([r.split() for r in rows["vt"]], np.float32)
+    faces, corners, materials = [], [], []
+    for material, block in re.findall(r"^usemtl material(\d+)\n((?:f .+\n)+)", text, re.M):
+        pairs = np.array(re.findall(r"(\d+)/(\d+)", block), int).reshape(-1, 3, 2) - 1
+        faces.append(pairs[:, :, 0])
+        corners.append(pairs[:, :, 1])
+        materials.append(np.full(len(pairs), int(material)))
+    library = (directory / f"{MODEL}.mtl").read_text()
+    atlases = [cv2.imread(str(directory / name))[:, :, ::-1] for name in re.findall(r"^map_Kd (.+)$", library, re.M)]
+    return TexturedMesh(vertices, np.concatenate(faces), uvs, np.concatenate(corners), np.concatenate(materials),
+                        atlases)
+
+
+def plan_area(vertices: np.ndarray, faces: np.ndarray) -> float:
+    """Area of the faces seen from above, m²."""
+    (ab, ac) = (vertices[faces[:, k], :2] - vertices[faces[:, 0], :2] for k in (1, 2))
+    return 0.5 * float(np.abs(ab[:, 0] * ac[:, 1] - ac[:, 0] * ab[:, 1]).sum())
+
+
+def test_the_stage_writes_the_obj_its_atlases_and_the_glb(textured: Project) -> None:
+    directory = textured.path("odm_texturing")
+    model = read_obj(directory)
+    figures = texturing_stats(textured)
+    mesh_faces = json.loads(textured.stats_file.read_text())["mesh"]["faces"]
+    assert len(model.faces) == figures["faces_textured"] == mesh_faces - figures["faces_unseen"]
+    # Left out: the steep faces of the canopy that face away from every camera or that other trees hide.
+    mesh = read_mesh_ply(mesh_path(textured, False))
+    assert plan_area(model.vertices, model.faces) > 0.95 * plan_area(mesh.vertices, mesh.faces)
+    assert len(model.atlases) == len(figures["atlases"]) and (directory / "odm_textured_model.mtl").exists()
+    assert all(max(atlas.shape[:2]) <= 8192 for atlas in model.atlases)
+    assert model.uvs.min() >= 0 and model.uvs.max() <= 1
+    assert figures["views_used"] >= 4 and figures["texel_scale"] == 1.0  # small images: read whole
+    assert figures["seam_step_after"] < figures["seam_step_before"] / 2
+    glb = pygltflib.GLTF2.load_binary(str(directory / f"{MODEL}.glb"))
+    assert glb.extensions["CESIUM_RTC"]["center"][:2] == pytest.approx(list(Georef.load(textured).offset))
+    assert len(glb.images) == len(model.atlases)
+
+
+def test_the_texture_agrees_with_the_orthophoto(textured: Project) -> None:
+    """The model's colour at the ground points the orthophoto shows (faces turned up, where both have colour)."""
+    model = read_obj(textured.path("odm_texturing"))
+    corners = model.vertices[model.faces]
+    normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    up = normals[:, 2] > 0.95 * np.linalg.norm(normals, axis=1)
+    flat = TexturedMesh(model.vertices, model.faces[up], model.uvs, model.face_uvs[up], model.face_material[up],
+                        model.atlases)
+    points, colours = surface_colours(flat)
+    offset = Georef.load(textured).offset
+    with rasterio.open(textured.path("odm_orthophoto", "odm_orthophoto.tif")) as ortho:
+        rows, cols = rasterio.transform.rowcol(ortho.transform, points[:, 0] + offset[0], points[:, 1] + offset[1])
+        rgba = ortho.read()
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    inside = (rows >= 0) & (cols >= 0) & (rows < rgba.shape[1]) & (cols < rgba.shape[2])
+    ortho_colour = rgba[:, rows[inside], cols[inside]].T.astype(float)
+    seen = ortho_colour[:, 3] > 0
+    ours, theirs = colours[inside][seen].mean(axis=1), ortho_colour[seen, :3].mean(axis=1)
+    assert seen.sum() > 100_000
+    # A texture 30 cm (five orthophoto pixels) out of place correlates at 0.85 and differs by a median of 10.
+    assert np.corrcoef(ours, theirs)[0, 1] > 0.9
+    assert np.median(np.abs(ours - theirs)) < 9
+
+
+def test_without_seam_levelling_or_glb(variant: Project) -> None:
+    pipeline.run(variant, options(texturing_skip_global_seam_leveling=True, gltf=False, end_with="mvs_texturing"))
+    directory = variant.path("odm_texturing")
+    assert "seam_step_after" not in texturing_stats(variant)
+    assert not (directory / f"{MODEL}.glb").exists() and (directory / f"{MODEL}.obj").exists()
+
+
+def test_skip_3dmodel_leaves_no_textured_model(variant: Project) -> None:
+    assert variant.path("odm_texturing").is_dir()
+    pipeline.run(variant, options(skip_3dmodel=True, end_with="mvs_texturing"))
+    assert not variant.path("odm_texturing").exists()
+    assert texturing_stats(variant) == {"mesh": None}
