@@ -46,7 +46,16 @@ for name in sys.argv[2:]:
             rows = sum(1 for _ in f)
         out[name] = {"header": header, "points": rows}
     elif name.endswith(".zip"):
-        out[name] = {"files": len(zipfile.ZipFile(path).namelist())}
+        out[name] = {"files": sorted(zipfile.ZipFile(path).namelist())}
+    elif name.endswith(".glb"):
+        import trimesh
+        scene = trimesh.load(path, force="scene")
+        gltf = json.loads(open(path, "rb").read()[20:20 + int.from_bytes(open(path, "rb").read()[12:16], "little")])
+        out[name] = {"faces": sum(len(g.faces) for g in scene.geometry.values()),
+                     "textured": all(g.visual.kind == "texture" for g in scene.geometry.values()),
+                     "rtc": gltf.get("extensions", {}).get("CESIUM_RTC", {}).get("center")}
+    elif name.endswith(".pdf"):
+        out[name] = {"magic": open(path, "rb").read(5).decode("latin-1"), "bytes": len(open(path, "rb").read())}
     else:
         out[name] = {"bytes": len(open(path, "rb").read())}
 print(json.dumps(out))
@@ -111,7 +120,7 @@ describe('tasks with the real engine', () => {
     consoleLengths.push(output.split('\n').length);
     expect(output).toContain('Running stage opensfm');
     expect(done.available_assets).toEqual(
-      expect.arrayContaining(['all.zip', 'orthophoto.tif', 'orthophoto.png', 'dsm.tif', 'georeferenced_model.las', 'georeferenced_model.laz', 'georeferenced_model.ply', 'georeferenced_model.csv', 'cameras.json', 'shots.geojson']),
+      expect.arrayContaining(['all.zip', 'orthophoto.tif', 'orthophoto.png', 'dsm.tif', 'georeferenced_model.las', 'georeferenced_model.laz', 'georeferenced_model.ply', 'georeferenced_model.csv', 'cameras.json', 'shots.geojson', 'textured_model.zip', 'textured_model.glb', 'report.pdf']),
     );
     // Brighton Beach (Duluth, Minnesota) lies near 46.84 N, 91.99 W: the extent must be there, and small.
     const [west, south, east, north] = done.extent;
@@ -132,7 +141,22 @@ describe('tasks with the real engine', () => {
     expect(opened['georeferenced_model.ply'].points).toBe(points);
     expect(opened['georeferenced_model.csv'].points).toBe(points);
     expect(opened['georeferenced_model.las'].crs).toContain('32615');
-    expect(opened['all.zip'].files).toBeGreaterThan(8);
+    expect(opened['all.zip'].files.length).toBeGreaterThan(8);
+    expect(opened['all.zip'].files).toEqual(expect.arrayContaining(['odm_texturing/odm_textured_model_geo.obj', 'odm_report/report.pdf']));
+    // The textured model: OBJ, its materials and atlases in the zip, the GLB textured and placed by its offset.
+    expect(opened['textured_model.zip'].files).toEqual(expect.arrayContaining(['odm_textured_model_geo.obj', 'odm_textured_model_geo.mtl']));
+    expect(opened['textured_model.zip'].files.some((f: string) => f.endsWith('_map_Kd.png'))).toBe(true);
+    expect(opened['textured_model.zip'].files.some((f: string) => f.endsWith('.glb'))).toBe(false);
+    expect(opened['textured_model.glb']).toMatchObject({ textured: true });
+    expect(opened['textured_model.glb'].faces).toBeGreaterThan(1000);
+    const [rtcEast, rtcNorth] = opened['textured_model.glb'].rtc;
+    expect(rtcEast).toBeGreaterThan(560_000); // UTM 15N at 92 W, 46.8 N
+    expect(rtcNorth).toBeGreaterThan(5_180_000);
+    expect(opened['report.pdf'].magic).toBe('%PDF-');
+    // WebODM's figures, from the report's sections.
+    expect(done.statistics.pointcloud).toEqual({ points });
+    expect(done.statistics.gsd).toBeGreaterThan(0.5);
+    expect(done.statistics.area).toBeGreaterThan(100);
     first = done;
   }, 300_000);
 
