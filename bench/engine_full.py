@@ -57,6 +57,10 @@ def run(name: str, root: Path) -> None:
     cloud, ortho = stats.get("point_cloud", {}), stats.get("orthophoto", {})
     print(f"point cloud: {cloud.get('points')} points ({cloud.get('source')}); orthophoto "
           f"{ortho.get('width')}x{ortho.get('height')} px at {ortho.get('resolution_cm')} cm")
+    mesh, texture = stats.get("mesh", {}), stats.get("texturing", {})
+    print(f"mesh: {mesh.get('kind')}, {mesh.get('vertices')} vertices, {mesh.get('faces')} faces; textured "
+          f"{texture.get('faces_textured')} faces from {texture.get('views_used')} images, seam step "
+          f"{texture.get('seam_step_before')} -> {texture.get('seam_step_after')} grey levels")
 
 
 def main() -> None:

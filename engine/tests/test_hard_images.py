@@ -9,9 +9,6 @@ decode (reduced by powers of two for JPEG), and Pillow's grey conversion for the
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import cv2
@@ -27,7 +24,7 @@ from aeromap_engine.io.images import Levels, dataset_levels, load_levels, read_s
 from aeromap_engine.io.ply import read_ply
 from aeromap_engine.project import Project
 from aeromap_engine.stages.dataset import MIN_CONTENT_STDDEV
-from test_sfm import DATASET, SFM, SUBSET, downscale, exif_utm, make_project, model_centres
+from test_sfm import DATASET, SFM, SUBSET, captured_log, downscale, exif_utm, make_project, model_centres
 
 pytestmark = pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")
 
@@ -61,22 +58,6 @@ def ramp(height: int, width: int, low: float, high: float, dtype: type = np.uint
     """Values from low (top left) to high (bottom right), each pixel different."""
     steps = np.arange(height * width, dtype=np.float64).reshape(height, width) / (height * width - 1)
     return (low + steps * (high - low)).round().astype(dtype)
-
-
-@contextmanager
-def captured_log() -> Iterator[list[str]]:
-    logger = logging.getLogger("aeromap")
-    lines: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield lines
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 def test_one_stretch_maps_the_dataset_range_onto_0_255(tmp_path: Path) -> None:

@@ -11,6 +11,8 @@ import json
 import logging
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -93,9 +95,9 @@ def gps_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return project
 
 
-@pytest.fixture(scope="module")
-def local_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
-    project = make_project(tmp_path_factory.mktemp("nogps"), keep_gps=False)
+@contextmanager
+def captured_log() -> Iterator[list[str]]:
+    """The engine's log lines while the block runs."""
     logger = logging.getLogger("aeromap")
     lines: list[str] = []
     handler = logging.Handler()
@@ -104,10 +106,17 @@ def local_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, st
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        pipeline.run(project, SFM)
+        yield lines
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+@pytest.fixture(scope="module")
+def local_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
+    project = make_project(tmp_path_factory.mktemp("nogps"), keep_gps=False)
+    with captured_log() as lines:
+        pipeline.run(project, SFM)
     return project, "\n".join(lines)
 
 
