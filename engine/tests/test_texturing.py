@@ -85,17 +85,18 @@ def test_the_stage_writes_the_obj_its_atlases_and_the_glb(textured: Project) -> 
     assert len(glb.images) == len(model.atlases)
 
 
-def test_the_texture_agrees_with_the_orthophoto(textured: Project) -> None:
-    """The model's colour at the ground points the orthophoto shows (faces turned up, where both have colour)."""
-    model = read_obj(textured.path("odm_texturing"))
+def orthophoto_agreement(project: Project) -> tuple[int, float, float]:
+    """How the model's colour at the ground points the orthophoto shows (faces turned up, where both have colour)
+    agrees with it: the points compared, the correlation of their greys, the median grey difference."""
+    model = read_obj(project.path("odm_texturing"))
     corners = model.vertices[model.faces]
     normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
     up = normals[:, 2] > 0.95 * np.linalg.norm(normals, axis=1)
     flat = TexturedMesh(model.vertices, model.faces[up], model.uvs, model.face_uvs[up], model.face_material[up],
                         model.atlases)
     points, colours = surface_colours(flat)
-    offset = Georef.load(textured).offset
-    with rasterio.open(textured.path("odm_orthophoto", "odm_orthophoto.tif")) as ortho:
+    offset = Georef.load(project).offset
+    with rasterio.open(project.path("odm_orthophoto", "odm_orthophoto.tif")) as ortho:
         rows, cols = rasterio.transform.rowcol(ortho.transform, points[:, 0] + offset[0], points[:, 1] + offset[1])
         rgba = ortho.read()
     rows, cols = np.asarray(rows), np.asarray(cols)
@@ -103,10 +104,26 @@ def test_the_texture_agrees_with_the_orthophoto(textured: Project) -> None:
     ortho_colour = rgba[:, rows[inside], cols[inside]].T.astype(float)
     seen = ortho_colour[:, 3] > 0
     ours, theirs = colours[inside][seen].mean(axis=1), ortho_colour[seen, :3].mean(axis=1)
-    assert seen.sum() > 100_000
+    return int(seen.sum()), float(np.corrcoef(ours, theirs)[0, 1]), float(np.median(np.abs(ours - theirs)))
+
+
+def test_the_texture_agrees_with_the_orthophoto(textured: Project) -> None:
+    compared, correlation, difference = orthophoto_agreement(textured)
+    assert compared > 100_000
     # A texture 30 cm (five orthophoto pixels) out of place correlates at 0.85 and differs by a median of 10.
-    assert np.corrcoef(ours, theirs)[0, 1] > 0.9
-    assert np.median(np.abs(ours - theirs)) < 9
+    assert correlation > 0.9 and difference < 9
+
+
+def test_the_3d_mesh_textured_in_one_material(variant: Project) -> None:
+    """use-3dmesh with texturing-single-material: the Poisson mesh, its texture in one atlas, still in place."""
+    pipeline.run(variant, options(use_3dmesh=True, texturing_single_material=True, end_with="mvs_texturing"))
+    figures = texturing_stats(variant)
+    assert figures["mesh"] == "3d" and len(figures["atlases"]) == 1
+    model = read_obj(variant.path("odm_texturing"))
+    assert len(model.atlases) == 1 and max(model.atlases[0].shape[:2]) <= 8192
+    assert len(model.faces) > 0.8 * json.loads(variant.stats_file.read_text())["mesh"]["faces"]
+    compared, correlation, difference = orthophoto_agreement(variant)
+    assert compared > 50_000 and correlation > 0.85 and difference < 12  # measured: 0.91 and 7.0
 
 
 def test_without_seam_levelling_or_glb(variant: Project) -> None:
