@@ -1,7 +1,8 @@
 """Which image pairs to match. Matching costs about the same for every pair, overlapping or not, so on a survey
 only pairs that can overlap are tried: the nearest cameras by GPS, the triangulation graph of the camera positions
 (it links neighbouring flight lines even where the lines are far apart) and the previous and next photographs
-in capture order (they overlap even when positions are poor).
+in capture order (they overlap even when positions are poor). Images without a position are paired instead with the
+images that look most like them (see retrieval.py): capture order alone misses the neighbouring flight lines.
 """
 
 from __future__ import annotations
@@ -11,35 +12,66 @@ import itertools
 import numpy as np
 from scipy.spatial import Delaunay, QhullError, cKDTree
 
+from ..log import log
+from .retrieval import most_similar
+
 AUTO_NEIGHBORS = 8  # nearest cameras matched per image when matcher-neighbors is 0 (auto)
 SEQUENCE_NEIGHBORS = 2  # photographs before and after in capture order
-# Without positions every pair is tried up to this many images; beyond, a window in capture order.
+# Without positions every pair is tried up to this many images; beyond, the most similar images.
 EXHAUSTIVE_WITHOUT_GPS = 60
-SEQUENCE_WINDOW_WITHOUT_GPS = 20
 
 Pair = tuple[int, int]
 
 
-def candidate_pairs(positions: np.ndarray, capture_order: list[int], neighbors: int) -> list[Pair]:
+def candidate_pairs(positions: np.ndarray, capture_order: list[int], neighbors: int,
+                    signatures: np.ndarray | None = None) -> list[Pair]:
     """Sorted pairs (i < j) of image indices.
 
     positions: (N, 2) horizontal camera positions in metres, NaN where unknown.
     capture_order: image indices sorted by capture time.
     neighbors: nearest cameras per image; 0 lets the engine choose (and adds the triangulation graph).
+    signatures: (N, K) image signatures (retrieval.signatures) when uses_retrieval; images without a position
+        (every image when fewer than 3 have one) are paired with their most similar images.
     """
     n = len(positions)
     k = neighbors or AUTO_NEIGHBORS
-    located = np.flatnonzero(np.isfinite(positions).all(axis=1))
-    if n <= k + 1:
+    if exhaustive(positions, neighbors):
         return all_pairs(n)
-    if len(located) < 3:
-        if n <= EXHAUSTIVE_WITHOUT_GPS:
-            return all_pairs(n)
-        return sorted(sequence_pairs(capture_order, SEQUENCE_WINDOW_WITHOUT_GPS))
-    pairs = nearest_pairs(positions[located], k, located) | sequence_pairs(capture_order, SEQUENCE_NEIGHBORS)
-    if neighbors == 0:
-        pairs |= triangulation_pairs(positions[located], located)
+    located = _located(positions)
+    pairs = sequence_pairs(capture_order, SEQUENCE_NEIGHBORS)
+    if len(located) >= 3:
+        pairs |= nearest_pairs(positions[located], k, located)
+        if neighbors == 0:
+            pairs |= triangulation_pairs(positions[located], located)
+        seekers = np.setdiff1d(np.arange(n), located)
+    else:
+        seekers = np.arange(n)
+    if signatures is not None and len(seekers):
+        found = retrieval_pairs(signatures, seekers, k)
+        log.info("Image retrieval found %d candidate pairs for %d images without a position (%d not otherwise "
+                 "paired)", len(found), len(seekers), len(found - pairs))
+        pairs |= found
     return sorted(pairs)
+
+
+def exhaustive(positions: np.ndarray, neighbors: int) -> bool:
+    """Whether every pair is tried: sets too small to choose from, and small sets without positions."""
+    n = len(positions)
+    return n <= (neighbors or AUTO_NEIGHBORS) + 1 or (len(_located(positions)) < 3 and n <= EXHAUSTIVE_WITHOUT_GPS)
+
+
+def uses_retrieval(positions: np.ndarray, neighbors: int) -> bool:
+    """Whether candidate_pairs pairs some images by their signatures."""
+    return not exhaustive(positions, neighbors) and len(_located(positions)) < len(positions)
+
+
+def retrieval_pairs(signatures: np.ndarray, queries: np.ndarray, k: int) -> set[Pair]:
+    similar = most_similar(signatures, queries, k)
+    return {_ordered(q, j) for q, row in zip(queries, similar) for j in row}
+
+
+def _located(positions: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.isfinite(positions).all(axis=1))
 
 
 def all_pairs(n: int) -> list[Pair]:

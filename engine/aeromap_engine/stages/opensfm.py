@@ -1,10 +1,10 @@
 """Structure from motion: from the photographs to calibrated, posed cameras and sparse points in the world frame.
 
-Steps: SIFT features at the feature quality's scale; candidate pairs from GPS neighbours; matching and geometric
-verification; incremental or global mapping with the GPS positions as priors; georeferencing (see
-sfm/georeference.py): by ground control points when gcp_list.txt is given (unless use-exif), else by the GPS
-through a robust similarity and a bundle adjustment with the fixes that agree (mapping again without the others
-when some do not), else a levelled local frame.
+Steps: SIFT features at the feature quality's scale; candidate pairs from GPS neighbours (from image retrieval for
+images without a position); matching and geometric verification; incremental or global mapping with the GPS
+positions as priors; georeferencing (see sfm/georeference.py): by ground control points when gcp_list.txt is
+given (unless use-exif), else by the GPS through a robust similarity and a bundle adjustment with the fixes that
+agree (mapping again without the others when some do not), else a levelled local frame.
 
 Writes (see georef.py for the frame): opensfm/reconstruction/ (COLMAP binary model, image names as in images/,
 coloured points), opensfm/georef.json, opensfm/sparse.ply, cameras.json, odm_report/shots.geojson and the
@@ -41,7 +41,8 @@ from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_size, sift_memory
 from ..sfm.georeference import WorldFrame, georeference, photo_positions, position_priors, world_frame
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
-from ..sfm.pairs import candidate_pairs
+from ..sfm.pairs import candidate_pairs, uses_retrieval
+from ..sfm.retrieval import retained, signatures
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -102,10 +103,13 @@ def run(ctx: "StageContext") -> None:
     project.path("opensfm").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sfm-", dir=project.path("opensfm")) as scratch:
         database = Path(scratch) / "database.db"
+        retrieval = uses_retrieval(positions[:, :2], options.matcher_neighbors)
         with timed("features", timings):
-            camera_kinds = build_database(ctx, database, photos, kinds, mapping_priors)
+            camera_kinds, kept = build_database(ctx, database, photos, kinds, mapping_priors, retrieval)
         with timed("matching", timings):
-            pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors)
+            pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors,
+                                    signatures(kept) if retrieval else None)
+            del kept  # up to 128 kB an image, of no use once paired
             match_pairs(database, [(photos[i].filename, photos[j].filename) for i, j in pairs],
                         Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.35 * f))
             log.info("Matched %d candidate pairs; %d overlap", len(pairs),
@@ -153,8 +157,10 @@ def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: 
 
 
 def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: list[CameraKind],
-                   priors: dict[str, PositionPrior]) -> dict[int, CameraKind]:
-    """The matching database with every photograph's features and prior; returns the kind of each camera id."""
+                   priors: dict[str, PositionPrior], retrieval: bool
+                   ) -> tuple[dict[int, CameraKind], list[np.ndarray]]:
+    """The matching database with every photograph's features and prior; returns the kind of each camera id and,
+    when retrieval is wanted, the descriptors it needs of each photograph (none otherwise)."""
     distinct = list(dict.fromkeys(kinds))
     log.info("Cameras: %s", "; ".join(f"{k.make} {k.model} {k.width}x{k.height} ({k.projection}, "
                                       f"{k.colmap_model})" for k in distinct))
@@ -162,9 +168,12 @@ def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: 
     with open_database(path, [k.initial_camera() for k in distinct]) as database:
         extracted = extract_all(ctx.project, photos, options.feature_quality, options.min_num_features,
                                 options.max_concurrency, lambda f: ctx.progress(0.3 * f))
+        kept = []
         for i, features in enumerate(extracted):
             database.add(photos[i].filename, distinct.index(kinds[i]), features, priors.get(photos[i].filename))
-        return dict(zip(database.camera_ids, distinct))
+            if retrieval:
+                kept.append(retained(features.descriptors))
+        return dict(zip(database.camera_ids, distinct)), kept
 
 
 def read_gcp_file(project: "Project") -> GcpFile | None:

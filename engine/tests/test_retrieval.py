@@ -1,0 +1,147 @@
+"""Image retrieval for pairing images without positions: the signatures on synthetic descriptor sets, the pairs
+they add, and on the 18 Brighton Beach photographs (three flight lines, 1000 px copies) with the positions hidden.
+
+Which Brighton Beach images overlap comes from their EXIF GPS: cameras within 40 m of each other share ground
+(ratio-test SIFT matches between them number in the tens to hundreds, beyond 40 m they fall to the level of
+chance, except some pairs two lines apart).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from test_sfm import DATASET, HEIGHT, SFM, WIDTH, captured_log, exif_utm, make_project, stats
+
+from aeromap_engine import pipeline
+from aeromap_engine.sfm import pairs as pairs_module
+from aeromap_engine.sfm.features import extract_features
+from aeromap_engine.sfm.pairs import candidate_pairs, sequence_pairs, uses_retrieval
+from aeromap_engine.sfm.retrieval import learn_vocabulary, most_similar, retained, signatures
+
+NAMES = sorted(p.name for p in DATASET.glob("DJI_00*.JPG"))
+OVERLAP_M = 40.0
+K = 5
+
+
+def scenes(rng: np.random.Generator, count: int, views: int, features: int = 300) -> list[np.ndarray]:
+    """Descriptor sets of `views` views of each of `count` scenes: each view keeps a random 70 % of its scene's
+    descriptors, perturbed, as SIFT sees the same ground from another place."""
+    sets = []
+    for _ in range(count):
+        scene = rng.uniform(0, 255, (features, 128))
+        for _ in range(views):
+            kept = scene[rng.random(features) < 0.7]
+            sets.append(np.clip(kept + rng.normal(0, 8, kept.shape), 0, 255).astype(np.uint8))
+    return sets
+
+
+def test_vocabulary_finds_the_clusters() -> None:
+    rng = np.random.default_rng(0)
+    centres = rng.uniform(20, 235, (4, 128))
+    descriptors = np.rint(np.concatenate([c + rng.normal(0, 3, (500, 128)) for c in centres])).astype(np.uint8)
+    words = learn_vocabulary([descriptors[:1000], descriptors[1000:]], size=4)
+    distances = np.linalg.norm(words[:, None] - centres[None], axis=2)
+    assert sorted(distances.argmin(axis=1)) == [0, 1, 2, 3]
+    assert distances.min(axis=1).max() < 3.0
+
+
+def test_views_of_one_scene_are_most_similar() -> None:
+    sets = scenes(np.random.default_rng(1), count=5, views=4)
+    sig = signatures(sets)
+    assert np.allclose(np.linalg.norm(sig, axis=1), 1.0)
+    similar = most_similar(sig, np.arange(len(sets)), 3)
+    for i, row in enumerate(similar):
+        assert i not in row
+        assert sorted(row // 4) == [i // 4] * 3  # the other three views of its scene
+        scores = sig[row] @ sig[i]
+        assert np.all(np.diff(scores) <= 0)  # best first
+    assert most_similar(sig[:3], np.arange(3), 10).shape == (3, 2)  # never more than the other images
+    assert signatures([np.zeros((0, 128), np.uint8)] * 3).shape[0] == 3  # featureless images still pair
+
+
+def test_return_lines_pair_without_gps(caplog: pytest.LogCaptureFixture) -> None:
+    """100 images in two flight lines flown out and back over the same ground, no positions: image i sees the
+    ground that image 99 - i sees. Capture order never links them; retrieval does."""
+    rng = np.random.default_rng(2)
+    ground = scenes(rng, count=50, views=2)
+    sets = [ground[2 * i] for i in range(50)] + [ground[2 * (49 - i) + 1] for i in range(50)]
+    unknown = np.full((100, 2), np.nan)
+    assert uses_retrieval(unknown, 0)
+    with caplog.at_level("INFO", logger="aeromap"):
+        found = set(candidate_pairs(unknown, list(range(100)), 0, signatures(sets)))
+    assert all((i, 99 - i) in found for i in range(50))
+    assert all((i, i + 1) in found for i in range(99))  # the capture-order neighbours stay
+    assert len(found) < 100 * 10
+    assert "Image retrieval found" in caplog.text
+
+
+def test_only_images_without_position_use_retrieval() -> None:
+    rng = np.random.default_rng(3)
+    positions = np.array([[c * 20.0, r * 20.0] for r in range(6) for c in range(6)])
+    sig = signatures(scenes(rng, count=36, views=1))
+    assert not uses_retrieval(positions, 0)
+    assert candidate_pairs(positions, list(range(36)), 0, sig) == candidate_pairs(positions, list(range(36)), 0)
+    positions[20] = np.nan
+    assert uses_retrieval(positions, 0)
+    with_retrieval = set(candidate_pairs(positions, list(range(36)), 3, sig))
+    without = set(candidate_pairs(positions, list(range(36)), 3))
+    added = with_retrieval - without
+    assert len(added) == 3 and all(20 in pair for pair in added)
+    assert not uses_retrieval(np.full((60, 2), np.nan), 0)  # small sets without positions: every pair
+
+
+@pytest.fixture(scope="module")
+def brighton_descriptors() -> list[np.ndarray]:
+    """The retained descriptors of the 18 photographs at 1000 px, as the opensfm stage keeps them."""
+    out = []
+    for name in NAMES:
+        with Image.open(DATASET / name) as image:
+            full = image.size
+            image.draft("RGB", (WIDTH, HEIGHT))
+            grey = np.asarray(image.convert("L").resize((WIDTH, HEIGHT), Image.LANCZOS))
+        out.append(retained(extract_features(grey, full, 10000).descriptors))
+    return out
+
+
+def recall(found: set[tuple[int, int]], truth: set[tuple[int, int]]) -> float:
+    return len(found & truth) / len(truth)
+
+
+def test_brighton_retrieval_finds_overlapping_pairs(brighton_descriptors: list[np.ndarray]) -> None:
+    utm = exif_utm(NAMES)
+    xy = np.array([utm[n][:2] for n in NAMES])
+    distance = np.linalg.norm(xy[:, None] - xy[None], axis=2)
+    n = len(NAMES)
+    truth = {(i, j) for i in range(n) for j in range(i + 1, n) if distance[i, j] < OVERLAP_M}
+    shuffle = np.random.default_rng(4).permutation(n)  # image i of the shuffled set is photograph shuffle[i]
+    sig = signatures([brighton_descriptors[s] for s in shuffle])
+    similar = most_similar(sig, np.arange(n), K)
+    found = {tuple(sorted((int(shuffle[i]), int(shuffle[j])))) for i in range(n) for j in similar[i]}
+    window = max(w for w in range(1, n) if len(sequence_pairs(list(shuffle), w)) <= len(found))
+    ordered = sequence_pairs(list(shuffle), window)  # as many pairs as capture order can give at most
+    print(f"retrieval {len(found)} pairs, recall {recall(found, truth):.2f}; capture-order window {window}: "
+          f"{len(ordered)} pairs, recall {recall(ordered, truth):.2f}; {len(truth)} overlapping pairs")
+    assert len(found & truth) / len(found) > 0.7  # most retrieved pairs overlap
+    assert recall(found, truth) > 0.5
+    assert recall(found, truth) > recall(ordered, truth) + 0.15
+
+
+def test_brighton_without_gps_registers_every_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pairs_module, "EXHAUSTIVE_WITHOUT_GPS", 5)
+    project = make_project(tmp_path, keep_gps=False, names=NAMES)
+    with captured_log() as lines:
+        pipeline.run(project, SFM)
+    found = next(line for line in lines if line.startswith("Image retrieval found"))
+    assert int(found.split("(")[1].split()[0]) > 0  # pairs that capture order did not give
+    matched = next(line for line in lines if line.startswith("Matched"))
+    assert int(matched.split()[1]) < n_choose_2(len(NAMES))  # not every pair
+    reconstruction = stats(project)["reconstruction"]
+    assert reconstruction["images_registered"] == len(NAMES)
+    assert reconstruction["georef_source"] == "none"
+
+
+def n_choose_2(n: int) -> int:
+    return n * (n - 1) // 2
