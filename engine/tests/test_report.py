@@ -110,7 +110,7 @@ def test_report_is_a_pdf_of_a_few_pages(products: Project) -> None:
     built = rendered(products)
     assert built.pages == page_count(built.pdf)
     sections = list(dict.fromkeys(row.section for row in built.rows))
-    assert sections[:3] == ["Dataset Summary", "Processing Summary", "Previews"]
+    assert sections[:4] == ["Dataset Summary", "Quality", "Processing Summary", "Previews"]
     assert "Processing Time and Memory" == sections[-1]
 
 
@@ -128,6 +128,8 @@ def test_report_prints_the_numbers_of_stats_json(products: Project) -> None:
     assert area.value == data["processing_statistics"]["area"] == data["point_cloud"]["area_m2"]
     assert area.text.startswith(f"{data['point_cloud']['area_m2']:,.0f} m²")
     assert built.find("Georeference").value == "gps"
+    assert built.find("Verdict", "Quality").value == data["quality"]["verdict"]
+    assert built.find("Cameras at their GPS positions").value is data["quality"]["checks"]["gps_agreement"]["passed"]
     assert built.find("GPS error (mean distance)").value == pytest.approx(recon["gps_residual_m"]["mean"])
     assert built.find("Z / RMS error", "GPS Errors Details").value == data["gps_errors"]["error"]["z"]
     for kind in ("DSM", "DTM"):

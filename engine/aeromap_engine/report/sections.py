@@ -23,6 +23,12 @@ from .statistics import value_at_level
 
 GEOREFERENCE_TEXT = {"gps": "GPS", "gcp": "GCP (ground control points)",
                      "none": "none (local frame, not georeferenced)"}
+VERDICT_TEXT = {"good": "good: every check passed", "doubtful": "doubtful: see the warnings below",
+                "failed": "failed: no trustworthy model"}
+CHECK_LABELS = {"images_registered": "Images placed", "gps_agreement": "Cameras at their GPS positions",
+                "gps_residual": "Distance to the GPS positions",
+                "points_per_image": "Sparse points per image", "track_length": "Views per point",
+                "sparse_height_range": "Heights of the sparse model", "dsm_height_range": "Heights of the DSM"}
 CAMERA_PARAMETERS = ("focal", "focal_x", "focal_y", "c_x", "c_y", "k1", "k2", "k3", "p1", "p2", "k4")
 
 
@@ -102,6 +108,7 @@ def build_report(content: ReportContent) -> BuiltReport:
         f"Dataset: {content.dataset}",
     ])
     dataset_summary(document, stats, unit)
+    quality_summary(document, stats)
     processing_summary(document, content, unit)
     previews(document, content, unit)
     survey_data(document, content.overlap, unit)
@@ -134,6 +141,23 @@ def dataset_summary(document: Document, stats: dict[str, Any], unit: str) -> Non
         rows.append(("Cameras", Cell(", ".join(dataset["cameras"]), dataset["cameras"])))
     rows.append(("Coordinate system", Cell(crs or "none (local frame)", crs)))
     document.key_values(rows)
+
+
+def quality_summary(document: Document, stats: dict[str, Any]) -> None:
+    """The verdict, each check's finding, and the photographs left out of the model with the reason."""
+    quality = stats.get("quality")
+    if not quality:
+        return
+    document.section("Quality")
+    rows = [("Verdict", Cell(VERDICT_TEXT[quality["verdict"]], quality["verdict"]))]
+    for name, check in quality["checks"].items():
+        status = "" if check["passed"] else "Failed: " if check["fatal"] else "Warning: "
+        rows.append((CHECK_LABELS.get(name, name), Cell(status + check["message"], check["passed"])))
+    document.key_values(rows)
+    left_out = stats["reconstruction"].get("images_left_out") or {}
+    if left_out:
+        document.subheading("Images left out")
+        document.key_values([(name, Cell(reason, reason)) for name, reason in sorted(left_out.items())], 0.25)
 
 
 def processing_summary(document: Document, content: ReportContent, unit: str) -> None:

@@ -2,14 +2,17 @@
 bundle adjustment with position priors.
 
 A few wild GPS fixes are common (a receiver still converging, a glitch at a turn), so alignments are robust:
-RANSAC first, then least squares on the positions that agree with the model to within a threshold that follows
-the data (a multiple of the median residual). A survey flown along one line cannot fix the roll about that line
+least median of squares first (the similarity of three positions that leaves the smallest median residual over
+all, which ignores anything less than half of the positions do), then least squares on the positions that agree
+with the model to within a threshold that follows the data (a multiple of the median residual). A consensus
+count within the stated GPS accuracy would not do: fixes 30 m off agree with a 10 m accuracy's bound. A survey flown along one line cannot fix the roll about that line
 from positions alone: there the model is first levelled by the cameras' viewing directions, then turned only as
 far as it takes to lay its line onto the positions' line.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,6 +27,7 @@ MIN_INLIER_ERROR = 0.1  # m; residuals below this always count as agreeing (RTK 
 # noise, so that only fixes that are plainly wrong are left out.
 INLIER_MEDIAN_FACTOR = 4.0
 MIN_ALIGNMENT_POINTS = 3
+MAX_SAMPLES = 500  # triples tried by least median of squares: all but certain to draw three good fixes
 COLLINEAR_RATIO = 0.05  # median distance from the principal line, over the length, below which points are a line
 
 
@@ -67,20 +71,22 @@ def robust_similarity(source: np.ndarray, target: np.ndarray, max_error: float,
     if len(source) < MIN_ALIGNMENT_POINTS:
         return None
     if mode == "full":
-        options = pycolmap.RANSACOptions()
-        options.max_error = max_error
-        options.random_seed = 1
-        estimate = pycolmap.estimate_sim3d_robust(source, target, options)
-        transform = estimate["tgt_from_src"] if estimate else None
+        transform = least_median_similarity(source, target)
     else:
         transform = _ESTIMATORS[mode](source, target)
     if transform is None:
         return None
     compared = slice(0, 2) if mode == "level" else slice(0, 3)
     inliers = np.ones(len(source), dtype=bool)
+    if len(source) == MIN_ALIGNMENT_POINTS:
+        return SimilarityFit(transform, inliers, mode)  # three positions cannot outvote one another
+    # A similarity fits three positions exactly, so on few positions the median residual understates the noise:
+    # Rousseeuw's finite-sample correction for least median of squares.
+    small_sample = 1.0 + 5.0 / (len(source) - MIN_ALIGNMENT_POINTS)
     for _ in range(3):
         residuals = np.linalg.norm((apply(transform, source) - target)[:, compared], axis=1)
-        threshold = min(max_error, max(MIN_INLIER_ERROR, INLIER_MEDIAN_FACTOR * float(np.median(residuals))))
+        spread = INLIER_MEDIAN_FACTOR * small_sample * float(np.median(residuals))
+        threshold = min(max_error, max(MIN_INLIER_ERROR, spread))
         agreeing = residuals <= threshold
         if agreeing.sum() < MIN_ALIGNMENT_POINTS or np.array_equal(agreeing, inliers):
             break
@@ -90,6 +96,26 @@ def robust_similarity(source: np.ndarray, target: np.ndarray, max_error: float,
             break
         transform = refit
     return SimilarityFit(transform, inliers, mode)
+
+
+def least_median_similarity(source: np.ndarray, target: np.ndarray) -> pycolmap.Sim3d | None:
+    """The similarity, among those of three source-target pairs, with the smallest median residual: every
+    triple when there are few, else MAX_SAMPLES random ones (seeded, so that runs repeat)."""
+    count = len(source)
+    if count <= 12:
+        triples = np.array(list(itertools.combinations(range(count), 3)))
+    else:
+        rng = np.random.default_rng(1)
+        triples = np.array([rng.choice(count, 3, replace=False) for _ in range(MAX_SAMPLES)])
+    best, best_median = None, np.inf
+    for triple in triples:
+        transform = pycolmap.estimate_sim3d(source[triple], target[triple])
+        if transform is None:
+            continue
+        median = float(np.median(np.linalg.norm(apply(transform, source) - target, axis=1)))
+        if median < best_median:
+            best, best_median = transform, median
+    return best
 
 
 def similarity_about_vertical(source: np.ndarray, target: np.ndarray) -> pycolmap.Sim3d:

@@ -24,24 +24,24 @@ class MappingSettings:
 
 
 def reconstruct(database: Path, images_dir: Path, work_dir: Path, settings: MappingSettings,
-                on_registered: Callable[[], None]) -> tuple[pycolmap.Reconstruction | None, str]:
-    """The largest reconstruction found (None when no pair of images could start one) and the algorithm that
-    found it."""
+                on_registered: Callable[[], None]) -> tuple[list[pycolmap.Reconstruction], str]:
+    """Every reconstruction found, largest first (several when the photographs fall into groups that share no
+    view; none when no pair of images could start one), and the algorithm that found them."""
     work_dir.mkdir(parents=True, exist_ok=True)
     if settings.algorithm == "global":
         models = pycolmap.global_mapping(database, images_dir, work_dir, _global_options(settings))
         if models:
-            return _largest(models), "global"
+            return _by_size(models), "global"
         # Rotation averaging can fail on small or weakly linked view graphs, and on flat ground seen straight
         # down (two-view geometry is then a plane's, with two readings), where adding images one by one works.
         log.warning("Global mapping found no model; mapping incrementally instead")
     models = pycolmap.incremental_mapping(database, images_dir, work_dir, _incremental_options(settings),
                                           next_image_callback=on_registered)
-    return (_largest(models) if models else None), "incremental"
+    return _by_size(models), "incremental"
 
 
-def _largest(models: dict[int, pycolmap.Reconstruction]) -> pycolmap.Reconstruction:
-    return max(models.values(), key=lambda r: (r.num_reg_images(), r.num_points3D()))
+def _by_size(models: dict[int, pycolmap.Reconstruction]) -> list[pycolmap.Reconstruction]:
+    return sorted(models.values(), key=lambda r: (r.num_reg_images(), r.num_points3D()), reverse=True)
 
 
 def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipelineOptions:
@@ -49,7 +49,7 @@ def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipel
     options.num_threads = settings.threads
     options.random_seed = SEED
     options.extract_colors = False  # done once, on the final model
-    options.min_model_size = 3  # keep small surveys' models; the largest is chosen anyway
+    options.min_model_size = 3  # a group of three photographs still covers ground worth mapping
     # Global adjustment after every 25 % growth of the model instead of 10 %: it is the mapper's main cost on
     # large surveys, local adjustments keep the model in shape in between, and the last one is always run.
     options.ba_global_frames_ratio = 1.25

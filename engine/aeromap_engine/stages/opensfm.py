@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,9 @@ import numpy as np
 import psutil
 import pycolmap
 
+from .. import quality
 from ..errors import InputError
+from ..quality import Check
 from ..files import atomic_dir, read_json, write_json
 from ..georef import Georef
 from ..io.gcp import GcpFile, parse_gcp_list
@@ -39,7 +42,11 @@ from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, refinement
 from ..sfm.database import PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_size, sift_memory
-from ..sfm.georeference import WorldFrame, georeference, photo_positions, position_priors, world_frame
+from ..sfm.alignment import MIN_ALIGNMENT_POINTS
+from ..sfm.georeference import (WorldFrame, georeference, gps_residuals, photo_positions, position_priors,
+                                world_frame)
+from ..sfm.consistency import GpsVerdict, gps_verdict
+from ..sfm.groups import deregister, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, uses_retrieval
 from ..sfm.retrieval import retained, signatures
@@ -126,34 +133,125 @@ def run(ctx: "StageContext") -> None:
     source = figures["georef_source"]
     georef = Georef(frame.crs, frame.offset, source) if source != "none" else Georef(None, (0.0, 0.0), "none")
     write_outputs(project, model, georef, camera_kinds, photos, figures)
+    quality.record(project, model_checks(model, len(photos)) + figures["gps_checks"])
+
+
+def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
+    """What the sparse model tells of its own trustworthiness (see quality.py)."""
+    registered = [model.image(i) for i in model.reg_image_ids()]
+    centres = np.array([image.projection_center() for image in registered])
+    heights = np.array([point.xyz[2] for point in model.points3D.values()])
+    checks = [quality.registered_share(len(registered), total),
+              quality.points_per_image(model.num_points3D(), len(registered)),
+              quality.track_length(model.compute_mean_track_length())]
+    if len(heights):
+        nadir = quality.nadir_views(np.array([image.viewing_direction() for image in registered]))
+        checks.append(quality.height_range(heights, centres[:, 2], nadir, "sparse model", "sparse"))
+    return checks
 
 
 def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: WorldFrame,
           priors: dict[str, PositionPrior], photos: list[Photo], timings: dict[str, float]
           ) -> tuple[pycolmap.Reconstruction, str, dict[str, Any]]:
-    """Map, then georeference. When mapping used GPS priors and some fixes turn out wild, map again without
-    them: even through a robust loss they pull, and on a small survey they can bend the model."""
+    """Map, georeference, then place the groups that share no view with the main model by their own GPS.
+
+    When a few GPS fixes turn out wild, map again without them: even through a robust loss they pull, and on a
+    small survey they can bend the model. When many do, the model is doubted instead of the fixes: it is mapped
+    again from the photographs alone, and its images that still contradict their fixes are taken out (the
+    quality checks then judge what is left)."""
     database = scratch / "database.db"
     pitch_by_name = {p.filename: p.pitch for p in photos if p.pitch is not None}
     progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
     for attempt in (1, 2):
         with timed("mapping", timings):
-            model, algorithm = reconstruct(database, ctx.project.images_dir, scratch / f"models{attempt}", settings,
-                                           progress)
-        if model is None or model.num_reg_images() < 2:
+            models, algorithm = reconstruct(database, ctx.project.images_dir, scratch / f"models{attempt}",
+                                            settings, progress)
+        if not models or models[0].num_reg_images() < 2:
             raise InputError("The images do not overlap enough to reconstruct anything: no pair of images could "
                              "be matched and triangulated")
-        log.info("Registered %d of %d images, %d points", model.num_reg_images(), len(photos),
-                 model.num_points3D())
+        # The main model is the largest that its GPS can place, so that a group without GPS cannot take the
+        # place of one with it.
+        models.sort(key=lambda m: gps_verdict(m, priors, []).located < MIN_ALIGNMENT_POINTS)
+        model = models[0]
+        log.info("Registered %d of %d images, %d points%s", model.num_reg_images(), len(photos),
+                 model.num_points3D(), f"; separate groups: {len(models) - 1}" if len(models) > 1 else "")
         with timed("georeferencing", timings):
             figures = georeference(model, frame, priors, photos, pitch_by_name, settings.refine,
                                    settings.threads, ctx.options.was_given("gps-accuracy"))
-        wild = (figures.get("gps_residual_m") or {}).get("outliers", [])
-        if attempt == 2 or not (wild and settings.use_position_priors):
+        verdict = gps_verdict(model, priors, outliers(figures))
+        if attempt == 2 or not settings.use_position_priors or not (verdict.wild or verdict.far):
             break
-        log.info("Mapping again without the GPS positions that disagree with the model")
-        drop_priors(database, wild)
+        if verdict.doubted:
+            log.info("The GPS positions disagree with the model: mapping again from the photographs alone")
+            settings = replace(settings, use_position_priors=False)
+        else:
+            log.info("Mapping again without the GPS positions that disagree with the model")
+            drop_priors(database, verdict.wild)
+    dropped = drop_contradicted(model, priors, verdict) if verdict.doubted else {}
+    left_out, wild = dict(dropped), [] if verdict.doubted else verdict.wild
+    with timed("georeferencing", timings):
+        for group in models[1:]:
+            reasons, group_wild = place_group(model, group, figures["georef_source"], frame, priors, photos,
+                                              pitch_by_name, settings, ctx.options.was_given("gps-accuracy"))
+            left_out.update(reasons)
+            wild += group_wild
+    if figures.get("gps_residual_m") is not None:
+        figures["gps_residual_m"] = gps_residuals(model, priors, wild)
+    figures["left_out"] = left_out
+    figures["gps_checks"] = gps_checks(gps_verdict(model, priors, wild), len(dropped))
     return model, algorithm, figures
+
+
+def gps_checks(final: GpsVerdict, dropped: int) -> list[Check]:
+    """The quality checks of the GPS against the final model, whose images that contradicted their fixes have
+    been dropped (the GPS glitches count as agreeing: the model is right where they are)."""
+    if final.located + dropped < MIN_ALIGNMENT_POINTS:
+        return []
+    return [quality.gps_agreement(final.located, final.located + dropped, final.accuracy_m),
+            quality.gps_residual(final.median_residual_m, final.residual_bound_m, final.spacing_m)]
+
+
+def outliers(figures: dict[str, Any]) -> list[str]:
+    """The images whose GPS fix georeferencing found wild."""
+    return list((figures.get("gps_residual_m") or {}).get("outliers", []))
+
+
+def drop_contradicted(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], verdict: GpsVerdict
+                      ) -> dict[str, str]:
+    """Take the images that contradict their GPS fixes out of the model; the reason for each."""
+    reasons = {name: f"its registration lies {distance_to_fix(model, name, priors[name]):.0f} m from its GPS "
+                     f"position, far outside the GPS accuracy: the photograph was joined at the wrong place"
+               for name in verdict.wild}
+    deregister(model, verdict.wild)
+    log.warning("%d of %d cameras contradict their GPS positions: the model is doubted, not the GPS, and those "
+                "images are left out", len(verdict.wild), verdict.located)
+    return reasons
+
+
+def distance_to_fix(model: pycolmap.Reconstruction, name: str, prior: PositionPrior) -> float:
+    image = model.find_image_with_name(name)
+    return float(np.linalg.norm(image.projection_center() - prior.position))
+
+
+def place_group(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction, source: str, frame: WorldFrame,
+                priors: dict[str, PositionPrior], photos: list[Photo], pitch_by_name: dict[str, float],
+                settings: MappingSettings, accuracy_given: bool) -> tuple[dict[str, str], list[str]]:
+    """Georeference a group that shares no view with the main model by its own GPS and merge it in. Returns
+    the reason for each of its images when it cannot be placed, and its images whose GPS fixes are wild."""
+    names = image_names(group)
+    apart = f"in a group of {len(names)} images that shares no view with the main model"
+    if source == "none":  # the main model itself is in a local frame
+        return dict.fromkeys(names, f"{apart}, and without GPS nothing places it"), []
+    figures = georeference(group, replace(frame, source="gps"), priors, photos, pitch_by_name, settings.refine,
+                           settings.threads, accuracy_given)
+    verdict = gps_verdict(group, priors, outliers(figures))
+    if figures["georef_source"] != "gps" or verdict.doubted:
+        why = "contradict it" if verdict.doubted else f"are too few to place it ({MIN_ALIGNMENT_POINTS} needed)"
+        return dict.fromkeys(names, f"{apart}, and whose GPS positions {why}"), []
+    merge(model, group)
+    log.info("Placed a separate group of %d images by its GPS and merged it into the model: %s", len(names),
+             ", ".join(names))
+    return {}, verdict.wild
 
 
 def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: list[CameraKind],
@@ -284,14 +382,17 @@ def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Ge
         shots.unlink(missing_ok=True)  # a previous georeferenced run's shots would no longer match
     registered = {model.image(i).name for i in model.reg_image_ids()}
     unregistered = sorted(p.filename for p in photos if p.filename not in registered)
-    if unregistered:
-        log.warning("Not reconstructed: %s", ", ".join(unregistered))
+    left_out = {name: figures["left_out"].get(name, "it shares too few matches with the other photographs to "
+                                                    "be placed") for name in unregistered}
+    for name, reason in left_out.items():
+        log.warning("Left out %s: %s", name, reason)
     gsd = mean_gsd_cm(model)
     error = model.compute_mean_reprojection_error()
     project.update_stats("reconstruction", {
         "images_total": len(photos),
         "images_registered": len(registered),
         "images_unregistered": unregistered,
+        "images_left_out": left_out,
         "points": model.num_points3D(),
         "observations": model.compute_num_observations(),
         "mean_track_length": model.compute_mean_track_length(),

@@ -1,0 +1,157 @@
+"""Hard surveys made from Brighton Beach: each ends with a right model or a clear failure naming the cause, never
+a plausible wrong one.
+
+The photographs are the 1000 px copies of test_sfm.py. Truth is the original photographs' EXIF GPS (about a
+metre on this DJI) and their content: a camera's position is right when it lies at its own photograph's fix,
+whatever fix the test gave it.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pycolmap
+import pytest
+from PIL import ExifTags, Image
+from PIL.TiffImagePlugin import IFDRational
+from pyproj import Transformer
+
+from aeromap_engine import pipeline
+from aeromap_engine.errors import InputError
+from aeromap_engine.project import Project
+from aeromap_engine.sfm.alignment import apply
+from test_sfm import DATASET, SFM, UTM_15N, captured_log, downscale, exif_utm, make_project, model_centres, stats
+
+ALL = sorted(p.name for p in DATASET.iterdir())  # three flight lines of six
+TRUE_FIX_M = 1.5  # how far a camera may lie from its photograph's own fix (DJI GPS, and the model's fit)
+TO_LONLAT = Transformer.from_crs(UTM_15N, "EPSG:4326", always_xy=True)
+
+
+def set_fix(path: Path, utm: np.ndarray) -> None:
+    """Rewrite a photograph's EXIF GPS position (UTM 15N easting, northing, altitude)."""
+    lon, lat = TO_LONLAT.transform(utm[0], utm[1])
+    with Image.open(path) as image:
+        exif, xmp, pixels = image.getexif(), image.info.get("xmp"), image.copy()
+    gps = exif.get_ifd(ExifTags.IFD.GPSInfo)
+    gps[1], gps[2] = ("N" if lat >= 0 else "S"), _dms(abs(lat))
+    gps[3], gps[4] = ("E" if lon >= 0 else "W"), _dms(abs(lon))
+    gps[6] = IFDRational(round(float(utm[2]) * 1000), 1000)
+    pixels.save(path, quality=92, exif=exif, xmp=xmp)
+
+
+def _dms(degrees: float) -> tuple[IFDRational, IFDRational, IFDRational]:
+    whole = int(degrees)
+    minutes = int((degrees - whole) * 60)
+    seconds = (degrees - whole - minutes / 60) * 3600
+    return IFDRational(whole, 1), IFDRational(minutes, 1), IFDRational(round(seconds * 1e6), 1_000_000)
+
+
+def distances_to_truth(project: Project) -> dict[str, float]:
+    """Each registered camera's distance from its own photograph's original fix."""
+    centres = model_centres(project)
+    truth = exif_utm(list(centres))
+    return {name: float(np.linalg.norm(centres[name] - truth[name])) for name in centres}
+
+
+def test_every_second_image_removed(tmp_path: Path) -> None:
+    """Nine photographs with half the overlap: all placed at their fixes, and the verdict says so."""
+    project = make_project(tmp_path, names=ALL[::2])
+    pipeline.run(project, SFM)
+    errors = distances_to_truth(project)
+    assert len(errors) == 9 and max(errors.values()) < TRUE_FIX_M
+    assert stats(project)["quality"]["verdict"] != "failed"
+
+
+def test_wild_fixes_are_blamed_on_the_gps(tmp_path: Path) -> None:
+    """Two of nine fixes 30 m off (a receiver glitch): the images still land where they were taken, and the
+    fixes are named as wrong."""
+    names = ALL[::2]
+    project = make_project(tmp_path, names=names)
+    truth = exif_utm(names)
+    wrong = [names[2], names[6]]
+    for name in wrong:
+        set_fix(project.images_dir / name, truth[name] + [21.2, 21.2, 0.0])
+    pipeline.run(project, SFM)
+    errors = distances_to_truth(project)
+    assert len(errors) == 9 and max(errors.values()) < TRUE_FIX_M
+    assert sorted(stats(project)["reconstruction"]["gps_residual_m"]["outliers"]) == wrong
+    # Negative control: the two cameras do lie 30 m from the fixes they were given.
+    centres = model_centres(project)
+    assert all(np.linalg.norm(centres[n][:2] - truth[n][:2] - 21.2) > 25 for n in wrong)
+
+
+def test_fixes_of_other_photographs_fail_clearly(tmp_path: Path) -> None:
+    """Fixes shuffled among the photographs (geotags from a clock-shifted log): most cameras contradict their
+    fixes, so no model is trustworthy and the run fails, naming the GPS; nothing is left marked done. (The
+    cameras lie at their own photographs' fixes, which test_every_second_image_removed checks: it is the
+    assignment the run rejects.)"""
+    names = ALL[::2]
+    project = make_project(tmp_path, names=names)
+    truth = exif_utm(names)
+    shuffled = names[3:] + names[:3]
+    for name, other in zip(names, shuffled):
+        set_fix(project.images_dir / name, truth[other])
+    with pytest.raises(InputError, match="GPS positions do not describe the photographs' layout") as failure:
+        pipeline.run(project, SFM)
+    assert failure.value.exit_code == 3
+    assert stats(project)["quality"]["verdict"] == "failed"
+    assert not (project.state_dir / "opensfm.done").exists()
+
+
+def test_no_gps_and_shuffled_capture_order(tmp_path: Path) -> None:
+    """Twelve photographs without GPS under names that hide the flight order: image retrieval pairs them, and
+    the model has the survey's shape (a similarity puts the cameras within a metre of their fixes, each within
+    the fixes' own accuracy)."""
+    names = ALL[:12]
+    order = random.Random(3).sample(range(len(names)), len(names))
+    (tmp_path / "images").mkdir()
+    renamed = {}
+    for name, slot in zip(names, order):
+        renamed[f"IMG_{slot:03d}.JPG"] = name
+        downscale(DATASET / name, tmp_path / "images" / f"IMG_{slot:03d}.JPG", keep_gps=False)
+    project = Project(tmp_path)
+    pipeline.run(project, SFM)
+    model = pycolmap.Reconstruction(project.root / "opensfm" / "reconstruction")
+    solved = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
+    assert len(solved) == 12
+    truth = exif_utm(names)
+    source = np.array([solved[n] for n in sorted(solved)])
+    target = np.array([truth[renamed[n]] for n in sorted(solved)])
+    fit = pycolmap.estimate_sim3d(source, target)
+    residuals = np.linalg.norm(apply(fit, source) - target, axis=1)
+    assert np.median(residuals) < 1.0 and residuals.max() < TRUE_FIX_M, residuals
+
+
+def test_two_groups_that_share_no_view(tmp_path: Path) -> None:
+    """The west and east ends of the survey, 40 m apart with no view in common: each group is reconstructed
+    on its own and placed by its GPS, so both are in the model, at their fixes."""
+    west, east = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0028.JPG", "DJI_0029.JPG"], \
+        ["DJI_0024.JPG", "DJI_0033.JPG", "DJI_0034.JPG", "DJI_0035.JPG"]
+    project = make_project(tmp_path, names=west + east)
+    with captured_log() as lines:
+        pipeline.run(project, SFM)
+    assert any("separate group of 4 images" in line for line in lines)
+    errors = distances_to_truth(project)
+    assert sorted(errors) == sorted(west + east) and max(errors.values()) < TRUE_FIX_M
+    assert stats(project)["reconstruction"]["images_left_out"] == {}
+
+
+def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path) -> None:
+    """The same two groups with the east one's GPS removed: nothing can place it, so its images are left out,
+    each named with the reason, and the west group alone makes a trustworthy model."""
+    west, east = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0028.JPG", "DJI_0029.JPG"], \
+        ["DJI_0024.JPG", "DJI_0033.JPG", "DJI_0034.JPG", "DJI_0035.JPG"]
+    project = make_project(tmp_path, names=west)
+    for name in east:
+        downscale(DATASET / name, project.images_dir / name, keep_gps=False)
+    with captured_log() as lines:
+        pipeline.run(project, SFM)
+    left_out = stats(project)["reconstruction"]["images_left_out"]
+    assert sorted(left_out) == sorted(east)
+    assert all("shares no view with the main model" in reason for reason in left_out.values())
+    assert all(any(name in line and "Left out" in line for line in lines) for name in east)
+    assert sorted(distances_to_truth(project)) == sorted(west)
+    quality = stats(project)["quality"]
+    assert quality["verdict"] == "doubtful" and not quality["checks"]["images_registered"]["passed"]
