@@ -14,6 +14,9 @@ from aeromap_engine import pipeline
 from aeromap_engine.geo import parse_crs, utm_crs
 from aeromap_engine.io.exif import photo_from_metadata, xmp_tags
 from aeromap_engine.io.gcp import parse_gcp_list
+from aeromap_engine.quality import height_range, nadir_views
+from aeromap_engine.sfm.alignment import apply, robust_similarity
+from aeromap_engine.sfm.consistency import fix_spacing, layout_uncertainty
 from aeromap_engine.io.geotxt import parse_geo_txt
 from aeromap_engine.sfm.alignment import (apply, gravity_direction, is_collinear, levelling_transform,
                                           robust_similarity)
@@ -258,3 +261,61 @@ def test_sfm_options_are_declared_for_the_opensfm_stage() -> None:
         assert specs[name].stage == "opensfm"
     assert specs["feature-quality"].default == "high" and specs["min-num-features"].default == 10000
     assert set(specs["sfm-algorithm"].choices) == {"incremental", "global"}
+
+
+def test_layout_uncertainty_matches_plane_fits_to_noisy_heights() -> None:
+    """The predicted tilt uncertainty is the spread of the slopes that least squares fits through heights with
+    that noise (Monte Carlo), and a line of fixes leaves the tilt across it undetermined."""
+    grid = np.array([(x, y) for x in range(0, 100, 10) for y in range(0, 40, 10)], dtype=float)
+    expected = layout_uncertainty(grid, horizontal_rmse_m=1.5 * np.sqrt(2), vertical_rmse_m=3.3)
+    rng = np.random.default_rng(0)
+    design = np.c_[grid - grid.mean(axis=0), np.ones(len(grid))]
+    slopes = np.array([np.linalg.lstsq(design, rng.normal(0, 3.3, len(grid)), rcond=None)[0][1]
+                       for _ in range(4000)])  # across the narrow (40 m) side, the weakest direction
+    assert expected.tilt_deg == pytest.approx(np.degrees(np.arctan(slopes.std())), rel=0.05)
+    scales = []
+    for _ in range(2000):
+        noisy = grid + rng.normal(0, 1.5, grid.shape)
+        a, b = grid - grid.mean(axis=0), noisy - noisy.mean(axis=0)
+        scales.append(np.sum(a * b) / np.sum(a * a) - 1)
+    assert expected.scale == pytest.approx(np.std(scales), rel=0.1)
+    line = np.c_[np.arange(0, 100, 10.0), np.zeros(10)]
+    assert layout_uncertainty(line, 1.0, 1.0).tilt_deg == 90.0
+
+
+def test_least_median_alignment_names_wild_fixes_and_keeps_noisy_ones() -> None:
+    """Nine positions with 0.5 m noise, two of them 30 m off: the two are named and the similarity is that of
+    the others. With six positions and no wild one, none is named (the small-sample correction: a similarity
+    fits three of six exactly, so their median residual understates the noise)."""
+    rng = np.random.default_rng(4)
+    source = rng.uniform(-50, 50, (9, 3)) * [1, 1, 0.05]
+    truth = pycolmap.Sim3d(2.0, pycolmap.Rotation3d(np.array([0.0, 0.0, 0.7])), np.array([500.0, 100.0, 40.0]))
+    target = apply(truth, source) + rng.normal(0, 0.5, source.shape)
+    target[[2, 6]] += [21.2, 21.2, 0.0]
+    fit = robust_similarity(source, target, max_error=30.0)
+    assert fit is not None and np.flatnonzero(~fit.inliers).tolist() == [2, 6]
+    assert np.abs(apply(fit.transform, source) - apply(truth, source)).max() < 1.5
+    six = robust_similarity(source[:6], apply(truth, source[:6]) + rng.normal(0, 0.5, (6, 3)), max_error=30.0)
+    assert six is not None and six.inliers.all()
+
+
+def test_height_range_of_a_surface_against_its_cameras() -> None:
+    """Ground 40 m below nadir cameras passes; a surface reaching above them, or a fold 200 m below, fails;
+    obliques may see above themselves (a hillside)."""
+    rng = np.random.default_rng(0)
+    ground = rng.normal(0, 2, 1000)
+    cameras = np.full(20, 40.0)
+    assert height_range(ground, cameras, True, "DSM", "dsm").passed
+    above = np.r_[ground, np.full(50, 300.0)]
+    failed = height_range(above, cameras, True, "DSM", "dsm")
+    assert not failed.passed and failed.fatal and "no survey from those cameras" in failed.message
+    assert height_range(above, cameras, False, "DSM", "dsm").passed
+    assert not height_range(np.r_[ground, np.full(50, -200.0)], cameras, True, "DSM", "dsm").passed
+    assert not height_range(ground + 60, cameras, True, "DSM", "dsm").passed  # above the cameras altogether
+    down, tilted = np.array([[0.0, 0.0, -1.0]] * 5), np.array([[0.0, 0.8, -0.6]] * 5)
+    assert nadir_views(down) and not nadir_views(tilted)
+
+
+def test_fix_spacing_is_the_median_nearest_neighbour_distance() -> None:
+    line = np.c_[np.arange(0.0, 100.0, 14.0), np.zeros(8)]
+    assert fix_spacing(line) == pytest.approx(14.0) and fix_spacing(line[:1]) == 0.0

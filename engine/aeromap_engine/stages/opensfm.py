@@ -45,7 +45,7 @@ from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_s
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS
 from ..sfm.georeference import (WorldFrame, georeference, gps_residuals, photo_positions, position_priors,
                                 world_frame)
-from ..sfm.consistency import GpsVerdict, gps_verdict
+from ..sfm.consistency import GpsVerdict, gps_verdict, layout_uncertainty
 from ..sfm.groups import deregister, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, uses_retrieval
@@ -197,9 +197,24 @@ def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: 
             wild += group_wild
     if figures.get("gps_residual_m") is not None:
         figures["gps_residual_m"] = gps_residuals(model, priors, wild)
+        if figures["georef_source"] == "gps":
+            figures["gps_uncertainty"] = attitude_uncertainty(model, priors, figures["gps_residual_m"])
     figures["left_out"] = left_out
     figures["gps_checks"] = gps_checks(gps_verdict(model, priors, wild), len(dropped))
     return model, algorithm, figures
+
+
+def attitude_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior],
+                         residuals: dict[str, Any]) -> dict[str, float]:
+    """How far the GPS alone may have tilted and scaled the model (1 sigma), from the fixes' layout and the
+    spread of their residuals; logged, since a tilt of a tenth of a degree is already a GSD at the edges."""
+    xy = np.array([prior.position[:2] for name, prior in priors.items()
+                   if name not in residuals["outliers"] and (image := model.find_image_with_name(name)) is not None
+                   and image.has_pose])
+    expected = layout_uncertainty(xy, residuals["rmse_horizontal"], residuals["rmse_vertical"])
+    log.info("The GPS fixes' spread leaves the model's tilt uncertain by %.2f degrees and its scale by %.2f %% "
+             "(1 sigma)", expected.tilt_deg, 100 * expected.scale)
+    return {"tilt_deg": expected.tilt_deg, "scale": expected.scale}
 
 
 def gps_checks(final: GpsVerdict, dropped: int) -> list[Check]:
@@ -398,6 +413,7 @@ def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Ge
         "mean_track_length": model.compute_mean_track_length(),
         "mean_reprojection_error_px": error,
         "gps_residual_m": figures.get("gps_residual_m"),
+        "gps_uncertainty": figures.get("gps_uncertainty"),
         "gcp_residual_m": figures.get("gcp_residual_m"),
         "gsd_cm": gsd,
         "sfm_algorithm": figures["sfm_algorithm"],
