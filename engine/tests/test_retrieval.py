@@ -18,7 +18,7 @@ from test_sfm import DATASET, HEIGHT, SFM, WIDTH, captured_log, exif_utm, make_p
 from aeromap_engine import pipeline
 from aeromap_engine.sfm import pairs as pairs_module
 from aeromap_engine.sfm.features import extract_features
-from aeromap_engine.sfm.pairs import candidate_pairs, sequence_pairs, uses_retrieval
+from aeromap_engine.sfm.pairs import candidate_pairs, contradicting_pairs, sequence_pairs, uses_retrieval
 from aeromap_engine.sfm.retrieval import learn_vocabulary, most_similar, retained, signatures
 
 NAMES = sorted(p.name for p in DATASET.glob("DJI_00*.JPG"))
@@ -69,7 +69,7 @@ def test_return_lines_pair_without_gps(caplog: pytest.LogCaptureFixture) -> None
     ground = scenes(rng, count=50, views=2)
     sets = [ground[2 * i] for i in range(50)] + [ground[2 * (49 - i) + 1] for i in range(50)]
     unknown = np.full((100, 2), np.nan)
-    assert uses_retrieval(unknown, 0)
+    assert uses_retrieval(unknown, 0, np.zeros(100, bool))
     with caplog.at_level("INFO", logger="aeromap"):
         found = set(candidate_pairs(unknown, list(range(100)), 0, signatures(sets)))
     assert all((i, 99 - i) in found for i in range(50))
@@ -78,19 +78,39 @@ def test_return_lines_pair_without_gps(caplog: pytest.LogCaptureFixture) -> None
     assert "Image retrieval found" in caplog.text
 
 
-def test_only_images_without_position_use_retrieval() -> None:
+def test_only_images_without_position_or_oblique_use_retrieval() -> None:
     rng = np.random.default_rng(3)
     positions = np.array([[c * 20.0, r * 20.0] for r in range(6) for c in range(6)])
     sig = signatures(scenes(rng, count=36, views=1))
-    assert not uses_retrieval(positions, 0)
+    nadir = np.zeros(36, bool)
+    assert not uses_retrieval(positions, 0, nadir)
     assert candidate_pairs(positions, list(range(36)), 0, sig) == candidate_pairs(positions, list(range(36)), 0)
+    oblique = nadir.copy()
+    oblique[7] = True  # a façade shot: its most similar images join its GPS neighbours
+    assert uses_retrieval(positions, 0, oblique)
+    added = set(candidate_pairs(positions, list(range(36)), 3, sig, oblique)) - set(
+        candidate_pairs(positions, list(range(36)), 3))
+    assert added and all(7 in pair for pair in added)
     positions[20] = np.nan
-    assert uses_retrieval(positions, 0)
+    assert uses_retrieval(positions, 0, nadir)
     with_retrieval = set(candidate_pairs(positions, list(range(36)), 3, sig))
     without = set(candidate_pairs(positions, list(range(36)), 3))
     added = with_retrieval - without
     assert len(added) == 3 and all(20 in pair for pair in added)
-    assert not uses_retrieval(np.full((60, 2), np.nan), 0)  # small sets without positions: every pair
+    assert not uses_retrieval(np.full((60, 2), np.nan), 0, np.zeros(60, bool))  # small sets: every pair
+
+
+def test_pairs_verified_from_too_far_apart_are_contradicted() -> None:
+    """A grid 20 m apart whose verified pairs are neighbours, plus a pair 200 m apart matched on repeated
+    texture: only that one is rejected, and not when one of its photographs is oblique."""
+    positions = {f"{c}{r}": np.array([c * 20.0, r * 20.0, 50.0]) for r in range(5) for c in range(10)}
+    pairs = [(f"{c}{r}", f"{c + 1}{r}") for r in range(5) for c in range(9)]
+    pairs += [(f"{c}{r}", f"{c}{r + 1}") for r in range(4) for c in range(10)]
+    far = ("00", "90")  # 180 m
+    everything = set(positions)
+    assert contradicting_pairs(pairs + [far], positions, everything) == [far]
+    assert contradicting_pairs(pairs + [far], positions, everything - {"90"}) == []
+    assert contradicting_pairs(pairs + [("00", "x")], positions, everything) == []  # no position: no verdict
 
 
 @pytest.fixture(scope="module")

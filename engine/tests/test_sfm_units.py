@@ -225,13 +225,14 @@ def test_camera_kinds() -> None:
     assert camera_kind(photo, "auto").odm_id == "v2 dji fc6310 4000 3000 fisheye 0.7"
 
 
-def test_focal_length_refined_only_when_guessed() -> None:
+def test_mapping_refines_the_focal_length_when_guessed_or_freed() -> None:
     stated = camera_kind(Photo("a.jpg", 4000, 3000, "DJI", "FC6310", focal_length_35mm=24.0), "auto")
     guessed = camera_kind(Photo("b.jpg", 640, 480, "", "", focal_length=4.5), "auto")  # no sensor width
     assert stated.focal_known and not guessed.focal_known
-    assert refinement([stated], fixed=False) == Refinement(focal=False, distortion=True)
-    assert refinement([stated, guessed], fixed=False) == Refinement(focal=True, distortion=True)
-    assert refinement([stated, guessed], fixed=True) == Refinement(focal=False, distortion=False)
+    assert refinement([stated], fixed=False, free_focal=False) == Refinement(focal=False, distortion=True)
+    assert refinement([stated], fixed=False, free_focal=True) == Refinement(focal=True, distortion=True)
+    assert refinement([stated, guessed], fixed=False, free_focal=False) == Refinement(focal=True, distortion=True)
+    assert refinement([stated, guessed], fixed=True, free_focal=True) == Refinement(focal=False, distortion=False)
 
 
 def test_feature_scales_and_descriptors() -> None:

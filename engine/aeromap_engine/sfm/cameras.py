@@ -11,7 +11,9 @@ The camera-lens option takes ODM's projection names; each maps to the COLMAP mod
 
 "auto" takes the projection the photographs declare, else brown, as ODM does.
 
-The focal length stays at the value the metadata give whenever they give one. A survey flown at one height
+During mapping the focal length stays at the value the metadata give whenever they give one (sfm/focal.py
+refines it afterwards where the views can measure it; focal-refinement free refines it throughout). A survey
+flown at one height
 over flat ground cannot tell the focal length from the height above that ground: left free, it wanders (on
 Brighton Beach to 0.70 of the image width against the lens's 0.56-0.59), putting the ground 10 m too low
 and bending it into a bowl that the distortion terms then chase. Held, the distortion terms
@@ -75,12 +77,13 @@ def camera_kind(photo: Photo, lens: str) -> CameraKind:
                       photo.focal_known)
 
 
-def refinement(kinds: list[CameraKind], fixed: bool) -> Refinement:
-    """What to refine: nothing when the calibration is to be kept; else the distortion, and the focal length
-    only if some camera's is a guess (COLMAP refines focal lengths for all cameras or for none)."""
+def refinement(kinds: list[CameraKind], fixed: bool, free_focal: bool) -> Refinement:
+    """What mapping refines: nothing when the calibration is to be kept; else the distortion, and the focal
+    length when asked or when some camera's is a guess (COLMAP refines focal lengths for all cameras or for
+    none). Where the focal length can be measured, sfm/focal.py refines it after mapping."""
     if fixed:
         return Refinement(focal=False, distortion=False)
-    return Refinement(focal=not all(kind.focal_known for kind in kinds), distortion=True)
+    return Refinement(focal=free_focal or not all(kind.focal_known for kind in kinds), distortion=True)
 
 
 def odm_camera(camera: pycolmap.Camera, projection: str) -> dict[str, float | int | str]:

@@ -137,3 +137,30 @@ def overlapping_pair_count(path: Path, min_inliers: int) -> int:
     finally:
         database.close()
     return sum(len(g.inlier_matches) >= min_inliers for g in geometries)
+
+
+def verified_pairs(path: Path, min_inliers: int) -> list[tuple[str, str]]:
+    """The image name pairs whose geometric verification kept at least `min_inliers` matches."""
+    database = pycolmap.Database.open(path)
+    try:
+        names = {image.image_id: image.name for image in database.read_all_images()}
+        pair_ids, geometries = database.read_two_view_geometries()
+    finally:
+        database.close()
+    pairs = []
+    for pair_id, geometry in zip(pair_ids, geometries):
+        if len(geometry.inlier_matches) >= min_inliers:
+            first, second = pycolmap.pair_id_to_image_pair(pair_id)
+            pairs.append((names[first], names[second]))
+    return pairs
+
+
+def reject_pairs(path: Path, pairs: list[tuple[str, str]]) -> None:
+    """Forget the verified geometry of these pairs, so that mapping does not join their images."""
+    database = pycolmap.Database.open(path)
+    try:
+        for first, second in pairs:
+            database.delete_two_view_geometry(database.read_image_with_name(first).image_id,
+                                              database.read_image_with_name(second).image_id)
+    finally:
+        database.close()

@@ -3,6 +3,8 @@ only pairs that can overlap are tried: the nearest cameras by GPS, the triangula
 (it links neighbouring flight lines even where the lines are far apart) and the previous and next photographs
 in capture order (they overlap even when positions are poor). Images without a position are paired instead with the
 images that look most like them (see retrieval.py): capture order alone misses the neighbouring flight lines.
+Oblique photographs are paired both ways: they see the same façade from far apart, where positions alone would
+never pair them.
 """
 
 from __future__ import annotations
@@ -19,19 +21,23 @@ AUTO_NEIGHBORS = 8  # nearest cameras matched per image when matcher-neighbors i
 SEQUENCE_NEIGHBORS = 2  # photographs before and after in capture order
 # Without positions every pair is tried up to this many images; beyond, the most similar images.
 EXHAUSTIVE_WITHOUT_GPS = 60
+# Two nadir photographs overlap only within about a footprint of each other, a few times the distance at which
+# overlapping pairs typically lie; a pair verified from farther apart was matched on repeated texture.
+FAR_PAIR_FACTOR = 4.0
 
 Pair = tuple[int, int]
 
 
 def candidate_pairs(positions: np.ndarray, capture_order: list[int], neighbors: int,
-                    signatures: np.ndarray | None = None) -> list[Pair]:
+                    signatures: np.ndarray | None = None, oblique: np.ndarray | None = None) -> list[Pair]:
     """Sorted pairs (i < j) of image indices.
 
     positions: (N, 2) horizontal camera positions in metres, NaN where unknown.
     capture_order: image indices sorted by capture time.
     neighbors: nearest cameras per image; 0 lets the engine choose (and adds the triangulation graph).
     signatures: (N, K) image signatures (retrieval.signatures) when uses_retrieval; images without a position
-        (every image when fewer than 3 have one) are paired with their most similar images.
+        (every image when fewer than 3 have one) and oblique ones are paired with their most similar images.
+    oblique: (N,) whether each photograph looks far from straight down.
     """
     n = len(positions)
     k = neighbors or AUTO_NEIGHBORS
@@ -44,12 +50,14 @@ def candidate_pairs(positions: np.ndarray, capture_order: list[int], neighbors: 
         if neighbors == 0:
             pairs |= triangulation_pairs(positions[located], located)
         seekers = np.setdiff1d(np.arange(n), located)
+        if oblique is not None:
+            seekers = np.union1d(seekers, np.flatnonzero(oblique))
     else:
         seekers = np.arange(n)
     if signatures is not None and len(seekers):
         found = retrieval_pairs(signatures, seekers, k)
-        log.info("Image retrieval found %d candidate pairs for %d images without a position (%d not otherwise "
-                 "paired)", len(found), len(seekers), len(found - pairs))
+        log.info("Image retrieval found %d candidate pairs for %d images without a position or oblique (%d not "
+                 "otherwise paired)", len(found), len(seekers), len(found - pairs))
         pairs |= found
     return sorted(pairs)
 
@@ -60,9 +68,9 @@ def exhaustive(positions: np.ndarray, neighbors: int) -> bool:
     return n <= (neighbors or AUTO_NEIGHBORS) + 1 or (len(_located(positions)) < 3 and n <= EXHAUSTIVE_WITHOUT_GPS)
 
 
-def uses_retrieval(positions: np.ndarray, neighbors: int) -> bool:
+def uses_retrieval(positions: np.ndarray, neighbors: int, oblique: np.ndarray) -> bool:
     """Whether candidate_pairs pairs some images by their signatures."""
-    return not exhaustive(positions, neighbors) and len(_located(positions)) < len(positions)
+    return not exhaustive(positions, neighbors) and (len(_located(positions)) < len(positions) or oblique.any())
 
 
 def retrieval_pairs(signatures: np.ndarray, queries: np.ndarray, k: int) -> set[Pair]:
@@ -100,3 +108,15 @@ def sequence_pairs(order: list[int], window: int) -> set[Pair]:
 def _ordered(a: int, b: int) -> Pair:
     a, b = int(a), int(b)
     return (a, b) if a < b else (b, a)
+
+
+def contradicting_pairs(pairs: list[tuple[str, str]], positions: dict[str, np.ndarray], nadir: set[str]
+                        ) -> list[tuple[str, str]]:
+    """Verified pairs of nadir photographs whose GPS positions lie too far apart for their views to overlap:
+    farther than FAR_PAIR_FACTOR times the median distance of all verified pairs with positions."""
+    located = [(a, b) for a, b in pairs if a in positions and b in positions]
+    if len(located) < 3:
+        return []
+    distances = np.array([np.linalg.norm(positions[a][:2] - positions[b][:2]) for a, b in located])
+    bound = FAR_PAIR_FACTOR * float(np.median(distances))
+    return [(a, b) for (a, b), d in zip(located, distances) if d > bound and a in nadir and b in nadir]

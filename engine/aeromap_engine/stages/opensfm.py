@@ -39,16 +39,18 @@ from ..log import log
 from ..options import Option
 from ..photo import Photo
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, refinement
-from ..sfm.database import PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count
+from ..sfm.database import (PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count,
+                            reject_pairs, verified_pairs)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_size, sift_memory
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS
 from ..sfm.georeference import (WorldFrame, georeference, gps_residuals, photo_positions, position_priors,
                                 world_frame)
 from ..sfm.consistency import GpsVerdict, gps_verdict, layout_uncertainty
+from ..sfm.focal import FOCAL_CHOICES, geometry_constrains_focal, refine_focal
 from ..sfm.groups import deregister, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
-from ..sfm.pairs import candidate_pairs, uses_retrieval
+from ..sfm.pairs import candidate_pairs, contradicting_pairs, uses_retrieval
 from ..sfm.retrieval import retained, signatures
 
 if TYPE_CHECKING:
@@ -79,10 +81,13 @@ OPTIONS: list[Option] = [
            domain_text="positive float"),
     Option("camera-lens", "enum", "auto",
            "Camera projection model. auto uses the projection the images declare, else brown; perspective "
-           "and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses. The focal "
-           "length stays at the value the images state (on a survey flown at one height it cannot be told "
-           "from the flying height); only the distortion is refined.",
+           "and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses.",
            "opensfm", choices=LENS_CHOICES),
+    Option("focal-refinement", "enum", "auto",
+           "How bundle adjustment treats the focal length the images state: auto refines it where the views "
+           "differ in direction (obliques) or height enough to measure it, and keeps the stated value where a "
+           "refined one moves more than 15 % from it; fixed keeps it; free always refines it. A focal length "
+           "the images do not state is always refined.", "opensfm", choices=FOCAL_CHOICES),
     Option("use-fixed-camera-params", "bool", False,
            "Keep the initial camera calibration instead of refining it during bundle adjustment; can help "
            "against bowl-shaped deformation.", "opensfm"),
@@ -90,6 +95,7 @@ OPTIONS: list[Option] = [
 WEIGHT = 4.0
 
 MIN_PAIR_INLIERS = 15  # verified matches for a pair to count as overlapping (COLMAP's default)
+OBLIQUE_PITCH = 30.0  # degrees from straight down beyond which a photograph counts as oblique
 
 
 def run(ctx: "StageContext") -> None:
@@ -110,19 +116,22 @@ def run(ctx: "StageContext") -> None:
     project.path("opensfm").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sfm-", dir=project.path("opensfm")) as scratch:
         database = Path(scratch) / "database.db"
-        retrieval = uses_retrieval(positions[:, :2], options.matcher_neighbors)
+        oblique = np.array([p.pitch is not None and p.pitch > OBLIQUE_PITCH for p in photos])
+        retrieval = uses_retrieval(positions[:, :2], options.matcher_neighbors, oblique)
         with timed("features", timings):
             camera_kinds, kept = build_database(ctx, database, photos, kinds, mapping_priors, retrieval)
         with timed("matching", timings):
             pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors,
-                                    signatures(kept) if retrieval else None)
+                                    signatures(kept) if retrieval else None, oblique)
             del kept  # up to 128 kB an image, of no use once paired
             match_pairs(database, [(photos[i].filename, photos[j].filename) for i, j in pairs],
                         Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.35 * f))
             log.info("Matched %d candidate pairs; %d overlap", len(pairs),
                      overlapping_pair_count(database, MIN_PAIR_INLIERS))
+            reject_far_pairs(database, photos, positions, oblique)
         settings = MappingSettings(options.sfm_algorithm, threads,
-                                   refinement(kinds, options.use_fixed_camera_params),
+                                   refinement(kinds, options.use_fixed_camera_params,
+                                              options.focal_refinement == "free"),
                                    use_position_priors=bool(mapping_priors))
         model, algorithm, figures = solve(ctx, Path(scratch), settings, frame, priors, photos, timings)
     ctx.progress(0.92)
@@ -148,6 +157,17 @@ def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
         nadir = quality.nadir_views(np.array([image.viewing_direction() for image in registered]))
         checks.append(quality.height_range(heights, centres[:, 2], nadir, "sparse model", "sparse"))
     return checks
+
+
+def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray, oblique: np.ndarray) -> None:
+    """Forget verified pairs that the GPS says cannot overlap (sfm/pairs.py contradicting_pairs)."""
+    located = {p.filename: xyz for p, xyz in zip(photos, positions) if np.isfinite(xyz).all()}
+    nadir = {p.filename for p, tilted in zip(photos, oblique) if not tilted}
+    far = contradicting_pairs(verified_pairs(database, MIN_PAIR_INLIERS), located, nadir)
+    if far:
+        log.info("Rejected %d matched pairs whose GPS positions lie too far apart for their views to overlap: %s",
+                 len(far), ", ".join(f"{a}-{b}" for a, b in far))
+        reject_pairs(database, far)
 
 
 def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: WorldFrame,
@@ -189,12 +209,17 @@ def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: 
             drop_priors(database, verdict.wild)
     dropped = drop_contradicted(model, priors, verdict) if verdict.doubted else {}
     left_out, wild = dict(dropped), [] if verdict.doubted else verdict.wild
-    with timed("georeferencing", timings):
-        for group in models[1:]:
+    for group in models[1:]:
+        with timed("placing groups", timings):
             reasons, group_wild = place_group(model, group, figures["georef_source"], frame, priors, photos,
                                               pitch_by_name, settings, ctx.options.was_given("gps-accuracy"))
-            left_out.update(reasons)
-            wild += group_wild
+        left_out.update(reasons)
+        wild += group_wild
+    if (ctx.options.focal_refinement == "auto" and settings.refine.distortion and not settings.refine.focal
+            and figures["georef_source"] == "gps" and geometry_constrains_focal(model)):
+        with timed("focal refinement", timings):
+            model = refine_focal(model, {n: p for n, p in priors.items() if n not in wild}, settings.refine,
+                                 settings.threads)
     if figures.get("gps_residual_m") is not None:
         figures["gps_residual_m"] = gps_residuals(model, priors, wild)
         if figures["georef_source"] == "gps":
