@@ -1,12 +1,27 @@
-"""The surveyed area as a convex polygon: from the points (cropped by a buffer) or around the camera positions."""
+"""Convex polygons in the horizontal plane: the area around the camera positions (auto-boundary) and the
+cameras' hull. The surveyed area itself, which need not be convex, is `cloud.area.SurveyArea`; both answer the
+`Region` questions."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy.optimize import linprog
 from scipy.spatial import ConvexHull, HalfspaceIntersection, QhullError
+
+
+class Region(Protocol):
+    """What the stages after odm_filterpoints ask of an area: its extent, its size and which points it holds."""
+
+    @property
+    def area(self) -> float: ...
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]: ...
+
+    def contains(self, xy: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)

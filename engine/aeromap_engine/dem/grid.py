@@ -65,10 +65,13 @@ class Grid:
         """Continuous row and column of points, with cell centres at integers (for interpolation)."""
         return ((self.y1 - xy[:, 1]) / self.resolution - 0.5, (xy[:, 0] - self.x0) / self.resolution - 0.5)
 
-    def tiles(self, size: int, margin: int) -> Iterator[tuple[Window, Window]]:
-        """(tile, tile grown by `margin` cells on every side) over the whole grid."""
+    def tiles(self, size: int, margin: int, selected: np.ndarray | None = None) -> Iterator[tuple[Window, Window]]:
+        """(tile, tile grown by `margin` cells on every side) over the whole grid, or only the tiles marked in
+        `selected` (tile rows, tile cols), e.g. those that hold some of the surveyed area."""
         for row in range(0, self.height, size):
             for col in range(0, self.width, size):
+                if selected is not None and not selected[row // size, col // size]:
+                    continue
                 core = Window(row, col, min(size, self.height - row), min(size, self.width - col))
                 yield core, Window(row - margin, col - margin, core.height + 2 * margin, core.width + 2 * margin)
 
@@ -89,17 +92,21 @@ class PointIndex:
 
     def near(self, bounds: tuple[float, float, float, float]) -> np.ndarray:
         """The points (N, 3) inside bounds (xmin, ymin, xmax, ymax)."""
+        return self.xyz[self.indices_near(bounds)]
+
+    def indices_near(self, bounds: tuple[float, float, float, float]) -> np.ndarray:
+        """Indices of the points inside bounds (xmin, ymin, xmax, ymax), the west and south edges included."""
         xmin, ymin, xmax, ymax = bounds
         c0, r0 = np.floor((np.array([xmin, ymin]) - self._origin) / self.block).astype(int)
         c1, r1 = np.floor((np.array([xmax, ymax]) - self._origin) / self.block).astype(int)
         c0, r0, c1, r1 = max(c0, 0), max(r0, 0), min(c1, self._cols - 1), min(r1, self._rows - 1)
         if c0 > c1 or r0 > r1:
-            return self.xyz[:0]
-        picks = [self._order[self._starts[r * self._cols + c0]:self._starts[r * self._cols + c1 + 1]]
-                 for r in range(r0, r1 + 1)]
-        points = self.xyz[np.concatenate(picks)]
+            return np.zeros(0, dtype=np.int64)
+        picks = np.concatenate([self._order[self._starts[r * self._cols + c0]:self._starts[r * self._cols + c1 + 1]]
+                                for r in range(r0, r1 + 1)])
+        points = self.xyz[picks]
         inside = ((points[:, 0] >= xmin) & (points[:, 0] < xmax) & (points[:, 1] >= ymin) & (points[:, 1] < ymax))
-        return points[inside]
+        return picks[inside]
 
 
 def bin_points(grid: Grid, xyz: np.ndarray, statistic: str) -> np.ndarray:

@@ -8,12 +8,16 @@ removes single-cell noise.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
 from .grid import Grid, bin_points, sample_bilinear
+
+
+MAX_COARSE_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,10 @@ class CoarseSurface:
 
     @staticmethod
     def of(xyz: np.ndarray, bounds: tuple[float, float, float, float], resolution: float) -> "CoarseSurface":
+        """The surface over `bounds` at `resolution`, or coarser where that would take more than MAX_COARSE_CELLS
+        (far-apart parts of a survey: the grid spans the gap between them, so its cells are bounded)."""
+        xmin, ymin, xmax, ymax = bounds
+        resolution = max(resolution, math.sqrt((xmax - xmin) * (ymax - ymin) / MAX_COARSE_CELLS))
         grid = Grid.covering(bounds, resolution)
         return CoarseSurface(grid, fill_all(bin_points(grid, xyz, "mean")))
 

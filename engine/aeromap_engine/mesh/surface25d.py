@@ -14,7 +14,7 @@ import math
 import numpy as np
 from scipy.spatial import Delaunay
 
-from ..cloud.boundary import Boundary
+from ..cloud.boundary import Region
 from ..dem.grid import Grid
 from .model import Mesh
 from .simplify import simplify
@@ -62,13 +62,13 @@ def plan_triangulation(vertices: np.ndarray) -> Mesh:
 
 def simplified(mesh: Mesh, max_vertices: int) -> Mesh:
     """The height grid's mesh with at most `max_vertices` vertices, as a height field. They are all vertices of
-    the grid, so they stay inside the boundary, and so do the faces between them."""
+    the grid, so they stay inside the boundary; the plan triangulation between them may bridge the area's
+    notches and gaps, which odm_meshing's `within` cuts away."""
     return plan_triangulation(simplify(mesh, max_vertices, keep_positions=True).vertices)
 
 
-def cells_inside(grid: Grid, boundary: Boundary) -> np.ndarray:
-    """Cells whose centre lies inside the boundary: a triangle between such centres lies inside it too (the
-    boundary is convex), so no face reaches out of the surveyed area."""
+def cells_inside(grid: Grid, boundary: Region) -> np.ndarray:
+    """Cells whose centre lies inside the boundary: the grid's own faces between them stay near the area."""
     x, y = grid.centers()
     xx, yy = np.broadcast_arrays(x, y)
     return boundary.contains(np.c_[xx.ravel(), yy.ravel()]).reshape(grid.height, grid.width)

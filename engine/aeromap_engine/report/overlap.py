@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cloud.boundary import Boundary
+from ..cloud.boundary import Region
 from ..dem.grid import Grid, bin_points
 from ..dem.surface import fill_all
 from ..dense.views import View
@@ -58,7 +58,7 @@ def images_per_point(views: Sequence[View], world: np.ndarray) -> np.ndarray:
     return counts
 
 
-def overlap_map(views: Sequence[View], boundary: Boundary, xyz: np.ndarray,
+def overlap_map(views: Sequence[View], boundary: Region, xyz: np.ndarray,
                 cells_across: int = CELLS_ACROSS) -> OverlapMap:
     """Images per cell over the boundary, the surface given by points xyz (world frame, not empty)."""
     xmin, ymin, xmax, ymax = boundary.bounds

@@ -1,17 +1,18 @@
 """Elevation models: odm_dem/dsm.tif (the highest surface) and odm_dem/dtm.tif (the bare terrain, from the
-ground points SMRF finds), float32 GeoTIFFs with nodata outside the surveyed area, built tile by tile."""
+ground points SMRF finds), float32 GeoTIFFs with nodata outside the surveyed area, built tile by tile: only the
+tiles that hold some of the area are computed (the others stay nodata), so the work follows the area rather than
+its bounding box."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import cv2
 import numpy as np
 
-from ..cloud.boundary import Boundary
+from ..cloud.area import SurveyArea
 from ..dem.grid import Grid, PointIndex
-from ..dem.smrf import SmrfSettings, is_ground, terrain
+from ..dem.smrf import TERRAIN_TILE, SmrfSettings, ground_points, terrain_margin
 from ..dem.surface import CoarseSurface, SurfaceSettings, surface
 from ..georef import Georef
 from ..io.geotiff import RasterFormat, TiledRaster
@@ -70,29 +71,35 @@ def dem_path(project: "Project", kind: str) -> Path:
     return project.path("odm_dem", f"{kind}.tif")
 
 
-def boundary_mask(boundary: Boundary, grid: Grid) -> np.ndarray:
-    """Cells of the grid the (convex) boundary covers, the cells its edges cross included."""
-    subpixel = 16  # fillConvexPoly takes fixed-point vertices
-    col = ((boundary.vertices[:, 0] - grid.x0) / grid.resolution - 0.5) * subpixel
-    row = ((grid.y1 - boundary.vertices[:, 1]) / grid.resolution - 0.5) * subpixel
-    mask = np.zeros((grid.height, grid.width), np.uint8)
-    cv2.fillConvexPoly(mask, np.rint(np.c_[col, row]).astype(np.int32), 1, shift=4)
-    return mask.astype(bool)
+def area_mask(area: SurveyArea, grid: Grid) -> np.ndarray:
+    """Cells of the grid the surveyed area covers, the cells its outline crosses included."""
+    return area.mask(grid, all_touched=True)
 
 
-def write_model(path: Path, xyz: np.ndarray, boundary: Boundary, resolution: float, settings: SurfaceSettings,
+def write_model(path: Path, xyz: np.ndarray, area: SurveyArea, resolution: float, settings: SurfaceSettings,
                 georef: Georef, fmt: RasterFormat) -> Grid:
-    """One elevation model of the points over the boundary, written tile by tile."""
-    grid = Grid.covering(boundary.bounds, resolution)
+    """One elevation model of the points over the area, written tile by tile; tiles outside it are left
+    unwritten (nodata)."""
+    grid = Grid.covering(area.bounds, resolution)
     coarse = CoarseSurface.of(xyz, grid.bounds, resolution * COARSE_FACTOR)
     index = PointIndex(xyz, resolution * TILE)
     with TiledRaster(path, grid, georef.crs, georef.offset, 1, "float32", fmt, nodata=NODATA) as out:
-        for core, padded in grid.tiles(TILE, MARGIN):
+        for core, padded in area.tiles(grid, TILE, MARGIN):
+            inside = area_mask(area, grid.sub(core))
+            if not inside.any():
+                continue
             padded_grid = grid.sub(padded)
             values = surface(index.near(padded_grid.bounds), padded_grid, coarse, settings)[core.inside(padded)]
-            values[~boundary_mask(boundary, grid.sub(core))] = NODATA
+            values[~inside] = NODATA
             out.write(core, values)
     return grid
+
+
+def find_ground(xyz: np.ndarray, area: SurveyArea, settings: SmrfSettings) -> np.ndarray:
+    """SMRF's ground points, the filter run on the tiles of its grid that hold some of the area."""
+    grid = Grid.covering(area.bounds, settings.cell)
+    tiles = area.tiles(grid, TERRAIN_TILE, terrain_margin(settings))
+    return ground_points(xyz, grid, tiles, settings)
 
 
 def run(ctx: "StageContext") -> None:
@@ -104,19 +111,19 @@ def run(ctx: "StageContext") -> None:
         return
     georef = Georef.load(project)
     xyz = read_ply(filtered_cloud_path(project)).xyz
-    boundary = load_boundary(project, georef)
+    area = load_boundary(project, georef)
     resolution = output_resolution(project, options.dem_resolution, options.ignore_gsd)
     fmt = RasterFormat(cog=options.cog)
     figures: dict = {"resolution_cm": round(resolution * 100, 3)}
     if options.dsm:
-        grid = write_model(dem_path(project, "dsm"), xyz, boundary, resolution,
+        grid = write_model(dem_path(project, "dsm"), xyz, area, resolution,
                            SurfaceSettings("max", options.dem_gapfill_steps), georef, fmt)
         figures["dsm"] = {"width": grid.width, "height": grid.height}
         ctx.progress(0.4)
     if options.dtm:
         smrf = SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
-        ground = is_ground(xyz, terrain(xyz, boundary.bounds, smrf), smrf)
-        grid = write_model(dem_path(project, "dtm"), xyz[ground], boundary, resolution,
+        ground = find_ground(xyz, area, smrf)
+        grid = write_model(dem_path(project, "dtm"), xyz[ground], area, resolution,
                            SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt)
         figures["dtm"] = {"width": grid.width, "height": grid.height, "ground_points": int(ground.sum()),
                           "ground_fraction": round(float(ground.mean()), 3)}

@@ -15,7 +15,7 @@ import numpy as np
 import pycolmap
 from scipy.spatial import cKDTree
 
-from ..cloud.boundary import Boundary
+from ..cloud.boundary import Region
 from ..dem.grid import Grid, Window
 from ..dem.surface import CoarseSurface, SurfaceSettings, surface
 from ..dense.views import sparse_model
@@ -55,7 +55,7 @@ def mesh_path(project: "Project", three_d: bool) -> Path:
     return project.path("odm_meshing", "odm_mesh.ply" if three_d else "odm_25dmesh.ply")
 
 
-def mesh_25d(ctx: "StageContext", xyz: np.ndarray, spacing: float, boundary: Boundary) -> tuple[Mesh, dict]:
+def mesh_25d(ctx: "StageContext", xyz: np.ndarray, spacing: float, boundary: Region) -> tuple[Mesh, dict]:
     """The height grid of the highest points over the surveyed area as a mesh, before simplification."""
     resolution = grid_resolution(boundary.area, spacing, ctx.options.mesh_size)
     grid = Grid.covering(boundary.bounds, resolution)
@@ -68,6 +68,14 @@ def mesh_25d(ctx: "StageContext", xyz: np.ndarray, spacing: float, boundary: Bou
     log.info("2.5D mesh: %dx%d grid at %.1f cm, %d vertices before simplification", grid.width, grid.height,
              resolution * 100, len(mesh.vertices))
     return mesh, {"grid_resolution_cm": round(resolution * 100, 2)}
+
+
+def within(mesh: Mesh, boundary: Region) -> Mesh:
+    """The faces whose centre lies inside the surveyed area: it need not be convex, and the plan triangulation
+    would bridge its notches and the gaps between its parts."""
+    inside = boundary.contains(mesh.vertices[mesh.faces].mean(axis=1)[:, :2])
+    used, index = np.unique(mesh.faces[inside], return_inverse=True)
+    return Mesh(mesh.vertices[used], index.reshape(-1, 3).astype(np.int32))
 
 
 def mesh_3d(ctx: "StageContext", xyz: np.ndarray, spacing: float, points: cKDTree) -> tuple[Mesh, dict]:
@@ -112,9 +120,10 @@ def run(ctx: "StageContext") -> None:
         ctx.progress(0.7)
         mesh = simplify(mesh, options.mesh_size)
     else:
-        mesh, figures = mesh_25d(ctx, xyz, spacing, load_boundary(project, georef))
+        boundary = load_boundary(project, georef)
+        mesh, figures = mesh_25d(ctx, xyz, spacing, boundary)
         ctx.progress(0.3)
-        mesh = simplified(mesh, options.mesh_size)
+        mesh = within(simplified(mesh, options.mesh_size), boundary)
     ctx.progress(0.9)
     comments = (f"crs {georef.crs or 'none'}", f"offset {georef.offset[0]:.3f} {georef.offset[1]:.3f}")
     write_mesh_ply(mesh_path(project, options.use_3dmesh), mesh, comments)

@@ -3,8 +3,9 @@
 The surface comes from the filtered point cloud (dense, or sparse with fast-orthophoto), built here whether or
 not a DSM was asked for. Per tile, each cell is projected into the images; a z-buffer of the surface around the
 tile tells which images actually see it (not hidden by trees or buildings); the most nadir of those colours it,
-and views are blended across their seams. Writes odm_orthophoto/odm_orthophoto.tif (RGBA, transparent outside
-the surveyed area) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png.
+and views are blended across their seams. Only tiles that hold some of the surveyed area are rendered, and a
+tile asks only the views whose frame, cast onto the ground, reaches it. Writes odm_orthophoto/odm_orthophoto.tif
+(RGBA, transparent outside the surveyed area) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pycolmap
 from scipy.spatial import cKDTree
 
-from ..cloud.boundary import Boundary
+from ..cloud.area import SurveyArea
 from ..dem.grid import Grid, PointIndex, Window, resample
 from ..dem.surface import CoarseSurface, SurfaceSettings, surface
 from ..dense.views import SparseModel, View, sparse_model
@@ -29,9 +30,10 @@ from ..io.images import Levels, load_levels, read_scaled
 from ..io.ply import read_ply
 from ..log import log
 from ..options import Option
+from ..ortho.footprint import footprints
 from ..ortho.mosaic import Mosaic
 from ..ortho.visibility import Projection, off_nadir, visible, zbuffer
-from .odm_dem import COARSE_FACTOR, boundary_mask, output_resolution
+from .odm_dem import COARSE_FACTOR, area_mask, output_resolution
 from .odm_filterpoints import filtered_cloud_path, load_boundary
 from .openmvs import reconstruction_dir
 
@@ -102,21 +104,6 @@ def view_scales(model: SparseModel, resolution: float) -> dict[str, float]:
     return scales
 
 
-def footprints(model: SparseModel) -> list[tuple[float, float, float, float]]:
-    """A generous ground extent per view: the box of the sparse points it sees, grown by half its size (its
-    image reaches past its tie points, into water and other areas without them)."""
-    extents = []
-    for view in model.views:
-        if not len(view.point_ids):
-            extents.append((-np.inf, -np.inf, np.inf, np.inf))
-            continue
-        xy = model.xyz(view.point_ids)[:, :2]
-        low, high = xy.min(axis=0), xy.max(axis=0)
-        pad = 0.5 * (high - low)
-        extents.append((*(low - pad), *(high + pad)))
-    return extents
-
-
 def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
     return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
 
@@ -165,11 +152,11 @@ def _pooled(grid: Grid, heights: np.ndarray, factor: int) -> tuple[Grid, np.ndar
 
 
 def render_tile(grid: Grid, core: Window, padded: Window, surface_model: SurfaceModel, views: list[View],
-                scales: dict[str, float], images: ViewImages, boundary: Boundary) -> np.ndarray:
+                scales: dict[str, float], images: ViewImages, area: SurveyArea) -> np.ndarray:
     """RGBA (4, h, w) of one tile."""
     core_grid = grid.sub(core)
     rgba = np.zeros((4, core.height, core.width), np.uint8)
-    inside = boundary_mask(boundary, core_grid)
+    inside = area_mask(area, core_grid)
     if not inside.any():
         return rgba
     padded_heights = surface_model.heights(grid.sub(padded))
@@ -227,9 +214,9 @@ def run(ctx: "StageContext") -> None:
     georef = Georef.load(project)
     model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
     xyz = read_ply(filtered_cloud_path(project)).xyz
-    boundary = load_boundary(project, georef)
+    area = load_boundary(project, georef)
     resolution = output_resolution(project, options.orthophoto_resolution, options.ignore_gsd)
-    grid = Grid.covering(boundary.bounds, resolution)
+    grid = Grid.covering(area.bounds, resolution)
     surface_res = surface_resolution(xyz, resolution)
     xmin, ymin, xmax, ymax = grid.bounds
     reach = (xmin - OCCLUSION_MARGIN, ymin - OCCLUSION_MARGIN, xmax + OCCLUSION_MARGIN, ymax + OCCLUSION_MARGIN)
@@ -242,13 +229,13 @@ def run(ctx: "StageContext") -> None:
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
     png = orthophoto_path(project, "png")
     png.unlink(missing_ok=True)  # no stale PNG from a run with other options
-    tiles = list(grid.tiles(TILE, int(np.ceil(OCCLUSION_MARGIN / resolution))))
+    tiles = list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution))))
     covered = 0
     with TiledRaster(orthophoto_path(project), grid, georef.crs, georef.offset, 4, "uint8", fmt, alpha=True,
                      png=png if options.orthophoto_png else None) as out:
         for n, (core, padded) in enumerate(tiles):
             reaching = [v for v, extent in zip(model.views, extents) if _overlaps(extent, grid.sub(core).bounds)]
-            rgba = render_tile(grid, core, padded, surface_model, reaching, scales, images, boundary)
+            rgba = render_tile(grid, core, padded, surface_model, reaching, scales, images, area)
             covered += int(np.count_nonzero(rgba[3]))
             out.write(core, rgba)
             ctx.progress(0.95 * (n + 1) / len(tiles))

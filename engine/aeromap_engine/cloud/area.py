@@ -1,0 +1,367 @@
+"""The surveyed area: where the photographs saw the ground densely enough to match it, as polygons with holes,
+in one part or several.
+
+The cloud's occupancy on a coarse grid is closed by a small distance (gaps in matching over trees, water or
+plain roofs narrower than twice that distance belong to the survey), enclosed holes up to about an image's
+footprint are filled (a pond in a field), parts smaller than the closing disk are dropped (stray points, distant
+landscape seen by obliques) and what is left is shrunk by the crop distance. Unlike a convex hull, two fields
+flown apart stay two parts and an L or a corridor keeps its shape, so nothing is invented between them.
+
+Everything downstream works from the polygons (written to bounds.geojson): masks of raster tiles are the
+polygons rasterized by GDAL (a cell is inside when its centre is), and `contains` agrees with that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+import cv2
+import numpy as np
+import rasterio.features
+from matplotlib.path import Path as MplPath
+from rasterio.transform import Affine
+
+from ..dem.grid import Grid, Window
+
+POINTS_PER_CELL = 8  # points an averagely covered occupancy cell holds at least (2 make a cell seen)
+MAX_CELLS = 16_000_000  # occupancy cells at most: over a very large extent the cell grows instead
+LOOKUP_CELLS = 4_000_000  # cells of the lookup raster `contains` uses per part, at most
+EXACT_WORK = 20_000_000  # points x ring vertices below which `contains` tests every point exactly
+SIMPLIFY = 0.75  # cells: the traced staircase outline is simplified within this (a 45-degree staircase needs
+# over 0.71 to become a line); a simplification that makes rings cross is not used
+MAX_CHECKED_SEGMENTS = 8000  # a simplified polygon with more segments is not checked for crossings: kept as traced
+
+
+@dataclass(frozen=True)
+class AreaSettings:
+    cell: float  # m: side of the occupancy cells (at least: larger where the cloud is sparse)
+    closing: float  # m: gaps in the cloud narrower than twice this are part of the survey
+    max_hole: float  # m2: enclosed gaps up to this area are filled
+    min_part: float  # m2: parts smaller than this are dropped (before cropping)
+    crop: float = 0.0  # m: the area is shrunk by this much
+    min_count: int = 2  # points a cell needs to count as seen (a single stray point does not)
+
+
+def ring_area(ring: np.ndarray) -> float:
+    """Signed area of a ring (N, 2), not closed: positive when counter-clockwise."""
+    x, y = ring[:, 0], ring[:, 1]
+    return float(0.5 * (np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
+
+
+def _oriented(ring: np.ndarray, counter_clockwise: bool) -> np.ndarray:
+    return ring if (ring_area(ring) > 0) == counter_clockwise else ring[::-1]
+
+
+def _closed(ring: np.ndarray, offset: tuple[float, float] = (0.0, 0.0)) -> list[list[float]]:
+    """A ring as GeoJSON positions, first position repeated at the end."""
+    shifted = ring + np.asarray(offset, dtype=np.float64)
+    return [[float(x), float(y)] for x, y in np.vstack([shifted, shifted[:1]])]
+
+
+def _open(positions: list) -> np.ndarray:
+    """GeoJSON positions as a ring (N, 2) without the closing repeat."""
+    ring = np.asarray(positions, dtype=np.float64)[:, :2]
+    return ring[:-1] if len(ring) > 1 and np.array_equal(ring[0], ring[-1]) else ring
+
+
+def _affine(grid: Grid) -> Affine:
+    return Affine(grid.resolution, 0.0, grid.x0, 0.0, -grid.resolution, grid.y1)
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
+
+
+@dataclass(frozen=True, eq=False)
+class Polygon:
+    """One part of the area: an exterior ring (counter-clockwise) and holes (clockwise), world frame."""
+
+    exterior: np.ndarray  # (N, 2), the first vertex not repeated
+    holes: tuple[np.ndarray, ...] = ()
+
+    @property
+    def rings(self) -> tuple[np.ndarray, ...]:
+        return (self.exterior, *self.holes)
+
+    @property
+    def area(self) -> float:
+        return abs(ring_area(self.exterior)) - sum(abs(ring_area(hole)) for hole in self.holes)
+
+    @cached_property
+    def bounds(self) -> tuple[float, float, float, float]:
+        (xmin, ymin), (xmax, ymax) = self.exterior.min(axis=0), self.exterior.max(axis=0)
+        return float(xmin), float(ymin), float(xmax), float(ymax)
+
+    def coordinates(self, offset: tuple[float, float] = (0.0, 0.0)) -> list:
+        return [_closed(ring, offset) for ring in self.rings]
+
+    @cached_property
+    def geometry(self) -> dict:
+        """GeoJSON-like geometry in the world frame (what GDAL rasterizes)."""
+        return {"type": "Polygon", "coordinates": self.coordinates()}
+
+    def contains_exactly(self, xy: np.ndarray) -> np.ndarray:
+        """Points inside the exterior and outside every hole (even-odd test on each ring)."""
+        inside = MplPath(np.vstack([self.exterior, self.exterior[:1]])).contains_points(xy)
+        for hole in self.holes:
+            inside &= ~MplPath(np.vstack([hole, hole[:1]])).contains_points(xy)
+        return inside
+
+    def contains(self, xy: np.ndarray) -> np.ndarray:
+        """Points (N, 2) inside the polygon; cells of a lookup raster that no ring crosses answer for their
+        points, only the points in cells that a ring crosses are tested exactly."""
+        vertices = sum(len(ring) for ring in self.rings)
+        if len(xy) * vertices <= EXACT_WORK:
+            return self.contains_exactly(xy)
+        xmin, ymin, xmax, ymax = self.bounds
+        size = max(math.sqrt(max((xmax - xmin) * (ymax - ymin), 1e-12) / min(LOOKUP_CELLS, len(xy))), 1e-6)
+        grid = Grid.covering(self.bounds, size)
+        transform = _affine(grid)
+        shape = (grid.height, grid.width)
+        interior = rasterio.features.rasterize([(self.geometry, 1)], shape, transform=transform, dtype="uint8")
+        lines = [({"type": "LineString", "coordinates": _closed(ring)}, 1) for ring in self.rings]
+        crossed = rasterio.features.rasterize(lines, shape, transform=transform, all_touched=True, dtype="uint8")
+        crossed = cv2.dilate(crossed, np.ones((3, 3), np.uint8)).astype(bool)  # float rounding at cell edges
+        row, col = grid.cell_of(xy)
+        row, col = np.clip(row, 0, grid.height - 1), np.clip(col, 0, grid.width - 1)
+        inside = interior[row, col].astype(bool)
+        near = np.flatnonzero(crossed[row, col])
+        inside[near] = self.contains_exactly(xy[near])
+        return inside
+
+
+@dataclass(frozen=True, eq=False)
+class SurveyArea:
+    """The surveyed area: non-overlapping polygons, world frame."""
+
+    polygons: tuple[Polygon, ...]
+
+    @property
+    def area(self) -> float:
+        return float(sum(polygon.area for polygon in self.polygons))
+
+    @cached_property
+    def bounds(self) -> tuple[float, float, float, float]:
+        boxes = np.array([polygon.bounds for polygon in self.polygons])
+        return (float(boxes[:, 0].min()), float(boxes[:, 1].min()), float(boxes[:, 2].max()),
+                float(boxes[:, 3].max()))
+
+    def contains(self, xy: np.ndarray) -> np.ndarray:
+        """Points (N, 2) inside the area."""
+        xy = np.asarray(xy, dtype=np.float64)
+        inside = np.zeros(len(xy), dtype=bool)
+        for polygon in self.polygons:
+            xmin, ymin, xmax, ymax = polygon.bounds
+            candidates = np.flatnonzero((xy[:, 0] >= xmin) & (xy[:, 0] <= xmax) & (xy[:, 1] >= ymin)
+                                        & (xy[:, 1] <= ymax))
+            if len(candidates):
+                inside[candidates] |= polygon.contains(xy[candidates])
+        return inside
+
+    def mask(self, grid: Grid, all_touched: bool = False) -> np.ndarray:
+        """Cells of `grid` whose centre lies inside the area (all_touched: also those a ring crosses)."""
+        shapes = [(polygon.geometry, 1) for polygon in self.polygons if _overlap(polygon.bounds, grid.bounds)]
+        if not shapes:
+            return np.zeros((grid.height, grid.width), dtype=bool)
+        return rasterio.features.rasterize(shapes, (grid.height, grid.width), transform=_affine(grid),
+                                           all_touched=all_touched, dtype="uint8").astype(bool)
+
+    def tile_mask(self, grid: Grid, size: int) -> np.ndarray:
+        """Which tiles of `size` cells (as Grid.tiles cuts them) hold some of the area: (tile rows, tile cols)."""
+        tiles = Grid(grid.x0, grid.y1, grid.resolution * size, -(-grid.width // size), -(-grid.height // size))
+        return self.mask(tiles, all_touched=True)
+
+    def tiles(self, grid: Grid, size: int, margin: int) -> Iterator[tuple[Window, Window]]:
+        """(tile, tile grown by `margin` cells) over the tiles of `grid` (as Grid.tiles cuts them) that hold some
+        of the area, each tile cut down to the box of the area's cells in it: a small part in a large tile costs
+        its own size, and the gap between far-apart parts costs nothing."""
+        for whole, _ in grid.tiles(size, 0, self.tile_mask(grid, size)):
+            inside = self.mask(grid.sub(whole), all_touched=True)
+            rows, cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+            if not len(rows):
+                continue
+            core = Window(whole.row + int(rows[0]), whole.col + int(cols[0]), int(rows[-1] - rows[0]) + 1,
+                          int(cols[-1] - cols[0]) + 1)
+            yield core, Window(core.row - margin, core.col - margin, core.height + 2 * margin,
+                               core.width + 2 * margin)
+
+    def geometry(self, offset: tuple[float, float] = (0.0, 0.0)) -> dict:
+        """A GeoJSON Polygon (one part) or MultiPolygon, coordinates shifted by `offset` (world frame to CRS)."""
+        if len(self.polygons) == 1:
+            return {"type": "Polygon", "coordinates": self.polygons[0].coordinates(offset)}
+        return {"type": "MultiPolygon", "coordinates": [p.coordinates(offset) for p in self.polygons]}
+
+    @staticmethod
+    def from_geometry(geometry: dict, offset: tuple[float, float] = (0.0, 0.0)) -> "SurveyArea":
+        """The area of a GeoJSON Polygon or MultiPolygon, coordinates shifted by -`offset` (CRS to world frame)."""
+        parts = [geometry["coordinates"]] if geometry["type"] == "Polygon" else geometry["coordinates"]
+        shift = np.asarray(offset, dtype=np.float64)
+        polygons = []
+        for rings in parts:
+            exterior = _oriented(_open(rings[0]) - shift, counter_clockwise=True)
+            holes = tuple(_oriented(_open(ring) - shift, counter_clockwise=False) for ring in rings[1:])
+            polygons.append(Polygon(exterior, holes))
+        return SurveyArea(tuple(polygons))
+
+    @staticmethod
+    def of_ring(vertices: np.ndarray) -> "SurveyArea":
+        """A one-part area without holes from its outline's vertices (N, 2)."""
+        return SurveyArea((Polygon(_oriented(np.asarray(vertices, dtype=np.float64), True)),))
+
+
+# --- the area from the points -----------------------------------------------------------------------------------
+
+def occupancy_cell(xy: np.ndarray, cell: float, points_per_cell: float) -> float:
+    """The occupancy cell: at least `cell`, and large enough that a cell as densely covered as the cloud is on
+    average holds `points_per_cell` points (a sparse or clumped cloud, such as tie points, would otherwise leave
+    most of its cells below the count). The density is measured over the cells the points occupy, so the gap
+    between far-apart parts does not dilute it."""
+    origin = xy.min(axis=0)
+    for _ in range(4):
+        key = np.floor((xy - origin) / cell).astype(np.int64)
+        occupied = len(np.unique((key[:, 0] << 32) | key[:, 1]))
+        wanted = math.sqrt(points_per_cell * occupied * cell**2 / len(xy))
+        if wanted <= 1.1 * cell:
+            break
+        cell = wanted
+    return cell
+
+
+def occupancy_grid(xy: np.ndarray, cell: float, margin: float) -> Grid:
+    """The grid the occupancy is counted on: `cell` metres (coarser where the extent would need more than
+    MAX_CELLS), reaching `margin` metres past the points so that closing is not cut by the edge."""
+    xmin, ymin = xy.min(axis=0)
+    xmax, ymax = xy.max(axis=0)
+    extent = (xmax - xmin + 2 * margin) * (ymax - ymin + 2 * margin)
+    cell = max(cell, math.sqrt(extent / MAX_CELLS))
+    return Grid.covering((xmin - margin - cell, ymin - margin - cell, xmax + margin + cell, ymax + margin + cell),
+                         cell)
+
+
+def seen_cells(grid: Grid, xy: np.ndarray, min_count: int) -> np.ndarray:
+    """Cells holding at least `min_count` points."""
+    row, col = grid.cell_of(xy)
+    ok = (row >= 0) & (row < grid.height) & (col >= 0) & (col < grid.width)
+    counts = np.bincount(row[ok] * grid.width + col[ok], minlength=grid.width * grid.height)
+    return (counts >= min_count).reshape(grid.height, grid.width)
+
+
+def _distance(mask: np.ndarray) -> np.ndarray:
+    """Per cell of `mask`, the distance (cells, Euclidean) to the nearest cell outside it; 0 outside."""
+    return cv2.distanceTransform(mask.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+
+
+def dilate(mask: np.ndarray, radius: float) -> np.ndarray:
+    """Cells within `radius` cells of the mask (a distance transform: the cost does not grow with the radius)."""
+    return _distance(~mask) <= radius
+
+
+def erode(mask: np.ndarray, radius: float) -> np.ndarray:
+    """Cells farther than `radius` cells from every cell outside the mask."""
+    return _distance(mask) > radius
+
+
+def close(mask: np.ndarray, radius: float) -> np.ndarray:
+    """Morphological closing by a disk: gaps and notches narrower than 2 x radius filled; the outline does not
+    grow past the mask's convex hull."""
+    return erode(dilate(mask, radius), radius) | mask
+
+
+def fill_holes(mask: np.ndarray, max_cells: float) -> np.ndarray:
+    """The mask with its enclosed holes (gaps not connected to the grid's edge) of up to `max_cells` cells filled."""
+    count, labels, stats, _ = cv2.connectedComponentsWithStats((~mask).astype(np.uint8), connectivity=4)
+    edge = np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
+    fill = stats[:, cv2.CC_STAT_AREA] <= max_cells
+    fill[edge] = False
+    fill[0] = False  # label 0: the mask itself
+    return mask | fill[labels]
+
+
+def drop_small_parts(mask: np.ndarray, min_cells: float) -> np.ndarray:
+    """The mask without its connected parts of fewer than `min_cells` cells."""
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    keep = stats[:, cv2.CC_STAT_AREA] >= min_cells
+    keep[0] = False  # the background
+    return keep[labels]
+
+
+def depinch(mask: np.ndarray) -> np.ndarray:
+    """The mask with every pair of cells that touch only at a corner joined (the two other cells of the 2x2 block
+    filled), so that traced outlines never touch themselves or each other at a point."""
+    mask = mask.copy()
+    for _ in range(100):
+        a, b, c, d = mask[:-1, :-1], mask[:-1, 1:], mask[1:, :-1], mask[1:, 1:]
+        falling = a & d & ~b & ~c
+        rising = b & c & ~a & ~d
+        if not (falling.any() or rising.any()):
+            break
+        rows, cols = np.nonzero(falling)
+        mask[rows, cols + 1] = mask[rows + 1, cols] = True
+        rows, cols = np.nonzero(rising)
+        mask[rows, cols] = mask[rows + 1, cols + 1] = True
+    return mask
+
+
+def _segments_cross(rings: list[np.ndarray]) -> bool:
+    """Whether any two segments of the rings cross (properly: touching at an end is not crossing)."""
+    starts = np.concatenate(rings)
+    ends = np.concatenate([np.roll(ring, -1, axis=0) for ring in rings])
+    if len(starts) > MAX_CHECKED_SEGMENTS:
+        return True  # too many to check cheaply: the caller keeps the traced outline, which is valid
+
+    def orient(p: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+        return np.sign((q[..., 0] - p[..., 0]) * (r[..., 1] - p[..., 1])
+                       - (q[..., 1] - p[..., 1]) * (r[..., 0] - p[..., 0]))
+
+    for first in range(0, len(starts), 512):
+        p1, p2 = starts[first:first + 512, None], ends[first:first + 512, None]
+        q1, q2 = starts[None], ends[None]
+        crossing = ((orient(p1, p2, q1) * orient(p1, p2, q2) < 0) & (orient(q1, q2, p1) * orient(q1, q2, p2) < 0))
+        if crossing.any():
+            return True
+    return False
+
+
+def _simplified(rings: list[np.ndarray], tolerance: float) -> list[np.ndarray]:
+    """Rings simplified (Douglas-Peucker) within `tolerance`, or as given where that would make them cross."""
+    simple = []
+    for ring in rings:
+        reduced = cv2.approxPolyDP(ring.astype(np.float64).reshape(-1, 1, 2).astype(np.float32), tolerance,
+                                   True).reshape(-1, 2).astype(np.float64)
+        simple.append(reduced if len(reduced) >= 3 and abs(ring_area(reduced)) > 0 else ring)
+    return rings if _segments_cross(simple) else simple
+
+
+def vectorize(mask: np.ndarray, grid: Grid, tolerance: float) -> SurveyArea | None:
+    """The outline of the mask's cells as polygons (GDAL's polygonize), simplified within `tolerance` metres."""
+    origin = np.array([grid.x0, grid.y1])
+    polygons = []
+    # Traced in cell units about the grid's corner, so that simplification works on small numbers.
+    unit = Affine(1.0, 0.0, 0.0, 0.0, -1.0, 0.0)
+    for geometry, _ in rasterio.features.shapes(mask.astype(np.uint8), mask=mask, connectivity=4, transform=unit):
+        rings = [_open(ring) for ring in geometry["coordinates"]]
+        rings = _simplified(rings, tolerance / grid.resolution)
+        rings = [origin + ring * grid.resolution for ring in rings]
+        polygons.append(Polygon(_oriented(rings[0], True), tuple(_oriented(r, False) for r in rings[1:])))
+    return SurveyArea(tuple(polygons)) if polygons else None
+
+
+def surveyed_area(xy: np.ndarray, settings: AreaSettings) -> SurveyArea | None:
+    """The surveyed area of points (N, 2), world frame; None when nothing is left of it."""
+    if len(xy) == 0:
+        return None
+    grid = occupancy_grid(xy, occupancy_cell(xy, settings.cell, POINTS_PER_CELL), settings.closing)
+    cell_area = grid.resolution ** 2
+    mask = seen_cells(grid, xy, settings.min_count)
+    mask = close(mask, settings.closing / grid.resolution)
+    mask = fill_holes(mask, settings.max_hole / cell_area)
+    mask = drop_small_parts(mask, settings.min_part / cell_area)
+    if settings.crop > 0:
+        # Erosion may cut a part at a narrow neck; what falls off is kept unless it is a mere sliver.
+        mask = drop_small_parts(erode(mask, settings.crop / grid.resolution), 0.01 * settings.min_part / cell_area)
+    if not mask.any():
+        return None
+    return vectorize(depinch(mask), grid, SIMPLIFY * grid.resolution)
