@@ -29,6 +29,7 @@ GCP_MAX_ERROR = 2.0  # m; a control point further than this from the model is ta
 # tilt further than this from them is tilted by the heights.
 MAX_TILT_DEG = 3.0
 MIN_GPS_STDDEV = 0.05  # m; no GPS is trusted beyond this
+FLIGHT_GAP_S = 120.0  # a pause this long between photographs is a landing
 UNTRUSTED_STDDEV = 1000.0  # m; the standard deviation that makes a doubtful GPS height pull on nothing
 
 
@@ -79,6 +80,38 @@ def photo_positions(photos: list[Photo], frame: WorldFrame) -> np.ndarray:
         lla = np.array([[photos[i].longitude, photos[i].latitude, photos[i].altitude] for i in located])
         positions[located] = transform(WGS84, frame.crs, lla) - [frame.offset[0], frame.offset[1], 0.0]
     return positions
+
+
+def barometric_heights(photos: list[Photo], positions: np.ndarray) -> np.ndarray:
+    """The positions with their heights from the barometer where every located photograph gives its height
+    above the take-off point: a barometer holds relative heights to decimetres where a GPS errs by metres, and
+    relative heights are what levels a model (3 m of GPS noise tilts 40 photographs over 150 m by most of a
+    degree). Each flight (photographs less than FLIGHT_GAP_S apart) is put at the median of its GPS altitudes,
+    since every take-off has its own zero."""
+    located = [i for i, p in enumerate(photos) if np.isfinite(positions[i]).all()]
+    if not located or any(photos[i].relative_altitude is None for i in located):
+        return positions
+    out = positions.copy()
+    for flight in _flights([photos[i] for i in located], located):
+        zero = np.median([positions[i][2] - photos[i].relative_altitude for i in flight])
+        for i in flight:
+            out[i][2] = zero + photos[i].relative_altitude
+    spread = float(np.sqrt(np.mean((out[located, 2] - positions[located, 2]) ** 2)))
+    log.info("Camera heights from the barometer (relative altitude), levelled on the GPS altitudes of each flight; "
+             "the GPS heights differ from them by %.2f m RMS", spread)
+    return out
+
+
+def _flights(photos: list[Photo], indices: list[int]) -> list[list[int]]:
+    """Indices grouped by flight: a pause of FLIGHT_GAP_S between capture times starts a new one (a battery
+    change, a new take-off). Without capture times all are one flight."""
+    timed = sorted((p.utc_time or 0.0, i) for p, i in zip(photos, indices))
+    flights: list[list[int]] = [[]]
+    for (time, index), previous in zip(timed, [None] + timed[:-1]):
+        if previous is not None and time - previous[0] > FLIGHT_GAP_S * 1000.0:
+            flights.append([])
+        flights[-1].append(index)
+    return flights
 
 
 def position_priors(photos: list[Photo], positions: np.ndarray, gps_accuracy: float,

@@ -43,10 +43,11 @@ from ..sfm.database import (PositionPrior, drop_priors, match_pairs, open_databa
                             reject_pairs, verified_pairs)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_size, sift_memory
-from ..sfm.alignment import MIN_ALIGNMENT_POINTS
-from ..sfm.georeference import (WorldFrame, georeference, gps_residuals, photo_positions, position_priors,
-                                world_frame)
+from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
+from ..sfm.georeference import (WorldFrame, barometric_heights, georeference, gps_residuals, photo_positions,
+                                position_priors, world_frame)
 from ..sfm.consistency import GpsVerdict, gps_verdict, layout_uncertainty
+from ..sfm.rolling import Shot, correct_image, velocities
 from ..sfm.focal import FOCAL_CHOICES, geometry_constrains_focal, refine_focal
 from ..sfm.groups import deregister, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
@@ -88,6 +89,14 @@ OPTIONS: list[Option] = [
            "differ in direction (obliques) or height enough to measure it, and keeps the stated value where a "
            "refined one moves more than 15 % from it; fixed keeps it; free always refines it. A focal length "
            "the images do not state is always refined.", "opensfm", choices=FOCAL_CHOICES),
+    Option("rolling-shutter", "bool", False,
+           "Correct for a rolling shutter: photographs taken in motion by a camera that reads its sensor row by "
+           "row are skewed along the flight. The tie points are moved to where a global shutter would have seen "
+           "them (needs capture times) and the model adjusted again.", "opensfm"),
+    Option("rolling-shutter-readout", "float", 0.0,
+           "The sensor's readout time in milliseconds for rolling-shutter. 0 uses 30 ms, typical of small drone "
+           "cameras; measure or look up your camera's for best results.", "opensfm", minimum=0,
+           domain_text="positive integer"),
     Option("use-fixed-camera-params", "bool", False,
            "Keep the initial camera calibration instead of refining it during bundle adjustment; can help "
            "against bowl-shaped deformation.", "opensfm"),
@@ -95,6 +104,7 @@ OPTIONS: list[Option] = [
 WEIGHT = 4.0
 
 MIN_PAIR_INLIERS = 15  # verified matches for a pair to count as overlapping (COLMAP's default)
+DEFAULT_READOUT_MS = 30.0
 OBLIQUE_PITCH = 30.0  # degrees from straight down beyond which a photograph counts as oblique
 
 
@@ -108,7 +118,7 @@ def run(ctx: "StageContext") -> None:
         raise InputError("Need at least 2 images: run the dataset stage first")
 
     frame = world_frame(photos, None if options.use_exif else read_gcp_file(project))
-    positions = photo_positions(photos, frame)
+    positions = barometric_heights(photos, photo_positions(photos, frame))
     priors = position_priors(photos, positions, options.gps_accuracy, options.was_given("gps-accuracy"))
     mapping_priors = priors if frame.source == "gps" else {}  # control points, when given, replace the GPS
     kinds = [camera_kind(p, options.camera_lens) for p in photos]
@@ -215,6 +225,10 @@ def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: 
                                               pitch_by_name, settings, ctx.options.was_given("gps-accuracy"))
         left_out.update(reasons)
         wild += group_wild
+    if ctx.options.rolling_shutter:
+        with timed("rolling shutter", timings):
+            correct_rolling_shutter(model, photos, {n: p for n, p in priors.items() if n not in wild},
+                                    ctx.options.rolling_shutter_readout or DEFAULT_READOUT_MS, settings)
     if (ctx.options.focal_refinement == "auto" and settings.refine.distortion and not settings.refine.focal
             and figures["georef_source"] == "gps" and geometry_constrains_focal(model)):
         with timed("focal refinement", timings):
@@ -240,6 +254,21 @@ def attitude_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, Posit
     log.info("The GPS fixes' spread leaves the model's tilt uncertain by %.2f degrees and its scale by %.2f %% "
              "(1 sigma)", expected.tilt_deg, 100 * expected.scale)
     return {"tilt_deg": expected.tilt_deg, "scale": expected.scale}
+
+
+def correct_rolling_shutter(model: pycolmap.Reconstruction, photos: list[Photo], priors: dict[str, PositionPrior],
+                            readout_ms: float, settings: MappingSettings) -> None:
+    """Correct the tie points for the shutter's readout (sfm/rolling.py), then adjust the model on them."""
+    times = {p.filename: p.utc_time / 1000.0 for p in photos if p.utc_time}
+    images = [model.image(i) for i in model.reg_image_ids()]
+    moving = velocities([Shot(im.name, times[im.name], im.projection_center()) for im in images if im.name in times])
+    if not moving:
+        log.warning("Rolling shutter: no capture times to tell how the cameras moved; not corrected")
+        return
+    moves = [correct_image(model, im, moving[im.name], readout_ms / 1000.0) for im in images if im.name in moving]
+    adjust_with_priors(model, priors, settings.refine, settings.threads)
+    log.info("Rolling shutter (%.0f ms readout): tie points of %d images moved by up to %.1f px", readout_ms,
+             len(moves), max(moves))
 
 
 def gps_checks(final: GpsVerdict, dropped: int) -> list[Check]:
