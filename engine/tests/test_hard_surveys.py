@@ -19,9 +19,12 @@ from PIL.TiffImagePlugin import IFDRational
 from pyproj import Transformer
 
 from aeromap_engine import pipeline
+from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.errors import InputError
+from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.project import Project
 from aeromap_engine.sfm.alignment import apply
+from aeromap_engine.stages.openmvs import dense_cloud_path
 from test_sfm import DATASET, SFM, UTM_15N, captured_log, downscale, exif_utm, make_project, model_centres, stats
 
 ALL = sorted(p.name for p in DATASET.iterdir())  # three flight lines of six
@@ -155,3 +158,21 @@ def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path) -> None:
     assert sorted(distances_to_truth(project)) == sorted(west)
     quality = stats(project)["quality"]
     assert quality["verdict"] == "doubtful" and not quality["checks"]["images_registered"]["passed"]
+
+
+def test_a_cloud_above_its_cameras_fails_clearly(tmp_path: Path) -> None:
+    """A ghost copy of a fifth of the dense cloud 300 m up (a model folded onto itself: as dense as the rest, so
+    no outlier filter takes it) is a surface no camera
+    looking down from 40 m could see: the run stops at the filtered cloud, naming the heights. The same run
+    without the ghost passes the check (negative control)."""
+    project = make_project(tmp_path, names=ALL[6:12])
+    options = SFM[1:] + [{"name": "pc-quality", "value": "low"}, {"name": "end-with", "value": "odm_filterpoints"}]
+    pipeline.run(project, options)
+    assert stats(project)["quality"]["checks"]["cloud_height_range"]["passed"]
+    dense = dense_cloud_path(project)
+    cloud = read_ply(dense)
+    ghost = cloud.subset(cloud.xyz[:, 0] < np.percentile(cloud.xyz[:, 0], 20))
+    write_ply(dense, PointCloud.concatenate([cloud, PointCloud(ghost.xyz + [0, 0, 300], ghost.rgb, ghost.views)]))
+    with pytest.raises(InputError, match="point cloud spans .* that no survey from those cameras can see"):
+        pipeline.run(project, options + [{"name": "rerun-from", "value": "odm_filterpoints"}])
+    assert stats(project)["quality"]["verdict"] == "failed"

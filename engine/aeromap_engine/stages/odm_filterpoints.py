@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pycolmap
 
+from .. import quality
 from ..cloud.area import AreaSettings, SurveyArea, surveyed_area
 from ..cloud.boundary import camera_boundary
 from ..cloud.filters import median_spacing, statistical_inliers, thin
@@ -102,6 +103,13 @@ def area_settings(xyz: np.ndarray, footprint: tuple[float, float], crop: float) 
                         max_hole=MAX_HOLE_FOOTPRINTS * long * short, min_part=np.pi * closing**2, crop=crop)
 
 
+def cloud_heights(z: np.ndarray, model: SparseModel) -> quality.Check:
+    """Whether the cloud's heights, which the DSM is made of, are possible for the cameras (quality.py)."""
+    nadir = quality.nadir_views(np.array([view.axis for view in model.views]))
+    return quality.height_range(z, np.array([view.center[2] for view in model.views]), nadir, "point cloud",
+                                "cloud")
+
+
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     georef = Georef.load(project)
@@ -132,6 +140,7 @@ def run(ctx: "StageContext") -> None:
         cloud = cloud.subset(area.contains(cloud.xyz[:, :2].astype(np.float64)))
 
     write_ply(filtered_cloud_path(project), cloud)
+    quality.record(project, [cloud_heights(cloud.xyz[:, 2], model)])
     write_geometry(bounds_path(project), area.geometry(georef.offset), georef.crs)
     figures.update({"points": len(cloud), "area_m2": round(area.area, 1), "area_parts": len(area.polygons),
                     "area_cell_m": round(settings.cell, 3), "area_closing_m": round(settings.closing, 2),
