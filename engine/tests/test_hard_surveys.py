@@ -9,6 +9,7 @@ whatever fix the test gave it.
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.project import Project
 from aeromap_engine.sfm.alignment import apply
 from aeromap_engine.stages.openmvs import dense_cloud_path
+from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
 from test_sfm import DATASET, SFM, UTM_15N, captured_log, downscale, exif_utm, make_project, model_centres, stats
 
 ALL = sorted(p.name for p in DATASET.iterdir())  # three flight lines of six
@@ -176,3 +178,22 @@ def test_a_cloud_above_its_cameras_fails_clearly(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="point cloud spans .* that no survey from those cameras can see"):
         pipeline.run(project, options + [{"name": "rerun-from", "value": "odm_filterpoints"}])
     assert stats(project)["quality"]["verdict"] == "failed"
+
+
+def test_photographs_of_another_place_are_left_out(tmp_path: Path) -> None:
+    """Twelve Brighton photographs mixed with eight of a synthetic survey flown 17 km away (its own camera, its own GPS):
+    the other place is a group of its own, left out and named; the model and its GPS check hold Brighton alone,
+    at its fixes."""
+    spec = SurveySpec(scene=SceneSpec(size_m=60.0), lens=LensSpec(width=640, height=480),
+                      flight=FlightSpec(height_m=40.0, forward_overlap=0.75, side_overlap=0.6),
+                      latitude=46.95, longitude=-92.0, seed=5)
+    elsewhere = generate(tmp_path / "elsewhere", spec, workers=2)
+    project = make_project(tmp_path / "mixed", names=ALL[:12])
+    for photograph in elsewhere.photographs:
+        shutil.copy(elsewhere.images_dir / photograph.name, project.images_dir / f"X{photograph.name}")
+    pipeline.run(project, SFM)
+    left_out = stats(project)["reconstruction"]["images_left_out"]
+    assert sorted(left_out) == sorted(f"X{p.name}" for p in elsewhere.photographs)
+    assert all("km away by its GPS: photographs of another place" in reason for reason in left_out.values())
+    errors = distances_to_truth(project)
+    assert sorted(errors) == ALL[:12] and max(errors.values()) < TRUE_FIX_M

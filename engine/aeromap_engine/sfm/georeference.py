@@ -66,8 +66,10 @@ def _lonlat_centre(gcps: GcpFile) -> tuple[float, float]:
 
 
 def _offset(projected: np.ndarray) -> tuple[float, float]:
-    """Whole metres near the middle of the data, as ODM chooses its offset."""
-    return float(math.floor(np.mean(projected[:, 0]))), float(math.floor(np.mean(projected[:, 1])))
+    """Whole metres near the middle of the data, as ODM chooses its offset; the median, so that a few
+    photographs of another place cannot put it between the two (where single-precision coordinates of either
+    would lose their centimetres)."""
+    return float(math.floor(np.median(projected[:, 0]))), float(math.floor(np.median(projected[:, 1])))
 
 
 def photo_positions(photos: list[Photo], frame: WorldFrame) -> np.ndarray:
@@ -79,6 +81,10 @@ def photo_positions(photos: list[Photo], frame: WorldFrame) -> np.ndarray:
     if located:
         lla = np.array([[photos[i].longitude, photos[i].latitude, photos[i].altitude] for i in located])
         positions[located] = transform(WGS84, frame.crs, lla) - [frame.offset[0], frame.offset[1], 0.0]
+    unprojectable = [photos[i].filename for i in located if not np.isfinite(positions[i]).all()]
+    if unprojectable:  # half a world away from the survey's UTM zone
+        log.warning("GPS positions too far from the survey to project, not used: %s", ", ".join(unprojectable))
+        positions[~np.isfinite(positions).all(axis=1)] = np.nan
     return positions
 
 

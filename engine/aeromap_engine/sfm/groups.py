@@ -9,7 +9,14 @@ database, so camera and image ids agree between them and no image is in two mode
 
 from __future__ import annotations
 
+import numpy as np
 import pycolmap
+from scipy.spatial import cKDTree
+
+# A group farther from the main model than this, and than a few times the main model's own extent, was
+# photographed somewhere else: mapping both would make products that span the gap between them.
+FAR_GROUP_M = 1000.0
+FAR_GROUP_EXTENTS = 3.0
 
 
 def merge(target: pycolmap.Reconstruction, other: pycolmap.Reconstruction) -> None:
@@ -37,3 +44,12 @@ def deregister(model: pycolmap.Reconstruction, names: list[str]) -> None:
 
 def image_names(model: pycolmap.Reconstruction) -> list[str]:
     return sorted(model.image(i).name for i in model.reg_image_ids())
+
+
+def elsewhere(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction) -> float | None:
+    """The horizontal distance (m) between the group's cameras and the nearest camera of the model, when it is
+    so large that the group shows another place; else None. Both models in the world frame."""
+    main, other = (np.array([m.image(i).projection_center()[:2] for i in m.reg_image_ids()]) for m in (model, group))
+    gap = float(cKDTree(main).query(other)[0].min())
+    extent = float(np.linalg.norm(np.ptp(main, axis=0)))
+    return gap if gap > max(FAR_GROUP_M, FAR_GROUP_EXTENTS * extent) else None

@@ -49,7 +49,7 @@ from ..sfm.georeference import (WorldFrame, barometric_heights, georeference, gp
 from ..sfm.consistency import GpsVerdict, gps_verdict, layout_uncertainty
 from ..sfm.rolling import Shot, correct_image, velocities
 from ..sfm.focal import FOCAL_CHOICES, geometry_constrains_focal, refine_focal
-from ..sfm.groups import deregister, image_names, merge
+from ..sfm.groups import deregister, elsewhere, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, contradicting_pairs, uses_retrieval
 from ..sfm.retrieval import retained, signatures
@@ -317,6 +317,9 @@ def place_group(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction, 
     if figures["georef_source"] != "gps" or verdict.doubted:
         why = "contradict it" if verdict.doubted else f"are too few to place it ({MIN_ALIGNMENT_POINTS} needed)"
         return dict.fromkeys(names, f"{apart}, and whose GPS positions {why}"), []
+    if (gap := elsewhere(model, group)) is not None:
+        return dict.fromkeys(names, f"{apart}, {gap / 1000:.1f} km away by its GPS: photographs of another "
+                                    f"place"), []
     merge(model, group)
     log.info("Placed a separate group of %d images by its GPS and merged it into the model: %s", len(names),
              ", ".join(names))
