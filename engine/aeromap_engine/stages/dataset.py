@@ -99,6 +99,8 @@ def apply_geo_file(photos: list[Photo], geo: GeoFile) -> int:
         z = entry.z if entry.z is not None else (photo.altitude or 0.0)
         lon, lat, alt = transform(geo.crs, WGS84, np.array([[entry.x, entry.y, z]]))[0]
         photo.longitude, photo.latitude, photo.altitude = float(lon), float(lat), float(alt)
+        if entry.z is not None:
+            photo.relative_altitude = None  # the barometer's heights go with the fixes replaced (georeference.py)
         if entry.yaw is not None:
             photo.yaw, photo.pitch, photo.roll = entry.yaw, entry.pitch, entry.roll
         if entry.horizontal_accuracy is not None:
