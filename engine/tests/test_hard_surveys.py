@@ -181,14 +181,14 @@ def test_a_cloud_above_its_cameras_fails_clearly(tmp_path: Path) -> None:
 
 
 def test_photographs_of_another_place_are_left_out(tmp_path: Path) -> None:
-    """Twelve Brighton photographs mixed with eight of a synthetic survey flown 17 km away (its own camera, its own GPS):
+    """Nine Brighton photographs mixed with a few of a synthetic survey flown 17 km away (its own camera, its own GPS):
     the other place is a group of its own, left out and named; the model and its GPS check hold Brighton alone,
     at its fixes."""
-    spec = SurveySpec(scene=SceneSpec(size_m=60.0), lens=LensSpec(width=640, height=480),
-                      flight=FlightSpec(height_m=40.0, forward_overlap=0.75, side_overlap=0.6),
+    spec = SurveySpec(scene=SceneSpec(size_m=45.0), lens=LensSpec(width=640, height=480),
+                      flight=FlightSpec(height_m=35.0, forward_overlap=0.75, side_overlap=0.6),
                       latitude=46.95, longitude=-92.0, seed=5)
     elsewhere = generate(tmp_path / "elsewhere", spec, workers=2)
-    project = make_project(tmp_path / "mixed", names=ALL[:12])
+    project = make_project(tmp_path / "mixed", names=ALL[::2])
     for photograph in elsewhere.photographs:
         shutil.copy(elsewhere.images_dir / photograph.name, project.images_dir / f"X{photograph.name}")
     pipeline.run(project, SFM)
@@ -196,4 +196,4 @@ def test_photographs_of_another_place_are_left_out(tmp_path: Path) -> None:
     assert sorted(left_out) == sorted(f"X{p.name}" for p in elsewhere.photographs)
     assert all("km away by its GPS: photographs of another place" in reason for reason in left_out.values())
     errors = distances_to_truth(project)
-    assert sorted(errors) == ALL[:12] and max(errors.values()) < TRUE_FIX_M
+    assert sorted(errors) == ALL[::2] and max(errors.values()) < TRUE_FIX_M

@@ -4,8 +4,7 @@ Unit tests check the generator's geometry against closed forms: the lens model's
 intersections with a plane and a box, the control points' pixels against the checker the renderer drew, and the
 metadata as the engine reads them.
 
-The end-to-end tests fly 40 photographs (640 x 480 px, 5 lines of 8, 50 m above ground, GSD 8 cm) over a
-110 m scene, process them twice (with the control points' gcp_list.txt, and on the photographs' GPS alone) and
+The end-to-end tests fly 18 photographs (640 x 480 px, 50 m above ground, GSD 8 cm) over an 85 m scene, process them twice (with the control points' gcp_list.txt, and on the photographs' GPS alone) and
 measure the DSM and the orthophoto against the truth rasters, in GSD units. Run with `pytest -s` to see the
 figures. The photographs carry DJI's XMP as a DJI drone writes it (gimbal angles; the barometer's height above
 the take-off point, with 0.1 m of noise and a drift of 0.05 m a minute): on GPS alone, they are what can keep the
@@ -56,7 +55,7 @@ from aeromap_engine.synthetic.scene import HeightField, build_scene
 from aeromap_engine.synthetic.texture import paint_texture
 
 SURVEY = SurveySpec(
-    scene=SceneSpec(size_m=110.0),
+    scene=SceneSpec(size_m=85.0),
     lens=LensSpec(width=640, height=480),
     flight=FlightSpec(height_m=50.0, forward_overlap=0.75, side_overlap=0.7, yaw_jitter_deg=2.0,
                       pitch_jitter_deg=1.0, roll_jitter_deg=1.0, position_jitter_m=0.3),

@@ -45,7 +45,7 @@ def state_focal(images: Path, focal_35mm: int, sensor_width_mm: float) -> None:
 @pytest.fixture(scope="module")
 def oblique_survey(tmp_path_factory: pytest.TempPathFactory) -> SurveyTruth:
     """Lines flown both ways with the camera tilted 20 degrees forward: views 40 degrees apart."""
-    spec = SurveySpec(scene=SceneSpec(size_m=110.0), lens=LensSpec(width=640, height=480),
+    spec = SurveySpec(scene=SceneSpec(size_m=85.0), lens=LensSpec(width=640, height=480),
                       flight=FlightSpec(height_m=40.0, forward_overlap=0.75, side_overlap=0.7,
                                         oblique_pitch_deg=20.0), seed=3)
     truth = generate(tmp_path_factory.mktemp("oblique"), spec, workers=2)
@@ -84,8 +84,8 @@ def camera_shape_error(model: pycolmap.Reconstruction, root: Path, truth: Survey
 def test_rolling_shutter_correction_restores_the_model_shape(tmp_path: Path) -> None:
     """Photographs read out over 60 ms at 6 m/s (36 cm of travel, 4.5 px at this GSD), lines flown both ways:
     uncorrected, the model bends by about a GSD; corrected with the readout time, by a tenth of that."""
-    spec = SurveySpec(scene=SceneSpec(size_m=80.0), lens=LensSpec(width=640, height=480),
-                      flight=FlightSpec(height_m=50.0, forward_overlap=0.75, side_overlap=0.7), seed=2,
+    spec = SurveySpec(scene=SceneSpec(size_m=70.0), lens=LensSpec(width=640, height=480),
+                      flight=FlightSpec(height_m=45.0, forward_overlap=0.75, side_overlap=0.7), seed=2,
                       readout_ms=60.0)
     truth = generate(tmp_path / "survey", spec, workers=2)
     readout = {"name": "rolling-shutter-readout", "value": 60.0}

@@ -27,7 +27,7 @@ SUN_AZIMUTH_DEG = 135.0  # from the south-east, clockwise from north
 SUN_ELEVATION_DEG = 50.0
 AMBIENT = 0.4  # the share of light from the sky, which also reaches faces turned from the sun
 CHUNK = 1 << 17  # rays per batch: bounds the memory of the marching state
-ROLLING_BAND_ROWS = 4  # rows that a rolling shutter renders from one camera position
+ROLLING_BAND_ROWS = 16  # rows that a rolling shutter renders from one camera position
 
 
 @dataclass(frozen=True)
