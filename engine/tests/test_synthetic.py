@@ -4,12 +4,12 @@ Unit tests check the generator's geometry against closed forms: the lens model's
 intersections with a plane and a box, the control points' pixels against the checker the renderer drew, and the
 metadata as the engine reads them.
 
-The end-to-end tests fly 18 photographs (640 x 480 px, 50 m above ground, GSD 8 cm) over an 85 m scene, process them twice (with the control points' gcp_list.txt, and on the photographs' GPS alone) and
-measure the DSM and the orthophoto against the truth rasters, in GSD units. Run with `pytest -s` to see the
-figures. The photographs carry DJI's XMP as a DJI drone writes it (gimbal angles; the barometer's height above
-the take-off point, with 0.1 m of noise and a drift of 0.05 m a minute): on GPS alone, they are what can keep the
-model from leaning with the fixes' height errors (3.3 m each, which lean a plane through 40 fixes over this
-flight by about 1.4 degrees, one sigma).
+The end-to-end tests fly 18 photographs (640 x 480 px, 50 m above ground, GSD 8 cm) over an 85 m scene,
+process them twice (with the control points' gcp_list.txt, and on the photographs' GPS alone) and measure the DSM
+and the orthophoto against the truth rasters, in GSD units. Run with `pytest -s` to see the figures. The
+photographs carry DJI's XMP as a DJI drone writes it (gimbal angles; the barometer's height above the take-off
+point, with 0.1 m of noise and a drift of 0.05 m a minute): on GPS alone, they are what can keep the model from
+leaning with the fixes' height errors (3.3 m each, which lean a plane through these 18 fixes by several degrees).
 
 What is compared, and what is left out:
 - only cells where both the product and the truth have data;
