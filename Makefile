@@ -39,10 +39,16 @@ test-ts: install
 	npx vitest run
 
 test-engine: $(ENGINE_STAMP)
-	$(PY) -m pytest engine/tests
+	$(PY) -m pytest -n 2 --dist loadfile engine/tests
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install
 	$(PY) -m pytest test/pyodm
 
-test: install build typecheck test-engine test-ts test-pyodm
+# The two installs, then the engine's and the service's suites, run side by side: each alone leaves a core idle
+# for much of its time. Their output is printed whole as each finishes.
+test:
+	$(MAKE) --no-print-directory -j2 --output-sync=target install
+	$(MAKE) --no-print-directory build typecheck
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-engine test-ts
+	$(MAKE) --no-print-directory test-pyodm

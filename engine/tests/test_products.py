@@ -38,6 +38,11 @@ def options(**values: object) -> list[dict]:
     return BASE + [{"name": name.replace("_", "-"), "value": value} for name, value in values.items()]
 
 
+def products_options(**values: object) -> list[dict]:
+    """The products' runs leave the textured model out: test_meshing and test_texturing run it."""
+    return options(skip_3dmodel=True, **values)
+
+
 def clone(source: Project, target: Path) -> Project:
     shutil.copytree(source.root, target, symlinks=True)
     return Project(target)
@@ -59,9 +64,9 @@ def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 @pytest.fixture(scope="module")
 def products(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """A full run at default options plus DSM, DTM and the PNG orthophoto."""
+    """A full run at default options (but the textured model) plus DSM, DTM and the PNG orthophoto."""
     project = clone(sparse, tmp_path_factory.mktemp("products") / "p")
-    pipeline.run(project, options(dsm=True, dtm=True, orthophoto_png=True))
+    pipeline.run(project, products_options(dsm=True, dtm=True, orthophoto_png=True))
     return project
 
 
@@ -109,7 +114,7 @@ def test_dense_cloud_lies_on_the_sparse_surface_with_colours(products: Project) 
 
 
 def test_pc_quality_sets_the_working_scale(variant: Project) -> None:
-    pipeline.run(variant, options(pc_quality="lowest", end_with="openmvs"))
+    pipeline.run(variant, products_options(pc_quality="lowest", end_with="openmvs"))
     figures = stats(variant)["dense"]
     assert figures["working_size"] == 320
     assert figures["points"] < 0.5 * stats(variant)["point_cloud"]["input_points"]  # from the medium run
@@ -140,7 +145,7 @@ def test_too_little_overlap_is_a_clear_error(sparse: Project, tmp_path: Path) ->
     project = clone(sparse, tmp_path / "p")
     _keep_points(project, lambda model, point: point.track.length() < 2)  # no two images share a point
     with pytest.raises(InputError, match="overlap"):
-        pipeline.run(project, options())
+        pipeline.run(project, products_options())
 
 
 def test_an_isolated_image_gives_a_partial_result_that_says_so(sparse: Project, tmp_path: Path) -> None:
@@ -148,7 +153,7 @@ def test_an_isolated_image_gives_a_partial_result_that_says_so(sparse: Project, 
     lonely = "DJI_0032.JPG"
     _keep_points(project, lambda model, point: all(model.images[e.image_id].name != lonely
                                                    for e in point.track.elements))
-    pipeline.run(project, options(end_with="openmvs"))
+    pipeline.run(project, products_options(end_with="openmvs"))
     figures = stats(project)["dense"]
     assert figures["images_without_partner"] == [lonely]
     assert figures["depth_maps"] == len(SUBSET) - 1 and figures["points"] > 50_000
@@ -168,8 +173,8 @@ def test_outlier_filter_removes_isolated_points(products: Project) -> None:
 
 
 def test_pc_filter_and_crop_change_the_cloud(variant: Project, products: Project) -> None:
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, pc_filter=0, crop=0,
-                                  end_with="odm_filterpoints"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, pc_filter=0, crop=0,
+                                           end_with="odm_filterpoints"))
     before, after = stats(products)["point_cloud"], stats(variant)["point_cloud"]
     assert "after_outlier_filter" not in after  # filter off
     assert after["points"] == after["input_points"]  # nothing filtered, nothing cropped
@@ -178,8 +183,8 @@ def test_pc_filter_and_crop_change_the_cloud(variant: Project, products: Project
 
 
 def test_pc_sample_keeps_one_point_per_radius(variant: Project) -> None:
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, pc_sample=0.3,
-                                  end_with="odm_filterpoints"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, pc_sample=0.3,
+                                           end_with="odm_filterpoints"))
     xyz = read_ply(variant.path("odm_filterpoints", "point_cloud.ply")).xyz.astype(np.float64)
     spacing = cKDTree(xyz).query(xyz, k=2)[0][:, 1]
     assert spacing.min() >= 0.3 - 1e-4  # no two points closer than the radius...
@@ -188,8 +193,8 @@ def test_pc_sample_keeps_one_point_per_radius(variant: Project) -> None:
 
 
 def test_auto_boundary_keeps_the_area_around_the_cameras(variant: Project) -> None:
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, auto_boundary=True,
-                                  auto_boundary_distance=5, end_with="odm_filterpoints"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, auto_boundary=True,
+                                           auto_boundary_distance=5, end_with="odm_filterpoints"))
     xy = read_ply(variant.path("odm_filterpoints", "point_cloud.ply")).xyz[:, :2].astype(np.float64)
     model = pycolmap.Reconstruction(str(variant.path("opensfm", "reconstruction")))
     centres = np.array([image.projection_center()[:2] for image in model.images.values()])
@@ -203,8 +208,8 @@ def test_georeferenced_cloud_is_in_the_crs_in_every_format(variant: Project, pro
     base = products.path("odm_georeferencing", "odm_georeferenced_model")
     assert base.with_suffix(".laz").exists() and not base.with_suffix(".las").exists()
     assert not base.with_suffix(".csv").exists()
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, pc_las=True, pc_csv=True,
-                                  end_with="odm_georeferencing"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, pc_las=True, pc_csv=True,
+                                           end_with="odm_georeferencing"))
     local = read_ply(variant.path("odm_filterpoints", "point_cloud.ply"))
     expected = local.xyz.astype(np.float64) + offset(variant)
     base = variant.path("odm_georeferencing", "odm_georeferenced_model")
@@ -263,18 +268,18 @@ def test_dtm_removes_trees_and_cars_and_keeps_the_ground(products: Project) -> N
 
 
 def test_dem_resolution_and_ignore_gsd(variant: Project) -> None:
-    pipeline.run(variant, options(dsm=True, dem_resolution=20, orthophoto_png=True, end_with="odm_dem"))
+    pipeline.run(variant, products_options(dsm=True, dem_resolution=20, orthophoto_png=True, end_with="odm_dem"))
     assert read_raster(variant.path("odm_dem", "dsm.tif"))[1]["res"][0] == pytest.approx(0.2)
     assert not variant.path("odm_dem", "dtm.tif").exists()
-    pipeline.run(variant, options(dtm=True, ignore_gsd=True, orthophoto_png=True, end_with="odm_dem"))
+    pipeline.run(variant, products_options(dtm=True, ignore_gsd=True, orthophoto_png=True, end_with="odm_dem"))
     assert read_raster(variant.path("odm_dem", "dtm.tif"))[1]["res"][0] == pytest.approx(0.05)
 
 
 def test_gapfill_steps_and_smrf_options_change_the_models(variant: Project, products: Project) -> None:
     default_dsm = read_raster(products.path("odm_dem", "dsm.tif"))[0][0]
     default_ground = stats(products)["dem"]["dtm"]["ground_fraction"]
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, dem_gapfill_steps=0,
-                                  smrf_threshold=30, smrf_scalar=0, end_with="odm_dem"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, dem_gapfill_steps=0,
+                                           smrf_threshold=30, smrf_scalar=0, end_with="odm_dem"))
     dsm = read_raster(variant.path("odm_dem", "dsm.tif"))[0][0]
     assert dsm.count() == default_dsm.count()  # larger gaps are filled either way
     assert np.abs(dsm - default_dsm).max() > 0.5  # but small ones now take the coarse surface's heights
@@ -282,14 +287,14 @@ def test_gapfill_steps_and_smrf_options_change_the_models(variant: Project, prod
     # ELM step: a few points far below the cells around them).
     assert stats(variant)["dem"]["dtm"]["ground_fraction"] >= 0.995
     assert default_ground < 0.99
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, smrf_window=1, smrf_slope=5,
-                                  end_with="odm_dem"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, smrf_window=1, smrf_slope=5,
+                                           end_with="odm_dem"))
     assert stats(variant)["dem"]["dtm"]["ground_fraction"] > default_ground  # small window, steep: trees stay
 
 
 def test_no_elevation_models_unless_asked(sparse: Project, tmp_path: Path) -> None:
     project = clone(sparse, tmp_path / "p")
-    pipeline.run(project, options(fast_orthophoto=True))
+    pipeline.run(project, products_options(fast_orthophoto=True))
     assert not project.path("odm_dem", "dsm.tif").exists() and not project.path("odm_dem", "dtm.tif").exists()
     # fast-orthophoto: no dense matching, the sparse points make the cloud and the surface
     assert not project.path("openmvs", "scene_dense.ply").exists()
@@ -335,8 +340,8 @@ def test_water_inside_the_survey_gets_pixels_from_the_photographs(variant: Proje
     write_ply(variant.path("openmvs", "scene_dense.ply"),
               dense.subset(np.hypot(*(dense.xyz[:, :2] - centre).T) > radius))
     _keep_points(variant, lambda model, point: np.hypot(*(point.xyz[:2] - centre)) > radius)
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, skip_3dmodel=True,
-                                  rerun_from="odm_filterpoints", end_with="odm_orthophoto"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True,
+                                           rerun_from="odm_filterpoints", end_with="odm_orthophoto"))
     area = SurveyArea.from_geometry(read_geometry(variant.path("odm_filterpoints", "bounds.geojson")))
     world = centre + offset(variant)[:2]
     assert area.contains(world[None]).all()
@@ -371,8 +376,8 @@ def test_orthophoto_is_in_place(products: Project) -> None:
 @pytest.mark.parametrize("compression", ["JPEG", "LZW", "PACKBITS", "LZMA", "NONE"])
 def test_orthophoto_compression(variant: Project, compression: str) -> None:
     # Tile pyramids (odm_postprocess) do not depend on how the GeoTIFF is compressed.
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, orthophoto_compression=compression,
-                                  end_with="odm_orthophoto"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True,
+                                           orthophoto_compression=compression, end_with="odm_orthophoto"))
     rgba, meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))
     assert (meta["compression"].name if meta["compression"] else "NONE").upper() == compression
     if compression == "JPEG":  # no alpha band in JPEG: the transparency becomes the mask
@@ -382,19 +387,20 @@ def test_orthophoto_compression(variant: Project, compression: str) -> None:
 
 
 def test_plain_geotiff_with_and_without_overviews(variant: Project) -> None:
-    pipeline.run(variant, options(dsm=True, dtm=True, cog=False, end_with="odm_orthophoto"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, cog=False, end_with="odm_orthophoto"))
     meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]
     assert meta["layout"] is None and not meta["overviews"] and meta["count"] == 4
     assert read_raster(variant.path("odm_dem", "dsm.tif"))[1]["layout"] is None
     assert not variant.path("odm_orthophoto", "odm_orthophoto.png").exists()
-    pipeline.run(variant, options(dsm=True, dtm=True, cog=False, build_overviews=True, end_with="odm_orthophoto"))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, cog=False, build_overviews=True,
+                                           end_with="odm_orthophoto"))
     assert read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]["overviews"]
 
 
 def test_orthophoto_resolution_is_capped_by_the_gsd(variant: Project, products: Project) -> None:
     gsd = stats(products)["reconstruction"]["gsd_cm"]
     assert stats(products)["orthophoto"]["resolution_cm"] == pytest.approx(0.9 * gsd, abs=0.01)
-    pipeline.run(variant, options(dsm=True, dtm=True, orthophoto_png=True, orthophoto_resolution=25))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, orthophoto_resolution=25))
     meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]
     assert meta["res"][0] == pytest.approx(0.25)
 

@@ -293,7 +293,11 @@ describe('tasks with the real engine', () => {
     const created = await postForm(
       t.admin,
       tasksUrl(),
-      await imageForm(images, { processing_node: String(node.body.id), auto_processing_node: 'false', options: JSON.stringify(OPTIONS) }),
+      await imageForm(images, {
+        processing_node: String(node.body.id),
+        auto_processing_node: 'false',
+        options: JSON.stringify([...OPTIONS, { name: 'skip-3dmodel', value: true }]),
+      }),
     );
     expect(created.status).toBe(201);
     const done = await waitForTask(t.admin, `${tasksUrl()}${created.body.id}/`, finished, 240_000);
