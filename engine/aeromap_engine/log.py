@@ -27,3 +27,10 @@ def emit_progress(stage: str, percent: float) -> None:
     line = json.dumps({"stage": stage, "percent": round(max(0.0, min(100.0, percent)), 2)})
     sys.stdout.write(f"{PROGRESS_PREFIX} {line}\n")
     sys.stdout.flush()
+
+
+def log_count(what: str, done: int, total: int, every: int = 25) -> None:
+    """A console line every `every` items and at the last: on hundreds of images, a long step shows that it
+    advances, and how far."""
+    if done % every == 0 or done == total:
+        log.info("%s: %d of %d", what, done, total)

@@ -7,11 +7,11 @@ on the option, so that a changed option re-runs the pipeline from there (as ODM 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import OptionsError
+from .resources import cpu_limit
 
 OptionType = Literal["int", "float", "string", "bool", "enum"]
 
@@ -126,7 +126,7 @@ class Options:
 
 
 def default_concurrency() -> int:
-    return max(1, os.cpu_count() or 1)
+    return cpu_limit()
 
 
 def resolve(specs: list[Option], pairs: list[dict[str, Any]]) -> tuple[Options, list[str]]:

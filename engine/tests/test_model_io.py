@@ -16,7 +16,9 @@ from PIL import Image
 from pygltflib import validator
 from scipy.spatial import cKDTree
 
+from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.io.gltf import write_glb
+from aeromap_engine.io.ply import ply_writer, read_ply
 from aeromap_engine.io.obj import write_obj
 from aeromap_engine.mesh.model import TexturedMesh
 
@@ -250,3 +252,19 @@ def test_glb_interrupted_leaves_no_file(tmp_path: Path, monkeypatch: pytest.Monk
     with pytest.raises(OSError, match="disk full"):
         write_glb(tmp_path / "model.glb", _scene()[0], OFFSET)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ply_written_in_parts_holds_every_part_in_order(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    parts = [PointCloud(rng.normal(size=(n, 3)).astype(np.float32), rng.integers(0, 256, (n, 3), np.uint8),
+                        rng.integers(2, 9, n).astype(np.uint8)) for n in (1000, 0, 257)]
+    path = tmp_path / "dense.ply"
+    with ply_writer(path, tmp_path) as append:
+        for part in parts:
+            append(part)
+    whole = PointCloud.concatenate(parts)
+    independent = trimesh.load(path)  # another reader of the header and the binary layout
+    assert np.array_equal(np.asarray(independent.vertices, np.float32), whole.xyz)
+    back = read_ply(path)
+    assert np.array_equal(back.rgb, whole.rgb) and np.array_equal(back.views, whole.views)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dense.ply"]  # no scratch file left

@@ -9,12 +9,14 @@ from scipy.spatial import cKDTree
 
 from aeromap_engine.cloud.boundary import Boundary
 from aeromap_engine.cloud.filters import thin
-from aeromap_engine.dem.grid import Grid, bin_points
+from aeromap_engine.dem.grid import Grid, Window, bin_points
 from aeromap_engine.dem.smrf import SmrfSettings, is_ground, terrain
 from aeromap_engine.dem.surface import fill_all, grow
 from aeromap_engine.dense.camera import working_pinhole
 from aeromap_engine.dense.rectify import rectify_pair
-from aeromap_engine.dense.views import View
+from aeromap_engine.dense.pairs import shared_counts
+from aeromap_engine.dense.views import SparseModel, View
+from aeromap_engine.stages.odm_orthophoto import TILE, serpentine
 from aeromap_engine.georef import Georef
 
 
@@ -111,3 +113,24 @@ def test_wgs84_bounds_enclose_the_area_and_are_none_in_a_local_frame() -> None:
     assert east - west == pytest.approx(0.000898, abs=2e-6) and north - south == pytest.approx(0.000904, abs=2e-6)
     assert Georef(None, (0.0, 0.0), "none").wgs84_bounds((0.0, 0.0, 1.0, 1.0)) is None
 
+
+
+def test_shared_point_counts_match_pairwise_intersections() -> None:
+    rng = np.random.default_rng(3)
+    point_ids = np.sort(rng.choice(10_000, 2_000, replace=False))
+    views = [View(f"{i}", None, np.eye(3), np.zeros(3), np.sort(rng.choice(point_ids, rng.integers(0, 400),
+                                                                           replace=False)))
+             for i in range(30)]
+    counts = shared_counts(SparseModel(views, point_ids, np.zeros((len(point_ids), 3)))).toarray()
+    for i, a in enumerate(views):
+        for j, b in enumerate(views):
+            assert counts[i, j] == len(np.intersect1d(a.point_ids, b.point_ids))
+
+
+def test_orthophoto_tiles_turn_back_at_the_end_of_each_row() -> None:
+    rng = np.random.default_rng(2)
+    # Tiles cut down to the area start inside their tile's square, not on its corner.
+    tiles = [(Window(r * TILE + int(rng.integers(0, 50)), c * TILE + int(rng.integers(0, 50)), 900, 900),) * 2
+             for r in range(3) for c in range(4)]
+    order = [(t[0].row // TILE, t[0].col // TILE) for t in serpentine(list(reversed(tiles)))]
+    assert order == [(0, c) for c in range(4)] + [(1, c) for c in reversed(range(4))] + [(2, c) for c in range(4)]

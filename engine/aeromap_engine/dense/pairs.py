@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from .views import SparseModel
 
@@ -48,23 +49,35 @@ def _angle_weight(angle: float, settings: PairSettings) -> float:
     return 1.0
 
 
+def shared_counts(model: SparseModel) -> sparse.csr_matrix:
+    """Sparse points each two views share, as a (views, views) matrix: one sparse product of the views' point
+    incidence, so the work grows with the observations and the overlap, not with the square of the views."""
+    rows = np.concatenate([np.full(len(v.point_ids), i) for i, v in enumerate(model.views)])
+    columns = np.searchsorted(model.point_ids, np.concatenate([v.point_ids for v in model.views]))
+    incidence = sparse.csr_matrix((np.ones(len(rows), np.int32), (rows, columns)),
+                                  shape=(len(model.views), len(model.point_ids)))
+    return (incidence @ incidence.T).tocsr()
+
+
 def link_views(model: SparseModel, settings: PairSettings = PairSettings()) -> list[ViewLinks]:
     views = model.views
+    counts = shared_counts(model)
     links = []
     for i, view in enumerate(views):
+        row = counts.getrow(i)
         overlapping, scored = [], []
-        for j, other in enumerate(views):
-            if j == i:
+        for j, count in zip(row.indices.tolist(), row.data.tolist()):
+            if j == i or count < settings.min_shared:
                 continue
-            shared = np.intersect1d(view.point_ids, other.point_ids, assume_unique=True)
-            if len(shared) < settings.min_shared:
-                continue
-            overlapping.append((len(shared), j))
+            other = views[j]
+            overlapping.append((count, j))
             axis_angle = np.degrees(np.arccos(np.clip(view.axis @ other.axis, -1.0, 1.0)))
-            angle = _median_angle(model, i, j, shared)
-            if axis_angle > settings.max_axis_angle or not settings.min_angle <= angle <= settings.max_angle:
+            if axis_angle > settings.max_axis_angle:
                 continue
-            overlap = len(shared) / len(view.point_ids)
+            angle = _median_angle(model, i, j, np.intersect1d(view.point_ids, other.point_ids, assume_unique=True))
+            if not settings.min_angle <= angle <= settings.max_angle:
+                continue
+            overlap = count / len(view.point_ids)
             scored.append((overlap * _angle_weight(angle, settings), j))
         scored.sort(reverse=True)
         overlapping.sort(reverse=True)

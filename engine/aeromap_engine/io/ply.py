@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +16,7 @@ from ..files import atomic_path
 _TYPES = {"float": "f4", "float32": "f4", "double": "f8", "float64": "f8", "uchar": "u1", "uint8": "u1",
           "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4", "short": "i2", "ushort": "u2", "char": "i1"}
 _NAMES = {"f4": "float", "f8": "double", "u1": "uchar"}
+COPY_CHUNK = 16 << 20
 
 
 def _dtype(coordinates: np.dtype) -> np.dtype:
@@ -20,24 +25,51 @@ def _dtype(coordinates: np.dtype) -> np.dtype:
                      ("blue", "u1"), ("views", "u1")])
 
 
-def write_ply(path: Path, cloud: PointCloud, comments: tuple[str, ...] = ()) -> None:
-    """Write atomically; float64 coordinates are kept (CRS coordinates need them), others become float32."""
-    coords = np.float64 if cloud.xyz.dtype == np.float64 else np.float32
-    dtype = _dtype(coords)
-    header = ["ply", "format binary_little_endian 1.0", *(f"comment {c}" for c in comments),
-              f"element vertex {len(cloud)}"]
-    header += [f"property {_NAMES[dtype[name].str[1:]]} {name}" for name in dtype.names]
-    header.append("end_header")
+def _records(cloud: PointCloud, dtype: np.dtype) -> np.ndarray:
     data = np.empty(len(cloud), dtype=dtype)
     for i, axis in enumerate("xyz"):
         data[axis] = cloud.xyz[:, i]
     for i, band in enumerate(("red", "green", "blue")):
         data[band] = cloud.rgb[:, i]
     data["views"] = cloud.views
+    return data
+
+
+def _header(dtype: np.dtype, count: int, comments: tuple[str, ...]) -> bytes:
+    lines = ["ply", "format binary_little_endian 1.0", *(f"comment {c}" for c in comments),
+             f"element vertex {count}"]
+    lines += [f"property {_NAMES[dtype[name].str[1:]]} {name}" for name in dtype.names]
+    lines.append("end_header")
+    return ("\n".join(lines) + "\n").encode("ascii")
+
+
+def write_ply(path: Path, cloud: PointCloud, comments: tuple[str, ...] = ()) -> None:
+    """Write atomically; float64 coordinates are kept (CRS coordinates need them), others become float32."""
+    dtype = _dtype(np.float64 if cloud.xyz.dtype == np.float64 else np.float32)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
-            f.write(("\n".join(header) + "\n").encode("ascii"))
-            data.tofile(f)
+            f.write(_header(dtype, len(cloud), comments))
+            _records(cloud, dtype).tofile(f)
+
+
+@contextlib.contextmanager
+def ply_writer(path: Path, scratch: Path) -> Iterator[Callable[[PointCloud], None]]:
+    """A float32 PLY written part by part, so that a cloud larger than memory can be written: the parts go to a
+    file in the scratch folder, and the PLY (whose header states the count) is assembled from it at the end,
+    atomically."""
+    dtype = _dtype(np.float32)
+    count = 0
+    with tempfile.TemporaryFile(dir=scratch) as body:
+        def append(part: PointCloud) -> None:
+            nonlocal count
+            _records(part, dtype).tofile(body)
+            count += len(part)
+
+        yield append
+        body.seek(0)
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            f.write(_header(dtype, count, ()))
+            shutil.copyfileobj(body, f, COPY_CHUNK)
 
 
 def read_ply(path: Path) -> PointCloud:

@@ -209,4 +209,8 @@ def _bundle_options(refine: Refinement, threads: int) -> pycolmap.BundleAdjustme
     # Matches that survived mapping are mostly right; a soft loss keeps the rest from dragging the cameras.
     options.ceres.loss_function_type = pycolmap.LossFunctionType.SOFT_L1
     options.ceres.solver_options.num_threads = threads
+    # COLMAP stops only on the gradient (function tolerance 0): from a mapped model that takes dozens of
+    # iterations that each change the cost by less than a millionth. On a 72-image synthetic survey they took
+    # four times as long and changed the cameras' error against the truth by 0.4 mm.
+    options.ceres.solver_options.function_tolerance = 1e-6
     return options

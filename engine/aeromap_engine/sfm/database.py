@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-import threading
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,8 @@ import pycolmap
 
 from .features import Features
 
-PROGRESS_INTERVAL = 1.0  # seconds between progress reports while matching
+PROGRESS_STEPS = 20  # batches of pairs matched, for progress between them...
+MIN_BATCH = 50  # ...unless that makes them smaller than this
 
 
 @dataclass(frozen=True)
@@ -77,43 +77,23 @@ class ImageWriter:
 
 def match_pairs(path: Path, pairs: list[tuple[str, str]], list_file: Path, threads: int,
                 progress: Callable[[float], None]) -> None:
-    """Match descriptors and verify the two-view geometry of the given image pairs, in one call: the matcher
-    builds a search index per image, which separate calls would build again."""
-    list_file.write_text("".join(f"{a} {b}\n" for a, b in pairs))
+    """Match descriptors and verify the two-view geometry of the given image pairs, in batches, with progress
+    reported between them. Nothing else may open the database meanwhile: Python's SQLite is another copy of the
+    library than COLMAP's, and one copy closing the file drops the other's locks (SQLite's documented hazard),
+    which crashed the matcher with SIGBUS while a watcher counted its pairs. Batches follow the sorted pairs, so
+    most images fall in one or two and their search index is built about as often as in one call."""
     matching = pycolmap.FeatureMatchingOptions()
     matching.num_threads = threads
     pairing = pycolmap.ImportedPairingOptions()
     pairing.match_list_path = str(list_file)
     verification = pycolmap.TwoViewGeometryOptions()
     verification.ransac.num_threads = 1  # pairs already run in parallel
-    with _watch_verified_pairs(path, len(pairs), progress):
+    size = max(MIN_BATCH, math.ceil(len(pairs) / PROGRESS_STEPS))
+    for start in range(0, len(pairs), size):
+        list_file.write_text("".join(f"{a} {b}\n" for a, b in pairs[start:start + size]))
         pycolmap.match_image_pairs(path, matching_options=matching, pairing_options=pairing,
                                    verification_options=verification, device=pycolmap.Device.cpu)
-
-
-@contextlib.contextmanager
-def _watch_verified_pairs(path: Path, total: int, progress: Callable[[float], None]) -> Iterator[None]:
-    """Report the share of pairs done while COLMAP matches (it releases the interpreter, and commits each
-    verified pair to the database as it goes)."""
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.wait(PROGRESS_INTERVAL):
-            try:
-                with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.1)) as db:
-                    done = db.execute("SELECT COUNT(*) FROM two_view_geometries").fetchone()[0]
-            except sqlite3.Error:
-                continue  # the matcher holds the lock; try at the next tick
-            progress(min(1.0, done / max(1, total)))
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        watcher.join()
-    progress(1.0)
+        progress(min(1.0, (start + size) / len(pairs)))
 
 
 def drop_priors(path: Path, names: list[str]) -> None:

@@ -208,6 +208,16 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
     return rgba
 
 
+def serpentine(tiles: list[tuple[Window, Window]]) -> list[tuple[Window, Window]]:
+    """Tiles row by row, every other row right to left: a tile then mostly needs the images its predecessor
+    decoded, also at the turns, where a plain row order would start over at the far side."""
+    def key(tile: tuple[Window, Window]) -> tuple[int, int]:
+        band = tile[0].row // TILE
+        return band, tile[0].col if band % 2 == 0 else -tile[0].col
+
+    return sorted(tiles, key=key)
+
+
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     cv2.setNumThreads(options.max_concurrency)
@@ -229,7 +239,7 @@ def run(ctx: "StageContext") -> None:
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
     png = orthophoto_path(project, "png")
     png.unlink(missing_ok=True)  # no stale PNG from a run with other options
-    tiles = list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution))))
+    tiles = serpentine(list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution)))))
     covered = 0
     with TiledRaster(orthophoto_path(project), grid, georef.crs, georef.offset, 4, "uint8", fmt, alpha=True,
                      png=png if options.orthophoto_png else None) as out:

@@ -2,7 +2,8 @@
 
 Reads the sparse reconstruction (opensfm/reconstruction, a COLMAP model in the engine's world frame) and the
 images; writes openmvs/scene_dense.ply (world frame, colour, number of agreeing views). Depth maps are kept on
-disk between the two passes, so memory grows with the working image size, not with the number of images.
+disk between the two passes and fused points are written as each image is fused, so memory grows with the
+working image size, not with the number of images.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import cv2
 import numpy as np
 import pycolmap
 
-from ..cloud.points import PointCloud
 from ..dense.camera import QUALITY_SCALES, Pinhole, undistortion_maps, working_pinhole, working_scale
 from ..dense.fusion import DepthMap, FusionSettings, fuse_pairs, fuse_views
 from ..dense.pairs import ViewLinks, link_views
@@ -27,8 +27,8 @@ from ..dense.stereo import SgbmSettings, disparity_search, match, rectified_imag
 from ..dense.views import SparseModel, View, sparse_model
 from ..errors import InputError
 from ..io.images import Levels, load_levels, read_scaled, resize_area
-from ..io.ply import write_ply
-from ..log import log
+from ..io.ply import ply_writer
+from ..log import log, log_count
 from ..options import Option
 
 if TYPE_CHECKING:
@@ -120,9 +120,9 @@ def _load(path: Path) -> DepthMap:
         return DepthMap(data["depth"], float(data["focal_baseline"]))
 
 
-def densify(project: "Project", quality: str, progress: Callable[[float], None] = lambda fraction: None
-            ) -> tuple[PointCloud, dict]:
-    """The fused dense cloud of the project's reconstruction and figures about it."""
+def densify(project: "Project", quality: str, progress: Callable[[float], None] = lambda fraction: None) -> dict:
+    """Write the fused dense cloud of the project's reconstruction (image by image: neither the depth maps nor
+    the points are held together in memory); figures about it."""
     model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
     if len(model.views) < 2:
         raise InputError("The reconstruction has fewer than 2 registered images: nothing to match densely")
@@ -137,6 +137,7 @@ def densify(project: "Project", quality: str, progress: Callable[[float], None] 
         log.warning("%d image(s) have no stereo partner with enough overlap and add no dense points: %s",
                     len(alone), ", ".join(alone))
     sgbm, fusion = SgbmSettings(), FusionSettings()
+    points = 0
     with tempfile.TemporaryDirectory(prefix="depthmaps.", dir=project.root) as tmp:
         paths: dict[int, Path] = {}
         for i, link in enumerate(links):
@@ -146,16 +147,21 @@ def densify(project: "Project", quality: str, progress: Callable[[float], None] 
                     paths[i] = Path(tmp) / f"{i}.npz"
                     _save(paths[i], depth)
             progress(0.7 * (i + 1) / len(links))
-        parts = []
-        for n, (i, path) in enumerate(paths.items()):
-            neighbours = [(model.views[j], pinholes[j], _load(paths[j])) for j in links[i].neighbours if j in paths]
-            color = images.get(i)[0]
-            parts.append(fuse_views(model.views[i], pinholes[i], _load(path), color[:, :, ::-1], neighbours, fusion))
-            progress(0.7 + 0.3 * (n + 1) / len(paths))
-    cloud = PointCloud.concatenate(parts)
-    figures = {"images": len(model.views), "images_without_partner": alone, "depth_maps": len(paths),
-               "working_size": max(pinholes[0].width, pinholes[0].height), "points": len(cloud)}
-    return cloud, figures
+            log_count("Images with a depth map", i + 1, len(links), every=10)
+        with ply_writer(dense_cloud_path(project), Path(tmp)) as append:
+            for n, (i, path) in enumerate(paths.items()):
+                neighbours = [(model.views[j], pinholes[j], _load(paths[j])) for j in links[i].neighbours
+                              if j in paths]
+                color = images.get(i)[0]
+                part = fuse_views(model.views[i], pinholes[i], _load(path), color[:, :, ::-1], neighbours, fusion)
+                append(part)
+                points += len(part)
+                progress(0.7 + 0.3 * (n + 1) / len(paths))
+                log_count("Depth maps fused", n + 1, len(paths), every=10)
+            if points == 0:
+                raise InputError("Dense matching found no surface that several images agree on")
+    return {"images": len(model.views), "images_without_partner": alone, "depth_maps": len(paths),
+            "working_size": max(pinholes[0].width, pinholes[0].height), "points": points}
 
 
 def run(ctx: "StageContext") -> None:
@@ -165,9 +171,6 @@ def run(ctx: "StageContext") -> None:
         log.info("fast-orthophoto: skipping the dense point cloud, the sparse points will be used")
         dense_cloud_path(project).unlink(missing_ok=True)
         return
-    cloud, figures = densify(project, ctx.options.pc_quality, ctx.progress)
-    if len(cloud) == 0:
-        raise InputError("Dense matching found no surface that several images agree on")
-    write_ply(dense_cloud_path(project), cloud)
-    log.info("Dense point cloud: %d points from %d depth maps", len(cloud), figures["depth_maps"])
+    figures = densify(project, ctx.options.pc_quality, ctx.progress)
+    log.info("Dense point cloud: %d points from %d depth maps", figures["points"], figures["depth_maps"])
     project.update_stats("dense", figures)

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
-import psutil
 import pycolmap
 
 from .. import quality
@@ -35,9 +34,10 @@ from ..georef import Georef
 from ..io.gcp import GcpFile, parse_gcp_list
 from ..io.images import Levels, load_levels, read_scaled, resize_area
 from ..io.ply import write_ply
-from ..log import log
+from ..log import log, log_count
 from ..options import Option
 from ..photo import Photo
+from ..resources import available_memory
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, refinement
 from ..sfm.database import (PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count,
                             reject_pairs, verified_pairs)
@@ -370,6 +370,8 @@ def registration_progress(ctx: "StageContext", total: int) -> Callable[[], None]
         nonlocal registered
         registered += 1
         ctx.progress(0.65 + 0.2 * min(1.0, registered / total))
+        if registered <= total:  # a second pass counts on from the first, past the total
+            log_count("Images registered", registered, total)
 
     return on_registered
 
@@ -404,12 +406,13 @@ def extract_all(project: "Project", photos: list[Photo], quality: str, count: in
 
     # Large images at high quality take gigabytes each: run no more at once than half the free memory holds.
     largest = max(sift_memory(p.width, p.height, quality) for p in photos)
-    workers = max(1, min(threads, psutil.virtual_memory().available // 2 // largest))
+    workers = max(1, min(threads, available_memory() // 2 // largest))
     total = 0
     with opencv_threads(1), ThreadPoolExecutor(workers) as pool:
         for i, features in enumerate(pool.map(extract, photos)):
             total += len(features)
             progress((i + 1) / len(photos))
+            log_count("Images with features", i + 1, len(photos))
             yield features
     log.info("Extracted %d features per image on average (feature quality %s)", round(total / len(photos)),
              quality)

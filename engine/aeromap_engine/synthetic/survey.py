@@ -20,11 +20,12 @@ import math
 import multiprocessing
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pyproj
 import rasterio
@@ -63,6 +64,9 @@ class SurveySpec:
     truth_ortho_level: int = 0  # the true orthophoto's cells are the albedo's times 2 ** level
     seed: int = 1
     readout_ms: float = 0.0  # a rolling shutter's readout time; 0 is a global shutter
+    # Photographs rendered at 1/n of their size and enlarged: the pixel count a benchmark needs for a fraction of
+    # the rendering time, with no detail finer than n pixels (feature extraction at "high" halves them anyway).
+    render_downscale: int = 1
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,10 @@ def generate(out_dir: Path, spec: SurveySpec, workers: int = 1) -> SurveyTruth:
     barometer = Barometer(takeoff_z, drift, spec.barometer_sigma_m)
     images_dir = out_dir / "images"
     images_dir.mkdir(parents=True, exist_ok=True)
-    job = _PhotographJob(spec, site, model, lens, lens.pixel_rays(), barometer, images_dir, scene.markers)
+    render_lens = replace(lens, width=lens.width // spec.render_downscale, height=lens.height // spec.render_downscale,
+                          focal_px=lens.focal_px / spec.render_downscale)
+    job = _PhotographJob(spec, site, model, lens, render_lens, render_lens.pixel_rays(), barometer, images_dir,
+                         scene.markers)
     photographs: list[Photograph] = []
     observations: dict[str, list[tuple[str, float, float]]] = {m.name: [] for m in scene.markers}
     for photo, seen in _run_jobs(job, shots, workers):
@@ -198,6 +205,7 @@ class _PhotographJob:
     site: Site
     model: RenderModel
     lens: Lens
+    render_lens: Lens  # the lens at the size the photographs are rendered at
     camera_rays: np.ndarray
     barometer: Barometer
     images_dir: Path
@@ -216,7 +224,9 @@ class _PhotographJob:
         index, shot = item
         rng = np.random.default_rng([self.spec.seed, index])
         name = f"DJI_{index + 1:04d}.JPG"
-        linear = render(self.model, self.lens, shot.pose, self.camera_rays, self.readout_motion(shot))
+        linear = render(self.model, self.render_lens, shot.pose, self.camera_rays, self.readout_motion(shot))
+        if self.render_lens.width != self.lens.width:
+            linear = cv2.resize(linear, (self.lens.width, self.lens.height), interpolation=cv2.INTER_CUBIC)
         exposure = float(np.exp(rng.normal(0.0, self.spec.exposure_jitter)))
         pixels = to_photograph(linear, rng, exposure, self.spec.noise_dn)
         photo = _metadata(self.spec, self.site, shot, name, self.barometer, rng)

@@ -1,0 +1,73 @@
+"""The CPUs and memory this process may use: the machine's, narrowed by the CPU affinity and by the limits of the
+container (cgroup v2 or v1) it runs in. `os.cpu_count()` and psutil's figures see the whole host, so a container
+given 2 CPUs on a 64-core host would start 64 threads and size its work by memory it cannot have."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import psutil
+
+CGROUP = Path("/sys/fs/cgroup")
+UNLIMITED = 1 << 60  # cgroup v1 writes a number near 2**63 for "no limit"
+
+
+def cpu_limit(cgroup: Path = CGROUP) -> int:
+    """Whole CPUs available: the affinity mask's count, capped by a CPU quota (rounded up, at least 1)."""
+    try:
+        count = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        count = os.cpu_count() or 1
+    quota = _cpu_quota(cgroup)
+    if quota is not None:
+        count = min(count, max(1, math.ceil(quota)))
+    return max(1, count)
+
+
+def available_memory(cgroup: Path = CGROUP) -> int:
+    """Bytes this process may still allocate: the machine's available memory, or what is left under the
+    container's limit when that is smaller."""
+    available = psutil.virtual_memory().available
+    room = _cgroup_memory_room(cgroup)
+    return available if room is None else max(0, min(available, room))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpu_quota(cgroup: Path) -> float | None:
+    """CPUs' worth of time the container may use per period; None without a limit."""
+    v2 = _read(cgroup / "cpu.max")
+    if v2 is not None:
+        quota, _, period = v2.partition(" ")
+        return None if quota == "max" or not period else int(quota) / int(period)
+    quota, period = _read(cgroup / "cpu" / "cpu.cfs_quota_us"), _read(cgroup / "cpu" / "cpu.cfs_period_us")
+    if quota is None or period is None or int(quota) <= 0:
+        return None
+    return int(quota) / int(period)
+
+
+def _cgroup_memory_room(cgroup: Path) -> int | None:
+    """The container's memory limit less what it uses now (page cache counts as reclaimable); None without one."""
+    limit, used = _read(cgroup / "memory.max"), _read(cgroup / "memory.current")
+    cache_key = "inactive_file"
+    stat_file = cgroup / "memory.stat"
+    if limit is None:
+        limit = _read(cgroup / "memory" / "memory.limit_in_bytes")
+        used = _read(cgroup / "memory" / "memory.usage_in_bytes")
+        cache_key = "total_inactive_file"
+        stat_file = cgroup / "memory" / "memory.stat"
+    if limit is None or used is None or limit == "max" or int(limit) >= UNLIMITED:
+        return None
+    reclaimable = 0
+    for line in (_read(stat_file) or "").splitlines():
+        key, _, value = line.partition(" ")
+        if key == cache_key:
+            reclaimable = int(value)
+    return int(limit) - int(used) + reclaimable

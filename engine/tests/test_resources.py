@@ -1,0 +1,56 @@
+"""CPU and memory limits read from a container's cgroup files (written here into a fake cgroup tree)."""
+
+from pathlib import Path
+
+import psutil
+
+from aeromap_engine.resources import available_memory, cpu_limit
+
+
+def write(root: Path, name: str, text: str) -> None:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def test_cgroup_v2_cpu_quota_caps_the_count(tmp_path: Path) -> None:
+    write(tmp_path, "cpu.max", "150000 100000")
+    assert cpu_limit(tmp_path) == min(2, cpu_limit(tmp_path / "none"))
+
+
+def test_no_quota_leaves_the_affinity_count(tmp_path: Path) -> None:
+    write(tmp_path, "cpu.max", "max 100000")
+    assert cpu_limit(tmp_path) == cpu_limit(tmp_path / "none") >= 1
+
+
+def test_cgroup_v1_quota(tmp_path: Path) -> None:
+    write(tmp_path, "cpu/cpu.cfs_quota_us", "50000")
+    write(tmp_path, "cpu/cpu.cfs_period_us", "100000")
+    assert cpu_limit(tmp_path) == 1
+    write(tmp_path, "cpu/cpu.cfs_quota_us", "-1")
+    assert cpu_limit(tmp_path) == cpu_limit(tmp_path / "none")
+
+
+def test_memory_limit_counts_reclaimable_cache(tmp_path: Path) -> None:
+    gib = 2**30
+    write(tmp_path, "memory.max", str(2 * gib))
+    write(tmp_path, "memory.current", str(int(1.5 * gib)))
+    write(tmp_path, "memory.stat", f"anon 100\ninactive_file {gib // 4}\nactive_file 7")
+    assert available_memory(tmp_path) == min(psutil.virtual_memory().available, int(0.75 * gib))
+
+
+def test_memory_without_limit_is_the_machines(tmp_path: Path) -> None:
+    machine = psutil.virtual_memory().available
+    write(tmp_path / "v2", "memory.max", "max")
+    write(tmp_path / "v2", "memory.current", "12345")
+    write(tmp_path / "v1", "memory/memory.limit_in_bytes", str(2**63 - 4096))  # v1's "no limit"
+    write(tmp_path / "v1", "memory/memory.usage_in_bytes", "12345")
+    for root in (tmp_path / "v2", tmp_path / "v1", tmp_path / "none"):
+        assert abs(available_memory(root) - machine) < machine * 0.05
+
+
+def test_cgroup_v1_memory_limit(tmp_path: Path) -> None:
+    write(tmp_path, "memory/memory.limit_in_bytes", str(2**30))
+    write(tmp_path, "memory/memory.usage_in_bytes", str(2**29))
+    write(tmp_path, "memory/memory.stat", "cache 99\ntotal_inactive_file 4096")
+    assert available_memory(tmp_path) == min(psutil.virtual_memory().available, 2**29 + 4096)
