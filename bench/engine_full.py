@@ -11,13 +11,13 @@ The machine may be shared: timings are noisy, run twice when they matter.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lib.engine_run import run_engine  # noqa: E402
 
 IMAGES = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "brighton_beach" / "images"
 RUNS = {
@@ -30,22 +30,7 @@ TARGETS = {"default": (120, 4.0), "3dmesh": (240, 4.0)}
 
 
 def run(name: str, root: Path) -> None:
-    project = root / name
-    (project / "images").mkdir(parents=True, exist_ok=True)
-    for image in sorted(IMAGES.iterdir()):
-        link = project / "images" / image.name
-        if not link.exists():
-            link.symlink_to(image)
-    options = project / "options.json"
-    options.write_text(json.dumps(RUNS[name] + [{"name": "rerun-all", "value": True}]))
-    began = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "aeromap_engine.cli", "run", str(project), "--options",
-                             str(options)], capture_output=True, text=True, env=dict(os.environ))
-    wall = time.monotonic() - began
-    if result.returncode != 0:
-        print(result.stdout[-3000:], result.stderr[-3000:])
-        raise SystemExit(f"{name} run failed with exit code {result.returncode}")
-    stats = json.loads((project / "odm_report" / "stats.json").read_text())
+    wall, stats = run_engine(root / name, IMAGES, RUNS[name])
     peak = max(s["peak_memory_mb"] for s in stats["stages"].values()) / 1024
     target = TARGETS.get(name)
     verdict = "" if target is None else (f" (target {target[0]} s, {target[1]:.0f} GiB: "

@@ -17,9 +17,7 @@ same number of pixels, and feature extraction at the default quality halves them
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,8 +26,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "engine"))
+sys.path.insert(0, str(REPO / "bench"))
 
 from aeromap_engine.resources import cpu_limit  # noqa: E402
+from lib.engine_run import run_engine  # noqa: E402
 from aeromap_engine.synthetic.camera import FlightSpec, LensSpec, lawnmower  # noqa: E402
 from aeromap_engine.synthetic.scene import SceneSpec  # noqa: E402
 from aeromap_engine.synthetic.survey import SurveySpec, generate  # noqa: E402
@@ -74,21 +74,7 @@ def survey(cache: Path, images: int, megapixels: float) -> Path:
 
 
 def process(folder: Path, options: list[dict]) -> dict:
-    project = folder / "project"
-    (project / "images").mkdir(parents=True, exist_ok=True)
-    for image in sorted((folder / "images").iterdir()):
-        link = project / "images" / image.name
-        if not link.exists():
-            link.symlink_to(image)
-    (project / "options.json").write_text(json.dumps(options + [{"name": "rerun-all", "value": True}]))
-    began = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "aeromap_engine.cli", "run", str(project), "--options",
-                             str(project / "options.json")], capture_output=True, text=True)
-    wall = time.monotonic() - began
-    if result.returncode != 0:
-        print(result.stdout[-3000:], result.stderr[-3000:])
-        raise SystemExit(f"{folder.name}: the engine failed with exit code {result.returncode}")
-    stats = json.loads((project / "odm_report" / "stats.json").read_text())
+    wall, stats = run_engine(folder / "project", folder / "images", options)
     return {"images": len(list((folder / "images").iterdir())), "wall": wall, "stages": stats["stages"],
             "sfm_steps": stats.get("reconstruction", {}).get("timings_s", {}),
             "registered": stats.get("reconstruction", {}).get("images_registered")}

@@ -53,21 +53,21 @@ def _cpu_quota(cgroup: Path) -> float | None:
     return int(quota) / int(period)
 
 
+# Where each cgroup version keeps the memory limit, the usage, the statistics, and the statistic of page cache that
+# could be reclaimed.
+MEMORY_LAYOUTS = (("memory.max", "memory.current", "memory.stat", "inactive_file"),
+                  ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes", "memory/memory.stat",
+                   "total_inactive_file"))
+
+
 def _cgroup_memory_room(cgroup: Path) -> int | None:
     """The container's memory limit less what it uses now (page cache counts as reclaimable); None without one."""
-    limit, used = _read(cgroup / "memory.max"), _read(cgroup / "memory.current")
-    cache_key = "inactive_file"
-    stat_file = cgroup / "memory.stat"
-    if limit is None:
-        limit = _read(cgroup / "memory" / "memory.limit_in_bytes")
-        used = _read(cgroup / "memory" / "memory.usage_in_bytes")
-        cache_key = "total_inactive_file"
-        stat_file = cgroup / "memory" / "memory.stat"
-    if limit is None or used is None or limit == "max" or int(limit) >= UNLIMITED:
-        return None
-    reclaimable = 0
-    for line in (_read(stat_file) or "").splitlines():
-        key, _, value = line.partition(" ")
-        if key == cache_key:
-            reclaimable = int(value)
-    return int(limit) - int(used) + reclaimable
+    for limit_file, used_file, stat_file, cache_key in MEMORY_LAYOUTS:
+        limit, used = _read(cgroup / limit_file), _read(cgroup / used_file)
+        if limit is None:
+            continue
+        if used is None or limit == "max" or int(limit) >= UNLIMITED:
+            return None
+        stats = dict(line.split(" ", 1) for line in (_read(cgroup / stat_file) or "").splitlines() if " " in line)
+        return int(limit) - int(used) + int(stats.get(cache_key, 0))
+    return None

@@ -56,7 +56,7 @@ def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipel
     options.ba_global_points_ratio = 1.25
     # Adjustments are the mapper's time, and each image is adjusted with its neighbours once it is added. On a
     # 72-image 12 MP survey these settings took mapping from 165 s to 73 s with the same images, points and
-    # camera accuracy against the truth (bench/engine_scale.py): global adjustments leave out points that add
+    # camera accuracy against the truth (the survey bench/engine_scale.py flies): global adjustments leave out points that add
     # no coverage to their images (a survey's overlap makes most of them redundant), and one refinement of a
     # local adjustment (two of a global one) follows the re-triangulation instead of up to two (five).
     options.mapper.ba_global_ignore_redundant_points3D = True
