@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
@@ -16,7 +16,7 @@ from .files import read_json, write_json
 from .log import emit_progress, log
 from .options import Option, Options, default_concurrency, resolve
 from .project import Project
-from .stages import STAGE_NAMES, implemented_stages
+from .stages import STAGE_NAMES, implemented_stages, split
 
 PIPELINE_OPTIONS = [
     Option("rerun-from", "enum", "", "Re-run the pipeline from this stage onward.", "dataset",
@@ -42,6 +42,10 @@ class StageContext:
     def progress(self, fraction: float) -> None:
         """Report how far this stage has come (0..1)."""
         emit_progress(self.stage, self._start + self._span * max(0.0, min(1.0, fraction)))
+
+    def part(self, begin: float, end: float) -> "StageContext":
+        """A context whose progress 0..1 covers [begin, end] of this one's: for a step run several times."""
+        return replace(self, _start=self._start + self._span * begin, _span=self._span * (end - begin))
 
 
 def all_options() -> list[Option]:
@@ -88,6 +92,14 @@ def _marker(project: Project, stage: str):
     return project.state_dir / f"{stage}.done"
 
 
+def mark_done(project: Project, stages: tuple[str, ...]) -> None:
+    """Record stages as done without running them: a submodel's, done for it by the survey's run."""
+    for name in stages:
+        write_json(_marker(project, name), {"seconds": 0.0, "peak_memory_mb": 0.0})
+
+
+
+
 def _first_stage_to_run(project: Project, options: Options, previous: dict[str, Any] | None,
                         specs: list[Option]) -> str | None:
     """The stage to re-run from, or None when every stage up to the end has already finished."""
@@ -104,21 +116,30 @@ def _first_stage_to_run(project: Project, options: Options, previous: dict[str, 
             log.info("Option %s changed since the last run: re-running from %s", first.name, first.stage)
             candidates.append(first.stage)
     for name in STAGE_NAMES:
-        if name in implemented_stages() and not _marker(project, name).exists():
+        if not split.handled_by_submodels(project, name) and not _marker(project, name).exists():
             candidates.append(name)
             break
     return min(candidates, key=STAGE_NAMES.index) if candidates else None
 
 
-def _weights(stages: dict[str, ModuleType]) -> dict[str, tuple[float, float]]:
-    """Each stage's start and span on the 0..100 progress scale of a whole run."""
-    total = sum(getattr(m, "WEIGHT", 1.0) for m in stages.values()) or 1.0
+def _weights(stages: dict[str, ModuleType], splitting: bool) -> dict[str, tuple[float, float]]:
+    """Each stage's start and span on the 0..100 progress scale of a whole run (a split survey's split stage
+    does the work of the stages its submodels run)."""
+    weights = {name: getattr(m, "WEIGHT", 1.0) for name, m in stages.items()}
+    if splitting:
+        weights["split"] += sum(weights.pop(name) for name in split.SUBMODEL_STAGES)
+    total = sum(weights.values()) or 1.0
     spans, start = {}, 0.0
-    for name, module in stages.items():
-        span = 100.0 * getattr(module, "WEIGHT", 1.0) / total
+    for name, weight in weights.items():
+        span = 100.0 * weight / total
         spans[name] = (start, span)
         start += span
     return spans
+
+
+def _image_count(project: Project) -> int:
+    kept = read_json(project.images_json)
+    return len(kept) if kept is not None else len(project.image_files())
 
 
 def run(project: Project, option_pairs: list[dict[str, Any]]) -> None:
@@ -140,14 +161,16 @@ def run(project: Project, option_pairs: list[dict[str, Any]]) -> None:
         for name in STAGE_NAMES[STAGE_NAMES.index(start):]:
             _marker(project, name).unlink(missing_ok=True)
 
-    spans = _weights(stages)
     for name in STAGE_NAMES[: last + 1]:
-        module = stages.get(name)
-        if module is None:
+        module = stages[name]
+        if split.handled_by_submodels(project, name):
+            log.info("Stage %s: done by the submodels", name)
             continue
         if _marker(project, name).exists():
             log.info("Stage %s already done, skipping", name)
             continue
+        # Whether the survey splits is known once the dataset stage has kept its images.
+        spans = _weights(stages, split.splits(options, _image_count(project)))
         _run_stage(project, options, name, module, spans[name])
 
     emit_progress(end, 100.0)

@@ -51,6 +51,19 @@ class Project:
     def stats_file(self) -> Path:
         return self.report_dir / "stats.json"
 
+    @property
+    def submodels_dir(self) -> Path:
+        """Where a split survey's submodels live, each a project of its own (ODM's layout)."""
+        return self.root / "submodels"
+
+    @property
+    def submodel_plan(self) -> Path:
+        """The submodels of a split run and the cameras each owns; absent when the survey is not split."""
+        return self.submodels_dir / "plan.json"
+
+    def submodel(self, name: str) -> "Project":
+        return Project(self.submodels_dir / name)
+
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)
 

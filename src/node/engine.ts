@@ -107,17 +107,20 @@ export function killProcessGroup(pid: number): void {
 }
 
 /** Runs the engine on a task folder. It gets its own process group, so that a cancel reaches every process it
- * started and so that it outlives a crash of the node (which then stops it, see stopLeftoverEngine). */
+ * started and so that it outlives a crash of the node (which then stops it, see stopLeftoverEngine). Unless
+ * private URLs are allowed, the engine is told to reach public addresses only: the processing nodes a task's
+ * sm-cluster option names are users' URLs like zipurl. */
 export function spawnEngine(
   enginePath: string,
   projectDir: string,
   optionsFile: string,
+  allowPrivateUrls: boolean,
   callbacks: EngineCallbacks,
 ): EngineProcess {
   const child: ChildProcess = spawn(enginePath, ['run', projectDir, '--options', optionsFile], {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PYTHONUNBUFFERED: '1' },
+    env: { ...process.env, PYTHONUNBUFFERED: '1', AEROMAP_PUBLIC_URLS_ONLY: allowPrivateUrls ? '' : '1' },
   });
   let lastError: string | null = null;
   const onLine = (line: string): void => {

@@ -21,6 +21,8 @@ export interface ProcessingContext {
   store: TaskStore;
   layout: DataLayout;
   enginePath: string;
+  /** Whether the engine may reach loopback and private networks (the nodes that sm-cluster names). */
+  allowPrivateUrls: boolean;
   consoleOf(uuid: string): ConsoleLog;
   /** Called once a run has ended the task (completed or failed). */
   onEnded(task: TaskRecord): void;
@@ -80,7 +82,7 @@ export class TaskProcessor {
     await writeFile(optionsFile, JSON.stringify(options));
     let progress = task.progress;
     let started = task.engineStarted;
-    const engine = spawnEngine(this.ctx.enginePath, layout.taskDir(task.uuid), optionsFile, {
+    const engine = spawnEngine(this.ctx.enginePath, layout.taskDir(task.uuid), optionsFile, this.ctx.allowPrivateUrls, {
       onLine: (line) => log.append(line),
       onProgress: (percent) => {
         // Only ever forward: a resumed run reports its stages again from where it starts.

@@ -68,6 +68,7 @@ export class TaskManager {
       store,
       layout,
       enginePath: engine.path,
+      allowPrivateUrls: settings.allowPrivateUrls,
       consoleOf: (uuid) => this.consoleOf(uuid),
       onEnded: (task) => this.notify(task),
       maxRuntimeMs: settings.maxRuntimeMs,

@@ -61,7 +61,8 @@ async function uploadFiles(project: string): Promise<{ name: string; path: strin
 async function runLocally(enginePath: string, project: string, options: OptionPair[], display: Display): Promise<number> {
   const optionsFile = path.join(tmpdir(), `aeromap-process-${process.pid}.json`);
   await writeFile(optionsFile, JSON.stringify(options));
-  const engine = spawnEngine(enginePath, project, optionsFile, {
+  // The user at this machine chose the options: sm-cluster may name a node on their own network.
+  const engine = spawnEngine(enginePath, project, optionsFile, true, {
     onLine: (line) => display.log(line),
     onProgress: (percent, stage) => display.progress(stage, percent),
   });

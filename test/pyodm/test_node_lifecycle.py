@@ -92,7 +92,7 @@ def test_finished_tasks_and_abandoned_uploads_are_cleaned_up(start_node, tmp_pat
 def test_bad_flags_are_refused(flag: str, tmp_path: Path) -> None:
     import subprocess
 
-    from conftest import AEROMAP
+    from nodeprocess import AEROMAP
 
     proc = subprocess.run([str(AEROMAP), "node", "--data-dir", str(tmp_path), flag], capture_output=True,
                           text=True, timeout=60)

@@ -18,7 +18,8 @@ from pyodm import Node
 from pyodm.exceptions import NodeResponseError, TaskFailedError
 from pyodm.types import TaskStatus
 
-from conftest import FAKE_ENGINE, NodeProcess, make_images, pid_alive, wait_for_status, wait_until
+from conftest import make_images, pid_alive, wait_for_status, wait_until
+from nodeprocess import FAKE_ENGINE, NodeProcess
 
 TOKEN = "s3cret"
 MAX_IMAGES = 4

@@ -20,18 +20,24 @@ FAR_GROUP_EXTENTS = 3.0
 
 
 def merge(target: pycolmap.Reconstruction, other: pycolmap.Reconstruction) -> None:
-    """Add the registered images and the points of `other` to `target`, as they are (both already in one
-    frame). A camera both models share keeps `target`'s calibration."""
+    """Add the registered images of `other` that `target` has not registered, and the points only those images
+    see, as they are (both already in one frame). A camera both models share keeps `target`'s calibration; an
+    image both registered keeps `target`'s pose and points (overlapping submodels share some)."""
     for camera_id, camera in other.cameras.items():
         if not target.exists_camera(camera_id):
             target.add_camera_with_trivial_rig(camera)
+    added = set()
     for image_id in other.reg_image_ids():
+        if target.exists_image(image_id) and target.image(image_id).has_pose:
+            continue
         image = other.image(image_id)
         bare = pycolmap.Image(name=image.name, points2D=pycolmap.Point2DList(
             [pycolmap.Point2D(p.xy) for p in image.points2D]), camera_id=image.camera_id, image_id=image_id)
         target.add_image_with_trivial_frame(bare, image.cam_from_world())
+        added.add(image_id)
     for point in other.points3D.values():
-        target.add_point3D(point.xyz, point.track, point.color)
+        if all(element.image_id in added for element in point.track.elements):
+            target.add_point3D(point.xyz, point.track, point.color)
 
 
 def deregister(model: pycolmap.Reconstruction, names: list[str]) -> None:

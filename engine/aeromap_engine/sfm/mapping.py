@@ -21,6 +21,7 @@ class MappingSettings:
     threads: int
     refine: Refinement
     use_position_priors: bool
+    images: tuple[str, ...] = ()  # the images to map (a submodel's); all in the database when empty
 
 
 def reconstruct(database: Path, images_dir: Path, work_dir: Path, settings: MappingSettings,
@@ -49,6 +50,7 @@ def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipel
     options.num_threads = settings.threads
     options.random_seed = SEED
     options.extract_colors = False  # done once, on the final model
+    options.image_names = list(settings.images)
     options.min_model_size = 3  # a group of three photographs still covers ground worth mapping
     # Global adjustment after every 25 % growth of the model instead of 10 %: it is the mapper's main cost on
     # large surveys, local adjustments keep the model in shape in between, and the last one is always run.
@@ -80,6 +82,7 @@ def _global_options(settings: MappingSettings) -> pycolmap.GlobalPipelineOptions
     options.num_threads = settings.threads
     options.random_seed = SEED
     options.min_model_size = 3
+    options.image_names = list(settings.images)
     options.mapper.num_threads = settings.threads
     options.mapper.random_seed = SEED
     options.mapper.bundle_adjustment.refine_focal_length = settings.refine.focal

@@ -1,8 +1,7 @@
 """Pipeline stages, in ODM's order and with ODM's names.
 
 A stage is a module with `run(ctx: StageContext) -> None`, `OPTIONS: list[Option]` and `WEIGHT` (its rough share
-of a run's time, for progress). Names without a module are accepted in `rerun-from`/`end-with`, so scripts
-written for ODM keep working, but have nothing to do in Aeromap.
+of a run's time, for progress). split and merge have work only when a survey is split into submodels.
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ STAGE_NAMES: tuple[str, ...] = (
 # Stage name -> module (in this package) that does its work.
 _MODULES: dict[str, str] = {
     "dataset": "dataset",
+    "split": "split",
+    "merge": "merge",
     "opensfm": "opensfm",
     "openmvs": "openmvs",
     "odm_filterpoints": "odm_filterpoints",

@@ -50,12 +50,18 @@ def write_coords(path: Path, georef: Georef) -> None:
 
 
 def run(ctx: "StageContext") -> None:
-    project, options = ctx.project, ctx.options
+    project = ctx.project
     georef = Georef.load(project)
     local = read_ply(filtered_cloud_path(project))
     # Float64 from here on: CRS coordinates (northings of millions of metres) need it for millimetres.
     cloud = PointCloud(local.xyz.astype(np.float64) + [georef.offset[0], georef.offset[1], 0.0], local.rgb,
                        local.views)
+    write_cloud(ctx, cloud, georef)
+
+
+def write_cloud(ctx: "StageContext", cloud: PointCloud, georef: Georef) -> None:
+    """Every format of the georeferenced cloud (in the CRS, float64) that the options ask for, and coords.txt."""
+    project, options = ctx.project, ctx.options
     for name in ("las", "csv", "copc.laz"):
         model_path(project, name).unlink(missing_ok=True)  # no stale output from a run with other options
     coords_path(project).unlink(missing_ok=True)

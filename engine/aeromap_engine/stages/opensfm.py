@@ -18,7 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,28 +108,67 @@ DEFAULT_READOUT_MS = 30.0
 OBLIQUE_PITCH = 30.0  # degrees from straight down beyond which a photograph counts as oblique
 
 
+@dataclass(frozen=True)
+class Survey:
+    """The photographs and what their metadata says of where they were taken."""
+    photos: list[Photo]
+    frame: WorldFrame
+    positions: np.ndarray  # (n, 3) in the world frame, NaN where a photograph has no position
+    priors: dict[str, PositionPrior]
+    kinds: list[CameraKind]
+
+    def subset(self, names: set[str]) -> "Survey":
+        keep = [i for i, p in enumerate(self.photos) if p.filename in names]
+        return Survey([self.photos[i] for i in keep], self.frame, self.positions[keep],
+                      {n: p for n, p in self.priors.items() if n in names}, [self.kinds[i] for i in keep])
+
+
+@dataclass(frozen=True)
+class Matching:
+    """A scratch matching database of the whole survey, and how to map from it."""
+    database: Path
+    scratch: Path
+    camera_kinds: dict[int, CameraKind]  # COLMAP camera id -> kind
+    settings: MappingSettings
+
+
 def run(ctx: "StageContext") -> None:
+    survey = read_survey(ctx)
+    timings: dict[str, float] = {}
+    with matched(ctx, survey, timings) as matching:
+        model, algorithm, figures = solve(ctx, matching.database, matching.scratch, matching.settings, survey,
+                                          timings)
+    ctx.progress(0.92)
+    finish(ctx, ctx.project, survey, model, matching.camera_kinds, algorithm, figures, timings)
+
+
+def read_survey(ctx: "StageContext") -> Survey:
     project, options = ctx.project, ctx.options
-    threads = options.max_concurrency
-    cv2.setNumThreads(threads)
+    cv2.setNumThreads(options.max_concurrency)
     pycolmap.logging.minloglevel = 2  # the engine logs what matters; COLMAP's own lines would flood the console
     photos = [Photo.from_odm(p) for p in read_json(project.images_json, [])]
     if len(photos) < 2:
         raise InputError("Need at least 2 images: run the dataset stage first")
-
     frame = world_frame(photos, None if options.use_exif else read_gcp_file(project))
     positions = barometric_heights(photos, photo_positions(photos, frame))
     priors = position_priors(photos, positions, options.gps_accuracy, options.was_given("gps-accuracy"))
-    mapping_priors = priors if frame.source == "gps" else {}  # control points, when given, replace the GPS
-    kinds = [camera_kind(p, options.camera_lens) for p in photos]
-    timings: dict[str, float] = {}
+    return Survey(photos, frame, positions, priors, [camera_kind(p, options.camera_lens) for p in photos])
+
+
+@contextlib.contextmanager
+def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> Iterator[Matching]:
+    """Features and verified matches of every photograph in a scratch database, removed afterwards."""
+    project, options = ctx.project, ctx.options
+    threads = options.max_concurrency
+    photos, positions = survey.photos, survey.positions
+    mapping_priors = survey.priors if survey.frame.source == "gps" else {}  # control points replace the GPS
     project.path("opensfm").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sfm-", dir=project.path("opensfm")) as scratch:
         database = Path(scratch) / "database.db"
         oblique = np.array([p.pitch is not None and p.pitch > OBLIQUE_PITCH for p in photos])
         retrieval = uses_retrieval(positions[:, :2], options.matcher_neighbors, oblique)
         with timed("features", timings):
-            camera_kinds, kept = build_database(ctx, database, photos, kinds, mapping_priors, retrieval)
+            camera_kinds, kept = build_database(ctx, database, photos, survey.kinds, mapping_priors, retrieval)
         with timed("matching", timings):
             pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors,
                                     signatures(kept) if retrieval else None, oblique)
@@ -140,19 +179,32 @@ def run(ctx: "StageContext") -> None:
                      overlapping_pair_count(database, MIN_PAIR_INLIERS))
             reject_far_pairs(database, photos, positions, oblique)
         settings = MappingSettings(options.sfm_algorithm, threads,
-                                   refinement(kinds, options.use_fixed_camera_params,
+                                   refinement(survey.kinds, options.use_fixed_camera_params,
                                               options.focal_refinement == "free"),
                                    use_position_priors=bool(mapping_priors))
-        model, algorithm, figures = solve(ctx, Path(scratch), settings, frame, priors, photos, timings)
-    ctx.progress(0.92)
+        yield Matching(database, Path(scratch), camera_kinds, settings)
+
+
+def finish(ctx: "StageContext", project: "Project", survey: Survey, model: pycolmap.Reconstruction,
+           camera_kinds: dict[int, CameraKind], algorithm: str, figures: dict[str, Any],
+           timings: dict[str, float]) -> None:
+    """Colour the points, then write the model, its figures and its quality checks into the project."""
     with timed("colours", timings):
-        colour_points(model, project.images_dir, load_levels(project.radiometry_file), threads)
+        colour_points(model, ctx.project.images_dir, load_levels(ctx.project.radiometry_file),
+                      ctx.options.max_concurrency)
+    record_model(project, survey, model, camera_kinds, algorithm, figures, timings)
+
+
+def record_model(project: "Project", survey: Survey, model: pycolmap.Reconstruction,
+                 camera_kinds: dict[int, CameraKind], algorithm: str, figures: dict[str, Any],
+                 timings: dict[str, float]) -> None:
     figures["timings_s"] = timings
     figures["sfm_algorithm"] = algorithm
     source = figures["georef_source"]
+    frame = survey.frame
     georef = Georef(frame.crs, frame.offset, source) if source != "none" else Georef(None, (0.0, 0.0), "none")
-    write_outputs(project, model, georef, camera_kinds, photos, figures)
-    quality.record(project, model_checks(model, len(photos)) + figures["gps_checks"])
+    write_outputs(project, model, georef, camera_kinds, survey.photos, figures)
+    quality.record(project, model_checks(model, len(survey.photos)) + figures["gps_checks"])
 
 
 def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
@@ -180,21 +232,20 @@ def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray,
         reject_pairs(database, far)
 
 
-def solve(ctx: "StageContext", scratch: Path, settings: MappingSettings, frame: WorldFrame,
-          priors: dict[str, PositionPrior], photos: list[Photo], timings: dict[str, float]
-          ) -> tuple[pycolmap.Reconstruction, str, dict[str, Any]]:
+def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: MappingSettings, survey: Survey,
+          timings: dict[str, float]) -> tuple[pycolmap.Reconstruction, str, dict[str, Any]]:
     """Map, georeference, then place the groups that share no view with the main model by their own GPS.
 
     When a few GPS fixes turn out wild, map again without them: even through a robust loss they pull, and on a
     small survey they can bend the model. When many do, the model is doubted instead of the fixes: it is mapped
     again from the photographs alone, and its images that still contradict their fixes are taken out (the
     quality checks then judge what is left)."""
-    database = scratch / "database.db"
+    frame, priors, photos = survey.frame, survey.priors, survey.photos
     pitch_by_name = {p.filename: p.pitch for p in photos if p.pitch is not None}
     progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
     for attempt in (1, 2):
         with timed("mapping", timings):
-            models, algorithm = reconstruct(database, ctx.project.images_dir, scratch / f"models{attempt}",
+            models, algorithm = reconstruct(database, ctx.project.images_dir, work_dir / f"models{attempt}",
                                             settings, progress)
         if not models or models[0].num_reg_images() < 2:
             raise InputError("The images do not overlap enough to reconstruct anything: no pair of images could "

@@ -1,0 +1,113 @@
+"""Merge: a split survey's submodel products joined into the survey's own (split/mosaic.py), in the places and
+formats an unsplit run writes them, so that the report, the map tiles and the processing node find them there.
+
+Each place belongs to the submodel whose own cameras are nearest (the plan written by the split stage). Point
+clouds are cut along those cutlines; orthophotos and elevation models are blended across a band around them,
+so that what is left of the submodels' misalignment after they were joined shows as a gentle ramp, not a step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..dem.grid import Grid
+from ..files import read_json
+from ..georef import Georef
+from ..io.geotiff import RasterFormat
+from ..log import log
+from ..options import Option
+from ..split.blend import Owners
+from ..split.mosaic import merge_clouds, merge_rasters
+from .odm_dem import dem_path
+from .odm_georeferencing import model_path, write_cloud
+from .odm_orthophoto import orthophoto_path
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("merge", "enum", "all",
+           "What to merge of a split survey's submodels (see split): all, or only the pointcloud, orthophoto or "
+           "dem.", "merge", choices=("all", "pointcloud", "orthophoto", "dem")),
+]
+WEIGHT = 0.5
+# Width of the blend around a cutline, in metres of difference between the distances to the two submodels'
+# nearest cameras: about a third of a photograph's footprint at usual heights, wide enough to hide a few
+# centimetres of offset between submodels, narrow enough to stay inside their shared ground.
+BLEND_BAND_M = 20.0
+
+
+def run(ctx: "StageContext") -> None:
+    project, options = ctx.project, ctx.options
+    plan = read_json(project.submodel_plan)
+    if plan is None:
+        return
+    submodels = [project.submodel(s["name"]) for s in plan["submodels"]]
+    owners = Owners([np.array(s["core_cameras"], np.float64).reshape(-1, 2) for s in plan["submodels"]])
+    georef = Georef.load(project)
+    wanted = {options.merge} if options.merge != "all" else {"pointcloud", "orthophoto", "dem"}
+    if "pointcloud" in wanted:
+        cloud = merge_clouds(existing([model_path(s, "laz") for s in submodels]), owners)
+        write_cloud(ctx.part(0.0, 0.4), cloud, georef)
+        project.update_stats("point_cloud", {"points": len(cloud), "source": "dense",
+                                             "submodels": len(submodels)})
+        log.info("Merged point cloud: %d points from %d submodels", len(cloud), len(submodels))
+    ctx.progress(0.4)
+    if "dem" in wanted:
+        merge_dems(ctx, submodels, owners, georef)
+    ctx.progress(0.6)
+    if "orthophoto" in wanted:
+        merge_orthophoto(ctx, submodels, owners, georef)
+
+
+def existing(paths: list[Path]) -> list[Path | None]:
+    return [p if p.exists() else None for p in paths]
+
+
+def wgs84_bounds(grid: Grid, georef: Georef) -> list[float] | None:
+    """The bounds of a grid in CRS coordinates (the merged rasters'), in degrees."""
+    xmin, ymin, xmax, ymax = grid.bounds
+    return georef.wgs84_bounds((xmin - georef.offset[0], ymin - georef.offset[1], xmax - georef.offset[0],
+                                ymax - georef.offset[1]))
+
+
+def merge_dems(ctx: "StageContext", submodels: list["Project"], owners: Owners, georef: Georef) -> None:
+    project = ctx.project
+    figures: dict = {}
+    for kind in ("dsm", "dtm"):
+        dem_path(project, kind).unlink(missing_ok=True)
+        merged = merge_rasters(existing([dem_path(s, kind) for s in submodels]), owners, dem_path(project, kind),
+                               "dem", RasterFormat(cog=ctx.options.cog), BLEND_BAND_M)
+        if merged is not None:
+            grid, _ = merged
+            figures.update({"resolution_cm": round(grid.resolution * 100, 3),
+                            kind: {"width": grid.width, "height": grid.height},
+                            "bounds_wgs84": wgs84_bounds(grid, georef)})
+            log.info("Merged %s: %dx%d cells at %.1f cm", kind, grid.width, grid.height, grid.resolution * 100)
+    if figures:
+        project.update_stats("dem", figures)
+
+
+def merge_orthophoto(ctx: "StageContext", submodels: list["Project"], owners: Owners, georef: Georef) -> None:
+    project, options = ctx.project, ctx.options
+    png = orthophoto_path(project, "png")
+    png.unlink(missing_ok=True)
+    fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
+    merged = merge_rasters(existing([orthophoto_path(s) for s in submodels]), owners, orthophoto_path(project),
+                           "orthophoto", fmt, BLEND_BAND_M, png if options.orthophoto_png else None)
+    if merged is None:
+        return
+    grid, covered = merged
+    area = covered * grid.resolution ** 2
+    project.update_stats("orthophoto", {"resolution_cm": round(grid.resolution * 100, 3), "width": grid.width,
+                                        "height": grid.height, "area_m2": round(area, 1),
+                                        "bounds_wgs84": wgs84_bounds(grid, georef)})
+    # The report and the service read the surveyed area from the point cloud's section.
+    point_cloud = project.read_stats().get("point_cloud", {})
+    project.update_stats("point_cloud", {**point_cloud, "area_m2": round(area, 1)})
+    log.info("Merged orthophoto: %dx%d px at %.1f cm/px, %.0f m2", grid.width, grid.height,
+             grid.resolution * 100, area)

@@ -1,0 +1,192 @@
+"""Split: a survey of more photographs than `split` is cut into overlapping submodels (split/plan.py), each
+reconstructed on its own and processed into its products, here or on other processing nodes (sm-cluster); the
+merge stage then joins those into the survey's products.
+
+Features and matches are found once for the whole survey (that work grows with the photographs, not faster); the
+mapper, whose adjustments grow faster, runs per submodel. Every submodel is georeferenced by its own GPS, then
+moved onto the largest by the views they share (split/align.py), so that their products meet without a step. Each
+submodel is written as a project of its own under submodels/ (ODM's layout), its structure from motion done, and
+the later stages run there without the textured model, which the merge does not join (as in ODM). The survey's
+own opensfm/ holds the joined cameras, for the report and the camera positions.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pycolmap
+
+from ..errors import InputError
+from ..files import read_json, write_json
+from ..log import log
+from ..options import Option, Options
+from ..sfm.groups import merge as merge_models
+from ..split.align import align_submodels
+from ..split.plan import Submodel, plan_submodels, submodel_count
+from ..split.runner import SubmodelRun, node_urls, run_locally, run_on_nodes
+from . import opensfm
+
+if TYPE_CHECKING:
+    from ..pipeline import StageContext
+    from ..project import Project
+
+OPTIONS: list[Option] = [
+    Option("split", "int", 999999,
+           "Average number of images in each submodel. A survey of more images is cut into submodels of about "
+           "this many, each reconstructed and processed on its own, then aligned and merged into one set of "
+           "products (see sm-cluster and merge).", "split", minimum=2, domain_text="positive integer"),
+    Option("split-overlap", "float", 150.0,
+           "Radius of the overlap between submodels in metres: images this close to one of a submodel's own are "
+           "added to it. Submodels are aligned on the images they share.", "split", minimum=0,
+           domain_text="positive integer"),
+    Option("sm-cluster", "string", "",
+           "URL of a processing node (NodeODM protocol, for example http://host:3000?token=...) or of a "
+           "ClusterODM that processes the submodels; several nodes comma-separated, taken in turn. Empty: this "
+           "node processes them one after another.", "split"),
+]
+WEIGHT = 0.1  # when it splits, the pipeline gives it the weights of the stages the submodels run
+
+# The stages each submodel runs (its structure from motion here, the rest where it is processed) and the
+# survey's own project therefore skips.
+SUBMODEL_STAGES = ("opensfm", "openmvs", "odm_filterpoints", "odm_meshing", "mvs_texturing", "odm_georeferencing",
+                   "odm_dem", "odm_orthophoto")
+DONE_HERE = ("dataset", "split", "merge", "opensfm")  # a submodel's stages done before it is handed out
+# Options that concern the survey as a whole, not a submodel's run of the later stages.
+SURVEY_OPTIONS = {"split", "split-overlap", "sm-cluster", "merge", "rerun-from", "rerun-all", "end-with"}
+SFM_SHARE = 0.35  # of the stage's progress: structure from motion; the submodels' runs take the rest
+
+
+@dataclass
+class SubmodelModel:
+    submodel: Submodel
+    survey: opensfm.Survey
+    model: pycolmap.Reconstruction
+    algorithm: str
+    figures: dict[str, Any]
+
+
+def splits(options: Options, images: int) -> bool:
+    return submodel_count(images, options.split) > 1
+
+
+def handled_by_submodels(project: "Project", stage: str) -> bool:
+    return stage in SUBMODEL_STAGES and project.submodel_plan.exists()
+
+
+def run(ctx: "StageContext") -> None:
+    project, options = ctx.project, ctx.options
+    entries = read_json(project.images_json, [])
+    if project.submodels_dir.exists():
+        shutil.rmtree(project.submodels_dir)  # an earlier run's submodels; the options may have changed since
+    if not splits(options, len(entries)):
+        return
+    urls = node_urls(options.sm_cluster)  # a URL that cannot be used fails the run now, not after the SfM
+    survey = opensfm.read_survey(ctx)
+    missing = [p.filename for p, xy in zip(survey.photos, survey.positions) if not np.isfinite(xy[:2]).all()]
+    if missing:
+        raise InputError(f"split needs a GPS position for every image to cut the survey by place; "
+                         f"{len(missing)} have none ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})")
+    plan = plan_submodels([p.filename for p in survey.photos], survey.positions[:, :2], options.split,
+                          options.split_overlap)
+    if len(plan) == 1:
+        return
+    for sub in plan:
+        log.info("%s: %d images (%d its own)", sub.name, len(sub.images), len(sub.core))
+    timings: dict[str, float] = {}
+    sfm = ctx.part(0.0, SFM_SHARE)
+    with opensfm.matched(sfm.part(0.0, 0.6), survey, timings) as matching:
+        parts = [map_submodel(sfm.part(0.6 + 0.4 * i / len(plan), 0.6 + 0.4 * (i + 1) / len(plan)), matching,
+                              survey, sub, timings) for i, sub in enumerate(plan)]
+    joins = align_submodels([p.model for p in parts], [p.submodel.name for p in parts])
+    for j in joins:
+        log.info("Aligned %s to %s on %d shared images: camera centres agree within %.3f m (RMS)",
+                 parts[j.source].submodel.name, parts[j.target].submodel.name, j.shared, j.residual_m)
+    for part in parts:
+        write_submodel(ctx, part, matching.camera_kinds, timings)
+    write_survey_model(ctx, survey, parts, matching.camera_kinds, timings)
+    write_plan(project, parts)
+    process_submodels(ctx, parts, urls)
+
+
+def map_submodel(ctx: "StageContext", matching: opensfm.Matching, survey: opensfm.Survey, sub: Submodel,
+                 timings: dict[str, float]) -> SubmodelModel:
+    part = survey.subset(set(sub.images))
+    settings = replace(matching.settings, images=sub.images)
+    log.info("%s: mapping %d images", sub.name, len(sub.images))
+    model, algorithm, figures = opensfm.solve(ctx, matching.database, matching.scratch / sub.name, settings, part,
+                                              timings)
+    return SubmodelModel(sub, part, model, algorithm, figures)
+
+
+def write_submodel(ctx: "StageContext", part: SubmodelModel, camera_kinds: dict, timings: dict[str, float]) -> None:
+    """The submodel's project: links to its photographs, their metadata, its structure from motion, and the
+    markers of the stages done, so that a run of it starts at openmvs."""
+    from ..pipeline import mark_done
+
+    project = ctx.project.submodel(part.submodel.name)
+    project.images_dir.mkdir(parents=True)
+    for name in part.submodel.images:
+        os.symlink(ctx.project.images_dir.joinpath(name).resolve(), project.images_dir / name)
+    names = set(part.submodel.images)
+    write_json(project.images_json, [e for e in read_json(ctx.project.images_json) if e["filename"] in names])
+    if ctx.project.radiometry_file.exists():
+        project.state_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ctx.project.radiometry_file, project.radiometry_file)
+    opensfm.finish(ctx, project, part.survey, part.model, camera_kinds, part.algorithm, dict(part.figures),
+                   dict(timings))
+    mark_done(project, DONE_HERE)
+
+
+def write_survey_model(ctx: "StageContext", survey: opensfm.Survey, parts: list[SubmodelModel],
+                       camera_kinds: dict, timings: dict[str, float]) -> None:
+    """The joined cameras and points in the survey's own opensfm/ (each image and point once), for the report."""
+    model = pycolmap.Reconstruction(parts[0].model)
+    for part in parts[1:]:
+        merge_models(model, part.model)
+    figures = dict(parts[0].figures)
+    figures["left_out"] = {k: v for p in parts for k, v in p.figures["left_out"].items()}
+    opensfm.record_model(ctx.project, survey, model, camera_kinds, parts[0].algorithm, figures, timings)
+
+
+def write_plan(project: "Project", parts: list[SubmodelModel]) -> None:
+    """The submodels and where each one's own cameras are (in the CRS): the merge cuts between them there."""
+    georef = read_json(project.path("opensfm", "georef.json"))
+    offset = np.array([*georef["offset"], 0.0])
+    submodels = []
+    for part in parts:
+        located = [part.model.find_image_with_name(n) for n in part.submodel.core]
+        centres = [(image.projection_center() + offset)[:2].tolist() for image in located
+                   if image is not None and image.has_pose]
+        submodels.append({**part.submodel.to_json(), "core_cameras": centres})
+    write_json(project.submodel_plan, {"submodels": submodels})
+
+
+def submodel_options(options: Options) -> list[dict[str, Any]]:
+    """The options the submodels run with: the survey's as given, but those of the survey as a whole, up to the
+    orthophoto and without the textured model."""
+    pairs = [{"name": n, "value": options.values[n]} for n in sorted(options.given) if n not in SURVEY_OPTIONS]
+    pairs = [p for p in pairs if p["name"] != "skip-3dmodel"]
+    return pairs + [{"name": "skip-3dmodel", "value": True}, {"name": "end-with", "value": "odm_orthophoto"}]
+
+
+def process_submodels(ctx: "StageContext", parts: list[SubmodelModel], urls: list[str]) -> None:
+    project = ctx.project
+    runs = [SubmodelRun(p.submodel.name, project.submodel(p.submodel.name),
+                        [project.images_dir / n for n in p.submodel.images]) for p in parts]
+    done = {run.name: 0.0 for run in runs}
+
+    def on_progress(name: str, fraction: float) -> None:
+        done[name] = max(done[name], fraction)  # a status that arrives late never moves progress back
+        ctx.progress(SFM_SHARE + (1 - SFM_SHARE) * sum(done.values()) / len(done))
+
+    options = submodel_options(ctx.options)
+    if urls:
+        log.info("Processing %d submodels on %s", len(runs), ", ".join(urls))
+        run_on_nodes(runs, options, urls, on_progress)
+    else:
+        log.info("Processing %d submodels here, one after another", len(runs))
+        run_locally(runs, options, on_progress)

@@ -1,0 +1,81 @@
+"""Split planning and submodel alignment, on made-up positions and on COLMAP's synthetic reconstructions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pycolmap
+import pytest
+
+from aeromap_engine.errors import InputError
+from aeromap_engine.sfm.groups import deregister
+from aeromap_engine.split.align import align_submodels, camera_centres, registered_names
+from aeromap_engine.split.plan import plan_submodels, submodel_count
+
+
+def grid_positions(columns: int, rows: int, spacing: float) -> tuple[list[str], np.ndarray]:
+    xy = np.array([(c * spacing, r * spacing) for r in range(rows) for c in range(columns)], float)
+    return [f"IMG_{i:04d}.JPG" for i in range(len(xy))], xy
+
+
+def test_no_split_up_to_the_threshold() -> None:
+    assert submodel_count(80, 80) == 1
+    assert submodel_count(81, 80) == 2
+    assert submodel_count(153, 50) == 4
+
+
+def test_every_image_owned_once_and_overlap_within_the_radius() -> None:
+    names, xy = grid_positions(20, 8, 20.0)  # a 380 m by 140 m block, 160 images
+    plan = plan_submodels(names, xy, 80, 45.0)
+    assert len(plan) == 2
+    owned = [n for sub in plan for n in sub.core]
+    assert sorted(owned) == sorted(names)
+    position = dict(zip(names, xy))
+    for sub in plan:
+        core = np.array([position[n] for n in sub.core])
+        assert 50 <= len(sub.core) <= 110
+        assert set(sub.core) <= set(sub.images)
+        for name in set(sub.images) - set(sub.core):
+            assert np.linalg.norm(core - position[name], axis=1).min() < 45.0
+        outside = [n for n in names if n not in sub.images]
+        assert all(np.linalg.norm(core - position[n], axis=1).min() >= 45.0 for n in outside)
+    # The blocks are cut across the long side, and the overlap reaches two image spacings into each neighbour.
+    assert len(set(plan[0].images) & set(plan[1].images)) == 2 * 2 * 8
+    again = plan_submodels(names, xy, 80, 45.0)
+    assert again == plan
+
+
+def synthetic_model() -> pycolmap.Reconstruction:
+    options = pycolmap.SyntheticDatasetOptions()
+    options.num_rigs, options.num_cameras_per_rig, options.num_frames_per_rig = 1, 1, 12
+    options.num_points3D = 300
+    return pycolmap.synthesize_dataset(options)
+
+
+def moved(model: pycolmap.Reconstruction) -> pycolmap.Reconstruction:
+    copy = pycolmap.Reconstruction(model)
+    rotation = pycolmap.Rotation3d(np.array([0.1, -0.2, 0.3]))
+    copy.transform(pycolmap.Sim3d(1.7, rotation, np.array([12.0, -4.0, 3.0])))
+    return copy
+
+
+def test_submodels_sharing_views_are_joined_onto_the_reference() -> None:
+    truth = synthetic_model()
+    names = sorted(registered_names(truth))
+    reference, other = pycolmap.Reconstruction(truth), moved(truth)
+    deregister(reference, names[8:])  # the reference keeps images 0-7, the other 4-11: four shared
+    deregister(other, names[:4])
+    joins = align_submodels([reference, other], ["submodel_0000", "submodel_0001"])
+    assert [(j.source, j.target, j.shared) for j in joins] == [(1, 0, 4)]
+    assert joins[0].residual_m < 1e-6
+    # Images only the moved model holds are back where the truth has them.
+    assert np.allclose(camera_centres(other, names[8:]), camera_centres(truth, names[8:]), atol=1e-6)
+
+
+def test_submodels_without_shared_views_are_refused() -> None:
+    truth = synthetic_model()
+    names = sorted(registered_names(truth))
+    reference, other = pycolmap.Reconstruction(truth), moved(truth)
+    deregister(reference, names[6:])
+    deregister(other, names[:6])  # shares nothing with the reference
+    with pytest.raises(InputError, match="submodel_0001 shares fewer than 3 registered photographs"):
+        align_submodels([reference, other], ["submodel_0000", "submodel_0001"])
