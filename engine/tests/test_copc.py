@@ -9,7 +9,7 @@ import numpy as np
 from laspy.copc import Bounds
 from scipy.spatial import cKDTree
 
-from aeromap_engine.cloud.octree import bounding_cube, build_octree
+from aeromap_engine.cloud.octree import bounding_cube, build_octree, morton_codes
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.io.copc import write_copc
 
@@ -21,6 +21,15 @@ def survey(n: int, seed: int = 1) -> np.ndarray:
     y = rng.uniform(0, 120, n)
     z = 150 + 3 * np.sin(x / 20) + rng.normal(0, 0.05, n)
     return np.c_[x + 576_000.0, y + 5_188_000.0, z]
+
+
+def test_morton_codes_order_cells_by_their_octree_parents() -> None:
+    cells = np.random.default_rng(4).integers(0, 2**17, (10_000, 3))
+    codes = morton_codes(cells)
+    assert len(np.unique(codes)) == len(np.unique(cells, axis=0))  # one code per cell
+    for levels in (1, 5, 16):  # a cell's ancestor `levels` up has the code shifted right by three bits a level
+        assert np.array_equal(codes >> np.uint64(3 * levels), morton_codes(cells >> levels))
+    assert morton_codes(np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]])).tolist() == [4, 2, 1]
 
 
 def test_every_point_lands_in_one_node_inside_its_cube() -> None:
