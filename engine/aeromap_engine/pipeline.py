@@ -98,8 +98,6 @@ def mark_done(project: Project, stages: tuple[str, ...]) -> None:
         write_json(_marker(project, name), {"seconds": 0.0, "peak_memory_mb": 0.0})
 
 
-
-
 def _first_stage_to_run(project: Project, options: Options, previous: dict[str, Any] | None,
                         specs: list[Option]) -> str | None:
     """The stage to re-run from, or None when every stage up to the end has already finished."""

@@ -17,7 +17,6 @@ import contextlib
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,17 +31,16 @@ from ..quality import Check
 from ..files import atomic_dir, read_json, write_json
 from ..georef import Georef
 from ..io.gcp import GcpFile, parse_gcp_list
-from ..io.images import Levels, load_levels, read_scaled, resize_area
+from ..io.images import load_levels
 from ..io.ply import write_ply
 from ..log import log, log_count
 from ..options import Option
 from ..photo import Photo
-from ..resources import available_memory
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, refinement
 from ..sfm.database import (PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count,
                             reject_pairs, verified_pairs)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
-from ..sfm.features import QUALITY_SCALES, Features, extract_features, process_size, sift_memory
+from ..sfm.features import QUALITY_SCALES
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
 from ..sfm.georeference import (WorldFrame, barometric_heights, georeference, gps_residuals, photo_positions,
                                 position_priors, world_frame)
@@ -52,6 +50,7 @@ from ..sfm.focal import FOCAL_CHOICES, geometry_constrains_focal, refine_focal
 from ..sfm.groups import deregister, elsewhere, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, contradicting_pairs, uses_retrieval
+from ..sfm.pixels import colour_points, extract_all
 from ..sfm.retrieval import retained, signatures
 
 if TYPE_CHECKING:
@@ -387,7 +386,8 @@ def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: 
                                       f"{k.colmap_model})" for k in distinct))
     options = ctx.options
     with open_database(path, [k.initial_camera() for k in distinct]) as database:
-        extracted = extract_all(ctx.project, photos, options.feature_quality, options.min_num_features,
+        extracted = extract_all(ctx.project.images_dir, load_levels(ctx.project.radiometry_file), photos,
+                                options.feature_quality, options.min_num_features,
                                 options.max_concurrency, lambda f: ctx.progress(0.3 * f))
         kept = []
         for i, features in enumerate(extracted):
@@ -430,68 +430,6 @@ def registration_progress(ctx: "StageContext", total: int) -> Callable[[], None]
 def capture_order(photos: list[Photo]) -> list[int]:
     """Image indices by capture time (file name where times are missing or equal)."""
     return sorted(range(len(photos)), key=lambda i: (photos[i].utc_time or 0.0, photos[i].filename))
-
-
-@contextlib.contextmanager
-def opencv_threads(count: int) -> Iterator[None]:
-    previous = cv2.getNumThreads()
-    cv2.setNumThreads(count)
-    try:
-        yield
-    finally:
-        cv2.setNumThreads(previous)
-
-
-def extract_all(project: "Project", photos: list[Photo], quality: str, count: int, threads: int,
-                progress: Callable[[float], None]) -> Iterator[Features]:
-    """Features of every photograph in order, several images at a time (one OpenCV thread each: SIFT scales
-    better across images than within one)."""
-    levels = load_levels(project.radiometry_file)
-
-    def extract(photo: Photo) -> Features:
-        side = process_size(max(photo.width, photo.height), quality)
-        scale = side / max(photo.width, photo.height)
-        width, height = round(photo.width * scale), round(photo.height * scale)
-        colour = resize_area(read_scaled(project.images_dir / photo.filename, scale, levels), width, height)
-        return extract_features(cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), (photo.width, photo.height), count)
-
-    # Large images at high quality take gigabytes each: run no more at once than half the free memory holds.
-    largest = max(sift_memory(p.width, p.height, quality) for p in photos)
-    workers = max(1, min(threads, available_memory() // 2 // largest))
-    total = 0
-    with opencv_threads(1), ThreadPoolExecutor(workers) as pool:
-        for i, features in enumerate(pool.map(extract, photos)):
-            total += len(features)
-            progress((i + 1) / len(photos))
-            log_count("Images with features", i + 1, len(photos))
-            yield features
-    log.info("Extracted %d features per image on average (feature quality %s)", round(total / len(photos)),
-             quality)
-
-
-def colour_points(model: pycolmap.Reconstruction, images_dir: Path, levels: Levels | None, threads: int) -> None:
-    """Each sparse point's colour: the mean, over the images that observe it, of the image's colour at the
-    observation (bilinear). The images are read as every stage reads them: COLMAP's own colour extraction would
-    cut 16-bit images to their high byte."""
-    def observed(image_id: int) -> tuple[np.ndarray, np.ndarray]:
-        image = model.image(image_id)
-        points = [p for p in image.points2D if p.has_point3D()]
-        if not points:
-            return np.empty(0, np.int64), np.empty((0, 3))
-        xy = np.array([p.xy for p in points], np.float32).reshape(-1, 1, 2) - 0.5  # pixel centres lie at .5
-        pixels = read_scaled(images_dir / image.name, 1.0, levels)
-        colours = cv2.remap(pixels, xy, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        return np.array([p.point3D_id for p in points], np.int64), colours.reshape(-1, 3)
-
-    with opencv_threads(1), ThreadPoolExecutor(threads) as pool:
-        parts = list(pool.map(observed, model.reg_image_ids()))
-    ids, inverse = np.unique(np.concatenate([i for i, _ in parts]), return_inverse=True)
-    colours = np.concatenate([c for _, c in parts]).astype(np.float64)
-    counts = np.bincount(inverse, minlength=len(ids))
-    sums = np.stack([np.bincount(inverse, colours[:, c], len(ids)) for c in range(3)], axis=1)
-    rgb = np.rint(sums / counts[:, None])[:, ::-1].astype(np.uint8)
-    for point_id, colour in zip(ids.tolist(), rgb):
-        model.points3D[point_id].color = colour
 
 
 def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Georef,
