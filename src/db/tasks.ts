@@ -1,6 +1,6 @@
 // Tasks: their rows, and the leases through which service instances share the work of driving them. A lease
 // is taken with one conditional UPDATE, so on one database only one instance can hold a task at a time.
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import { type Database, type Task, type TaskUpdate, defined, now } from './schema.ts';
 
 export const TaskStatus = { QUEUED: 10, RUNNING: 20, FAILED: 30, COMPLETED: 40, CANCELED: 50 } as const;
@@ -146,14 +146,24 @@ export function tasksWithNode(db: Kysely<Database>) {
     ]);
 }
 
-/** Whether a project marked for deletion has no task left, so that its row can go. */
+/** A project marked for deletion that has no task left. */
+function emptyDeleting(db: Kysely<Database>, projectId: number) {
+  return (eb: ExpressionBuilder<Database, 'projects'>) =>
+    eb.and([
+      eb('id', '=', projectId),
+      eb('deleting', '=', 1),
+      eb.not(eb.exists(db.selectFrom('tasks').select('id').where('project_id', '=', projectId))),
+    ]);
+}
+
+/** Whether a project marked for deletion has no task left, so that its folder, then its row, can go. */
+export async function projectAwaitsRemoval(db: Kysely<Database>, projectId: number): Promise<boolean> {
+  return (await db.selectFrom('projects').select('id').where(emptyDeleting(db, projectId)).executeTakeFirst()) !== undefined;
+}
+
+/** Deletes a project marked for deletion once it has no task left; whether it did. */
 export async function deleteProjectIfEmpty(db: Kysely<Database>, projectId: number): Promise<boolean> {
-  const result = await db
-    .deleteFrom('projects')
-    .where('id', '=', projectId)
-    .where('deleting', '=', 1)
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('tasks').select('id').where('project_id', '=', projectId))))
-    .executeTakeFirst();
+  const result = await db.deleteFrom('projects').where(emptyDeleting(db, projectId)).executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
 }
 

@@ -84,8 +84,8 @@ export const projectDirectory = (dataDir: string, projectId: number) =>
 export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids: number[], now = false): Promise<void> {
   const tasks = await taskIdsOf(db, ids);
   const empty = now ? ids : ids.filter((id) => (tasks.get(id) ?? []).length === 0);
-  await deleteProjects(db, empty);
   await Promise.all(empty.map((id) => rm(projectDirectory(dataDir, id), { recursive: true, force: true })));
+  await deleteProjects(db, empty);
   await markProjectsDeleting(db, ids.filter((id) => !empty.includes(id)));
 }
 

@@ -4,7 +4,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { findNode } from '../../db/processingnodes.ts';
 import type { ProcessingNode } from '../../db/schema.ts';
-import { TaskStatus, deleteProjectIfEmpty, deleteTask } from '../../db/tasks.ts';
+import { TaskStatus, deleteProjectIfEmpty, deleteTask, projectAwaitsRemoval } from '../../db/tasks.ts';
 import { NodeError } from '../../nodeclient/index.ts';
 import { resetConsole } from './console.ts';
 import { type StepContext, clientOf, fail, nodeName, save } from './context.ts';
@@ -41,8 +41,11 @@ export async function removeStep(ctx: StepContext): Promise<null> {
   if (node) await tellNode(ctx, node, 'remove the task', () => clientOf(ctx, node).removeTask(task.uuid));
   await rm(ctx.folder.root, { recursive: true, force: true });
   await deleteTask(ctx.db, task.id);
-  if (await deleteProjectIfEmpty(ctx.db, task.project_id)) {
+  // The folder before the row: once the project is gone nothing of it is left, and a crash in between leaves a
+  // row that the next removal finishes.
+  if (await projectAwaitsRemoval(ctx.db, task.project_id)) {
     await rm(path.dirname(path.dirname(ctx.folder.root)), { recursive: true, force: true });
+    await deleteProjectIfEmpty(ctx.db, task.project_id);
   }
   return null;
 }
