@@ -10,15 +10,17 @@ import time
 from pathlib import Path
 
 
-def run_engine(project: Path, images: Path, options: list[dict]) -> tuple[float, dict]:
-    """Wall seconds and stats.json of a whole run from scratch; exits with the engine's output if it fails."""
+def run_engine(project: Path, images: Path, options: list[dict], rerun_from: str | None = None) -> tuple[float, dict]:
+    """Wall seconds and stats.json of a whole run from scratch (or from the stage `rerun_from`); exits with the
+    engine's output if it fails."""
     (project / "images").mkdir(parents=True, exist_ok=True)
     for image in sorted(images.iterdir()):
         link = project / "images" / image.name
         if not link.exists():
             link.symlink_to(image)
     options_file = project / "options.json"
-    options_file.write_text(json.dumps(options + [{"name": "rerun-all", "value": True}]))
+    rerun = {"name": "rerun-from", "value": rerun_from} if rerun_from else {"name": "rerun-all", "value": True}
+    options_file.write_text(json.dumps(options + [rerun]))
     began = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "aeromap_engine.cli", "run", str(project), "--options",
                              str(options_file)], capture_output=True, text=True)

@@ -44,6 +44,12 @@ class Project:
         return self.state_dir / "radiometry.json"
 
     @property
+    def photometry_file(self) -> Path:
+        """Each camera's vignetting and each photograph's exposure gains, estimated with the sparse model
+        (photometry.py)."""
+        return self.path("opensfm", "photometry.json")
+
+    @property
     def report_dir(self) -> Path:
         return self.root / "odm_report"
 

@@ -14,9 +14,11 @@ import pycolmap
 import pytest
 import rasterio
 
-from aeromap_engine.cloud.area import AreaSettings, SurveyArea, surveyed_area
+from aeromap_engine.cloud.area import AreaSettings, SurveyArea, area_of_points
 from aeromap_engine.cloud.boundary import Boundary
 from aeromap_engine.cloud.filters import mean_neighbour_distance, statistical_inliers
+from aeromap_engine.cloud.points import PointCloud
+from aeromap_engine.cloud.tiled import TiledCloud, Tiling, tile_sorted
 from aeromap_engine.dem import smrf
 from aeromap_engine.dem.grid import Grid, bin_points
 from aeromap_engine.dem.smrf import SmrfSettings, classify, is_ground, terrain
@@ -57,12 +59,18 @@ def signed_area(ring: np.ndarray) -> float:
     return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
 
 
+def tiled(xyz: np.ndarray, folder: Path) -> TiledCloud:
+    """The points as the tiled cloud the stages after odm_filterpoints read."""
+    cloud = PointCloud(xyz.astype(np.float32), np.zeros((len(xyz), 3), np.uint8), np.ones(len(xyz), np.uint8))
+    return tile_sorted([cloud], Tiling.fitting([cloud]), folder / "cloud.ply", folder)
+
+
 # --- the area ---------------------------------------------------------------------------------------------------
 
 def test_two_far_fields_are_two_parts_and_nothing_between() -> None:
     rng = np.random.default_rng(0)
     xy = np.concatenate([field(rng, 0, 0, 100, 80), field(rng, 3000, 1500, 120, 60)])
-    area = surveyed_area(xy, SETTINGS)
+    area = area_of_points(xy, SETTINGS)
     assert area is not None and len(area.polygons) == 2
     assert area.area == pytest.approx(100 * 80 + 120 * 60, rel=0.03)  # its true area, the fields' sum
     between = np.array([[1500.0, 750.0], [200.0, 100.0], [2900.0, 1400.0]])
@@ -78,7 +86,7 @@ def test_an_l_keeps_its_shape_and_a_pond_inside_is_filled() -> None:
     rng = np.random.default_rng(1)
     xy = np.concatenate([field(rng, 0, 0, 200, 40), field(rng, 0, 40, 40, 160)])
     pond = np.hypot(xy[:, 0] - 100, xy[:, 1] - 20) < 12  # water: no dense points
-    area = surveyed_area(xy[~pond], SETTINGS)
+    area = area_of_points(xy[~pond], SETTINGS)
     assert area is not None and len(area.polygons) == 1
     assert area.area == pytest.approx(200 * 40 + 40 * 160, rel=0.03)
     assert area.contains(np.array([[100.0, 20.0]])).all()  # the pond is part of the survey
@@ -92,11 +100,11 @@ def test_small_islands_go_large_holes_stay_and_crop_shrinks() -> None:
     lake = np.hypot(square[:, 0] - 150, square[:, 1] - 150) < 60  # 11,300 m2: more than max_hole
     strays = field(rng, 700, 700, 6, 6)  # a tiny island of stray points far off
     xy = np.concatenate([square[~lake], strays])
-    area = surveyed_area(xy, SETTINGS)
+    area = area_of_points(xy, SETTINGS)
     assert len(area.polygons) == 1 and len(area.polygons[0].holes) == 1
     assert area.area == pytest.approx(300 * 300 - math.pi * 60**2, rel=0.03)
     assert not area.contains(np.array([[150.0, 150.0], [703.0, 703.0]])).any()
-    cropped = surveyed_area(xy, AreaSettings(**{**SETTINGS.__dict__, "crop": 3.0}))
+    cropped = area_of_points(xy, AreaSettings(**{**SETTINGS.__dict__, "crop": 3.0}))
     perimeter = 4 * 300 + 2 * math.pi * 60
     assert area.area - cropped.area == pytest.approx(3.0 * perimeter, rel=0.15)
     assert not cropped.contains(np.array([[1.5, 150.0]])).any() and cropped.contains(np.array([[4.5, 150.0]])).all()
@@ -108,7 +116,7 @@ def test_the_area_is_valid_geojson_and_its_masks_agree_with_contains(tmp_path: P
     ring = np.hypot(xy[:, 0] - 75, xy[:, 1] - 75)
     xy = xy[(ring < 30) | (ring > 55)]  # a moat round an island: a hole with the island as another part
     xy = xy[~((np.abs(xy[:, 0] - 440) < 15) & (xy[:, 1] > 60))]  # a slot: a deep notch
-    area = surveyed_area(xy, AreaSettings(**{**SETTINGS.__dict__, "crop": 2.0}))
+    area = area_of_points(xy, AreaSettings(**{**SETTINGS.__dict__, "crop": 2.0}))
     offset = (500000.0, 5000000.0)
     write_geometry(tmp_path / "bounds.geojson", area.geometry(offset), "EPSG:32615")
     geometry = read_geometry(tmp_path / "bounds.geojson")
@@ -138,7 +146,7 @@ def far_fields(rng: np.random.Generator) -> tuple[np.ndarray, SurveyArea]:
     z = 200 + 0.02 * xy[:, 0] + 0.01 * xy[:, 1] + rng.normal(0, 0.03, len(xy))
     tree = (np.hypot(xy[:, 0] - 60, xy[:, 1] - 50) < 5) | (np.hypot(xy[:, 0] - 4050, xy[:, 1] - 2060) < 5)
     z[tree] += 8
-    return np.c_[xy, z], surveyed_area(xy, SETTINGS)
+    return np.c_[xy, z], area_of_points(xy, SETTINGS)
 
 
 def test_smrf_and_the_elevation_models_only_work_on_the_area(tmp_path: Path, monkeypatch) -> None:
@@ -155,18 +163,23 @@ def test_smrf_and_the_elevation_models_only_work_on_the_area(tmp_path: Path, mon
 
     monkeypatch.setattr(smrf, "terrain", counting_terrain)
     settings = SmrfSettings()
-    ground = odm_dem.find_ground(xyz, area, settings)
-    # Every tile of the terrain grid touches the area: about its area in 1 m cells, plus margins, not the
-    # 4 km x 2 km box (8 M cells) between the fields.
+    cloud = tiled(xyz, tmp_path)
+    ground = odm_dem.find_ground(cloud, settings, tmp_path / "ground.ply", tmp_path)
+    # Every tile of the terrain grid holds points: about the fields' area in 1 m cells, plus margins, not the
+    # 4 km x 2 km box (8 M cells) between them.
     assert sum(cells) < 20 * area.area and sum(cells) < 0.05 * 4100 * 2120
-    tree = xyz[:, 2] - (200 + 0.02 * xyz[:, 0] + 0.01 * xyz[:, 1]) > 4
-    assert not ground[tree].any() and ground[~tree].mean() > 0.98
+
+    def is_tree(points: np.ndarray) -> np.ndarray:
+        return points[:, 2] - (200 + 0.02 * points[:, 0] + 0.01 * points[:, 1]) > 4
+
+    found = np.concatenate(list(ground.xyz_by_tile())).astype(np.float64)
+    assert not is_tree(found).any() and len(found) > 0.98 * (~is_tree(xyz)).sum()
 
     surfaces = []
     real_surface = odm_dem.surface
     monkeypatch.setattr(odm_dem, "surface", lambda *a, **k: surfaces.append(1) or real_surface(*a, **k))
     georef = Georef("EPSG:32615", (500000.0, 5000000.0), "gps")
-    grid = odm_dem.write_model(tmp_path / "dsm.tif", xyz, area, 0.5, SurfaceSettings("max"), georef,
+    grid = odm_dem.write_model(tmp_path / "dsm.tif", cloud, area, 0.5, SurfaceSettings("max"), georef,
                                RasterFormat(cog=False))
     tiles = math.ceil(grid.width / odm_dem.TILE) * math.ceil(grid.height / odm_dem.TILE)
     assert len(surfaces) <= 4 and tiles >= 15  # tiles without any of the area were skipped
@@ -262,7 +275,7 @@ def test_outlier_filter_keeps_a_sparse_region_and_removes_isolated_points() -> N
     assert keep[away].mean() > 0.98 and keep[parts == 1].mean() > 0.8
     assert keep[parts == 2].mean() < 0.05
     # The old global statistic cuts the sparse region away whole.
-    distances = mean_neighbour_distance(xyz, 16, 10.0)
+    distances = mean_neighbour_distance(xyz, 16)
     old = distances <= distances.mean() + 5.0 * distances.std()
     assert old[parts == 1].mean() < 0.5
 

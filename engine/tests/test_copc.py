@@ -6,11 +6,15 @@ from pathlib import Path
 
 import laspy
 import numpy as np
+import pytest
 from laspy.copc import Bounds
 from scipy.spatial import cKDTree
 
-from aeromap_engine.cloud.octree import bounding_cube, build_octree, morton_codes
+from aeromap_engine.cloud.octree import (bounding_cube, build_octree, column_counts, column_depth, column_picks,
+                                         level_nodes, morton_codes, subtree_nodes)
 from aeromap_engine.cloud.points import PointCloud
+from aeromap_engine.cloud.tiled import Tiling, tile_sorted
+from aeromap_engine.io import copc as copc_io
 from aeromap_engine.io.copc import write_copc
 
 
@@ -54,12 +58,61 @@ def test_every_point_lands_in_one_node_inside_its_cube() -> None:
     assert all(len(nodes[key]) <= 20_000 for key in leaves if key[0] > 0)
 
 
-def test_copc_file_answers_a_box_query_with_exactly_the_points_inside(tmp_path: Path) -> None:
+def test_a_tree_built_column_by_column_holds_every_point_once_without_gaps() -> None:
+    xyz = survey(300_000, seed=5)
+    cube = bounding_cube(xyz)
+    depth = 3
+    columns = np.floor((xyz[:, :2] - cube.origin[:2]) / (2 * cube.halfsize / 2**depth)).astype(np.int64)
+    nodes: dict = {}
+    upper: list[list[np.ndarray]] = [[] for _ in range(depth)]
+    for column in np.unique(columns, axis=0):
+        members = np.flatnonzero((columns == column).all(axis=1))
+        picks = column_picks(xyz[members], cube, depth, cells=64)
+        for level, chosen in enumerate(picks):
+            upper[level].append(members[chosen])
+        rest = np.setdiff1d(np.arange(len(members)), np.concatenate(picks))
+        for key, inside in subtree_nodes(xyz[members[rest]], cube, depth, 64, 20_000, 10).items():
+            assert key not in nodes
+            nodes[key] = members[rest][inside]
+    for level, parts in enumerate(upper):
+        taken = np.concatenate(parts)
+        for key, inside in level_nodes(xyz[taken], cube, level).items():
+            nodes[key] = taken[inside]
+    assert np.array_equal(np.sort(np.concatenate(list(nodes.values()))), np.arange(len(xyz)))
+    for (level, x, y, z), indices in nodes.items():
+        size = 2 * cube.halfsize / 2**level
+        low = cube.origin + size * np.array([x, y, z])
+        assert (xyz[indices] >= low - 1e-6).all() and (xyz[indices] <= low + size + 1e-6).all()
+        if level > 0:
+            assert (level - 1, x // 2, y // 2, z // 2) in nodes
+    # The upper levels are thin samples, as in the tree built at once: one point per sample cell at most,
+    # where a sample cell lies inside one column (levels at most log2(cells) above the columns).
+    assert len(nodes[(0, 0, 0, 0)]) <= 64**3 and len(nodes[(0, 0, 0, 0)]) < len(xyz) / 50
+
+
+def test_column_depth_is_the_shallowest_that_keeps_columns_small() -> None:
+    counts = np.full((16, 16), 10)  # 2560 points, at depth 4
+    assert column_depth(counts, 2560) == 1
+    assert column_depth(counts, 640) == 1  # four columns of 640
+    assert column_depth(counts, 639) == 2
+    assert column_depth(counts, 5) == 4  # not even the finest columns are small enough
+    xyz = survey(10_000)
+    assert column_counts(xyz, bounding_cube(xyz), 4).sum() == len(xyz)
+
+
+@pytest.mark.parametrize("part_points", [1_000_000, 40_000])
+def test_copc_file_answers_a_box_query_with_exactly_the_points_inside(tmp_path: Path, part_points: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """At once, and column by column (a cloud larger than PART_POINTS)."""
+    monkeypatch.setattr(copc_io, "PART_POINTS", part_points)
     xyz = survey(200_000, seed=2)
     rgb = np.random.default_rng(3).integers(0, 256, (len(xyz), 3)).astype(np.uint8)
-    cloud = PointCloud(xyz, rgb, np.full(len(xyz), 3, np.uint8))
+    offset = (576_000.0, 5_188_000.0)
+    local = PointCloud((xyz - [*offset, 0.0]).astype(np.float32), rgb, np.full(len(xyz), 3, np.uint8))
+    tiled = tile_sorted([local], Tiling.fitting([local]), tmp_path / "tiled.ply", tmp_path)
+    xyz = np.concatenate([part.xyz for part in tiled.parts(offset)])  # float32 in the world frame, as stored
     path = tmp_path / "cloud.copc.laz"
-    nodes = write_copc(path, cloud, "EPSG:32615")
+    nodes = write_copc(path, tiled, offset, "EPSG:32615", tmp_path)
     assert nodes > 1
     # The CRS is a WKT extended VLR (laspy's COPC reader does not load those; its LAS reader does).
     with laspy.open(str(path)) as las:

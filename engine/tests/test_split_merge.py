@@ -21,7 +21,7 @@ from aeromap_engine.io.geotiff import RasterFormat
 from aeromap_engine.io.pointcloud import write_las
 from aeromap_engine.split import mosaic
 from aeromap_engine.split.blend import Owners, cutline_weights
-from aeromap_engine.split.mosaic import merge_clouds, merge_rasters
+from aeromap_engine.split.mosaic import merge_rasters, merged_cloud
 from aeromap_engine.stages.odm_dem import NODATA
 
 CRS = "EPSG:32630"
@@ -228,15 +228,18 @@ def test_merged_cloud_keeps_each_location_from_its_owner_only(tmp_path: Path,
     monkeypatch.setattr(mosaic, "CHUNK", 700)  # several chunks per file
     rng = np.random.default_rng(0)
     a, b = _cloud(rng, 0, 70, RED, 3, 3000), _cloud(rng, 30, 100, BLUE, 5, 3000)
-    write_las(tmp_path / "a.laz", a, CRS, compress=True)
-    write_las(tmp_path / "b.laz", b, CRS, compress=True)
-    merged = merge_clouds([tmp_path / "a.laz", None, tmp_path / "b.laz"], _three_owners())
+    for name, cloud in (("a", a), ("b", b)):
+        write_las(tmp_path / f"{name}.laz", [cloud], cloud.xyz.min(axis=0), CRS, compress=True)
+    tiled = merged_cloud([tmp_path / "a.laz", None, tmp_path / "b.laz"], _three_owners(), (X0, Y0),
+                         tmp_path / "merged.ply", tmp_path)
+    assert tiled.box[0][0] >= 0 and tiled.box[1][0] <= 100  # in the world frame: the CRS less the offset
+    merged = PointCloud.concatenate(list(tiled.parts((X0, Y0))))
     assert merged.xyz.dtype == np.float64 and merged.rgb.dtype == np.uint8 and merged.views.dtype == np.uint8
     expected = PointCloud.concatenate([a.subset(a.xyz[:, 0] < X0 + 50), b.subset(b.xyz[:, 0] > X0 + 50)])
     assert len(merged) == len(expected) < len(a) + len(b)
     assert np.array_equal(_sorted(merged), _sorted(expected))  # coordinates, colours and view counts
     assert np.all(merged.rgb[merged.xyz[:, 0] < X0 + 50] == RED)
     # The merged cloud is in the CRS as odm_georeferencing writes it: it goes straight back to LAZ.
-    write_las(tmp_path / "merged.laz", merged, CRS, compress=True)
+    write_las(tmp_path / "merged.laz", tiled.parts((X0, Y0)), merged.xyz.min(axis=0), CRS, compress=True)
     with laspy.open(tmp_path / "merged.laz") as reader:
         assert reader.header.point_count == len(expected) and reader.header.parse_crs().to_epsg() == 32630

@@ -28,6 +28,7 @@ from ..dem.grid import Grid, Window
 
 POINTS_PER_CELL = 8  # points an averagely covered occupancy cell holds at least (2 make a cell seen)
 MAX_CELLS = 16_000_000  # occupancy cells at most: over a very large extent the cell grows instead
+SUBCELLS = 2  # occupancy counts are kept on cells this many times finer than the area's
 LOOKUP_CELLS = 4_000_000  # cells of the lookup raster `contains` uses per part, at most
 EXACT_WORK = 20_000_000  # points x ring vertices below which `contains` tests every point exactly
 SIMPLIFY = 0.75  # cells: the traced staircase outline is simplified within this (a 45-degree staircase needs
@@ -214,39 +215,52 @@ class SurveyArea:
 
 # --- the area from the points -----------------------------------------------------------------------------------
 
-def occupancy_cell(xy: np.ndarray, cell: float, points_per_cell: float) -> float:
-    """The occupancy cell: at least `cell`, and large enough that a cell as densely covered as the cloud is on
-    average holds `points_per_cell` points (a sparse or clumped cloud, such as tie points, would otherwise leave
-    most of its cells below the count). The density is measured over the cells the points occupy, so the gap
-    between far-apart parts does not dilute it."""
-    origin = xy.min(axis=0)
-    for _ in range(4):
-        key = np.floor((xy - origin) / cell).astype(np.int64)
-        occupied = len(np.unique((key[:, 0] << 32) | key[:, 1]))
-        wanted = math.sqrt(points_per_cell * occupied * cell**2 / len(xy))
-        if wanted <= 1.1 * cell:
-            break
-        cell = wanted
-    return cell
+class Occupancy:
+    """Points counted chunk by chunk on a grid over bounds (x, y) reaching `margin` metres past them, so that
+    the surveyed area of a cloud larger than memory is traced from the counts. The counting cells are SUBCELLS
+    times finer than `cell`, so that they can be gathered into cells of the size the density asks for with an
+    error of a fraction of a cell; over a very large extent they grow so that the grid keeps within MAX_CELLS."""
 
+    def __init__(self, bounds: tuple[float, float, float, float], cell: float, margin: float) -> None:
+        xmin, ymin, xmax, ymax = bounds
+        fine = max(cell / SUBCELLS, math.sqrt((xmax - xmin + 2 * margin) * (ymax - ymin + 2 * margin) / MAX_CELLS))
+        self.cell = max(cell, fine)  # the area's cells are at least this large
+        reach = margin + self.cell
+        self.grid = Grid.covering((xmin - reach, ymin - reach, xmax + reach, ymax + reach), fine)
+        self.counts = np.zeros(self.grid.height * self.grid.width, np.int64)
+        self.points = 0
 
-def occupancy_grid(xy: np.ndarray, cell: float, margin: float) -> Grid:
-    """The grid the occupancy is counted on: `cell` metres (coarser where the extent would need more than
-    MAX_CELLS), reaching `margin` metres past the points so that closing is not cut by the edge."""
-    xmin, ymin = xy.min(axis=0)
-    xmax, ymax = xy.max(axis=0)
-    extent = (xmax - xmin + 2 * margin) * (ymax - ymin + 2 * margin)
-    cell = max(cell, math.sqrt(extent / MAX_CELLS))
-    return Grid.covering((xmin - margin - cell, ymin - margin - cell, xmax + margin + cell, ymax + margin + cell),
-                         cell)
+    def add(self, xy: np.ndarray) -> None:
+        row, col = self.grid.cell_of(xy)
+        ok = (row >= 0) & (row < self.grid.height) & (col >= 0) & (col < self.grid.width)
+        self.counts += np.bincount(row[ok] * self.grid.width + col[ok], minlength=len(self.counts))
+        self.points += len(xy)
 
+    def regridded(self, cell: float) -> tuple[Grid, np.ndarray]:
+        """The grid of `cell` metres from the same corner and the points each holds (each counting cell's points go
+        to the cell its centre falls in)."""
+        grid = self.grid
+        scale = grid.resolution / cell
+        coarse = Grid(grid.x0, grid.y1, cell, math.ceil(grid.width * scale), math.ceil(grid.height * scale))
+        flat = np.flatnonzero(self.counts)
+        row, col = ((np.divmod(flat, grid.width)[i] + 0.5) * scale for i in (0, 1))
+        counts = np.bincount(row.astype(np.int64) * coarse.width + col.astype(np.int64), weights=self.counts[flat],
+                             minlength=coarse.width * coarse.height)
+        return coarse, counts.reshape(coarse.height, coarse.width)
 
-def seen_cells(grid: Grid, xy: np.ndarray, min_count: int) -> np.ndarray:
-    """Cells holding at least `min_count` points."""
-    row, col = grid.cell_of(xy)
-    ok = (row >= 0) & (row < grid.height) & (col >= 0) & (col < grid.width)
-    counts = np.bincount(row[ok] * grid.width + col[ok], minlength=grid.width * grid.height)
-    return (counts >= min_count).reshape(grid.height, grid.width)
+    def seen(self, min_count: int) -> tuple[Grid, np.ndarray]:
+        """The cells seen (holding `min_count` points), on cells at least `cell` and large enough that a cell as
+        densely covered as the cloud is on average holds POINTS_PER_CELL points (a sparse or clumped cloud, such
+        as tie points, would otherwise leave most of its cells below the count). The density is measured over the
+        cells the points occupy, so the gap between far-apart parts does not dilute it."""
+        grid, counts = self.regridded(self.cell)
+        for _ in range(4):
+            cell = grid.resolution
+            wanted = math.sqrt(POINTS_PER_CELL * np.count_nonzero(counts) * cell**2 / max(self.points, 1))
+            if wanted <= 1.1 * cell:
+                break
+            grid, counts = self.regridded(wanted)
+        return grid, counts >= min_count
 
 
 def _distance(mask: np.ndarray) -> np.ndarray:
@@ -266,8 +280,11 @@ def erode(mask: np.ndarray, radius: float) -> np.ndarray:
 
 def close(mask: np.ndarray, radius: float) -> np.ndarray:
     """Morphological closing by a disk: gaps and notches narrower than 2 x radius filled; the outline does not
-    grow past the mask's convex hull."""
-    return erode(dilate(mask, radius), radius) | mask
+    grow past the mask's convex hull. The mask is padded first: the distance transform takes the grid's edge for
+    inside, so what the dilation pushed against it would never erode back."""
+    pad = math.ceil(radius) + 1
+    closed = erode(dilate(np.pad(mask, pad), radius), radius)[pad:-pad, pad:-pad]
+    return closed | mask
 
 
 def fill_holes(mask: np.ndarray, max_cells: float) -> np.ndarray:
@@ -349,13 +366,12 @@ def vectorize(mask: np.ndarray, grid: Grid, tolerance: float) -> SurveyArea | No
     return SurveyArea(tuple(polygons)) if polygons else None
 
 
-def surveyed_area(xy: np.ndarray, settings: AreaSettings) -> SurveyArea | None:
-    """The surveyed area of points (N, 2), world frame; None when nothing is left of it."""
-    if len(xy) == 0:
+def surveyed_area(occupancy: Occupancy, settings: AreaSettings) -> SurveyArea | None:
+    """The surveyed area of the counted points, world frame; None when nothing is left of it."""
+    if occupancy.points == 0:
         return None
-    grid = occupancy_grid(xy, occupancy_cell(xy, settings.cell, POINTS_PER_CELL), settings.closing)
+    grid, mask = occupancy.seen(settings.min_count)
     cell_area = grid.resolution ** 2
-    mask = seen_cells(grid, xy, settings.min_count)
     mask = close(mask, settings.closing / grid.resolution)
     mask = fill_holes(mask, settings.max_hole / cell_area)
     mask = drop_small_parts(mask, settings.min_part / cell_area)
@@ -365,3 +381,12 @@ def surveyed_area(xy: np.ndarray, settings: AreaSettings) -> SurveyArea | None:
     if not mask.any():
         return None
     return vectorize(depinch(mask), grid, SIMPLIFY * grid.resolution)
+
+
+def area_of_points(xy: np.ndarray, settings: AreaSettings) -> SurveyArea | None:
+    """The surveyed area of points (N, 2) held in memory."""
+    if len(xy) == 0:
+        return None
+    occupancy = Occupancy((*xy.min(axis=0), *xy.max(axis=0)), settings.cell, settings.closing)
+    occupancy.add(xy)
+    return surveyed_area(occupancy, settings)

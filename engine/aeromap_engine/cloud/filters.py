@@ -8,47 +8,24 @@ isolated point still stands out against the points around it wherever it is."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-# Outlier statistics are computed tile by tile (each with a margin so border points see their real neighbours),
-# so the search tree never holds more than about this many points.
-TILE_POINTS = 4_000_000
 QUERY_POINTS = 250_000  # points whose neighbours are asked for at once
 
 
-def _tiles(xy: np.ndarray, margin: float) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(indices of a tile's points, indices of the points within `margin` of it) over a square tiling."""
-    lo, hi = xy.min(axis=0), xy.max(axis=0)
-    count = max(1, math.ceil(len(xy) / TILE_POINTS))
-    side = max(float(np.sqrt(np.prod(np.maximum(hi - lo, 1e-6)) / count)), 1e-3)
-    key = np.floor((xy - lo) / side).astype(np.int64)
-    cols = int(key[:, 0].max()) + 1
-    flat = key[:, 1] * cols + key[:, 0]
-    order = np.argsort(flat, kind="stable")
-    starts = np.searchsorted(flat[order], np.unique(flat))
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(order)
-        core = order[start:end]
-        t_lo, t_hi = xy[core].min(axis=0) - margin, xy[core].max(axis=0) + margin
-        near = np.flatnonzero(np.all((xy >= t_lo) & (xy <= t_hi), axis=1)) if len(starts) > 1 else core
-        yield core, near
-
-
-def mean_neighbour_distance(xyz: np.ndarray, neighbours: int, margin: float, workers: int = 1) -> np.ndarray:
-    """Mean distance from each point to its `neighbours` nearest others."""
+def mean_neighbour_distance(xyz: np.ndarray, neighbours: int, workers: int = 1) -> np.ndarray:
+    """Mean distance from each point to its `neighbours` nearest others (a tile of the cloud with its margin:
+    odm_filterpoints works tile by tile)."""
     result = np.empty(len(xyz), dtype=np.float32)
-    for core, near in _tiles(xyz[:, :2], margin):
-        tree = cKDTree(xyz[near])
-        k = min(neighbours + 1, len(near))
-        # The query answers k distances and indices of 8 bytes each per point: asked for a whole tile at once
-        # they took 1.1 GB, more than the tree and the cloud together.
-        for start in range(0, len(core), QUERY_POINTS):
-            chunk = core[start:start + QUERY_POINTS]
-            distances, _ = tree.query(xyz[chunk], k=k, workers=workers)
-            result[chunk] = distances[:, 1:].mean(axis=1) if distances.ndim == 2 else 0.0
+    tree = cKDTree(xyz)
+    k = min(neighbours + 1, len(xyz))
+    # The query answers k distances and indices of 8 bytes each per point: asked for 4 M points at once they took
+    # 1.1 GB, more than the tree and the cloud together.
+    for start in range(0, len(xyz), QUERY_POINTS):
+        distances, _ = tree.query(xyz[start:start + QUERY_POINTS], k=k, workers=workers)
+        result[start:start + QUERY_POINTS] = distances[:, 1:].mean(axis=1) if distances.ndim == 2 else 0.0
     return result
 
 
@@ -57,8 +34,7 @@ def statistical_inliers(xyz: np.ndarray, sigma: float, neighbours: int = 16, wor
     points around them (isolated points have far neighbours; a sparse region's points all have)."""
     if len(xyz) <= neighbours:
         return np.ones(len(xyz), dtype=bool)
-    margin = 10 * _typical_spacing(xyz)
-    distances = mean_neighbour_distance(xyz, neighbours, margin, workers).astype(np.float64)
+    distances = mean_neighbour_distance(xyz, neighbours, workers).astype(np.float64)
     regions = Regions(xyz[:, :2].astype(np.float64), REGION_SPACINGS * median_spacing(xyz),
                       REGION_POINTS * neighbours)
     # The outliers' own distances would widen the spread of the region they are in and shelter each other:
@@ -82,14 +58,14 @@ CLIP_ROUNDS = 2
 MAX_LEVELS = 24
 
 
-def median_spacing(xyz: np.ndarray, sample: int = 20_000) -> float:
+def median_spacing(xyz: np.ndarray, sample: int = 20_000, total: int | None = None) -> float:
     """The median distance between neighbouring points, from a random sample (scaled to the whole cloud's
-    density)."""
+    density); `total` is the size of the cloud when xyz is already a uniform sample of it."""
     if len(xyz) < 2:
         return 1.0
     picked = xyz[np.random.default_rng(0).choice(len(xyz), min(len(xyz), sample), replace=False)]
     distances, _ = cKDTree(picked).query(picked, k=2)
-    return max(float(np.median(distances[:, 1])) * math.sqrt(len(picked) / len(xyz)), 1e-6)
+    return max(float(np.median(distances[:, 1])) * math.sqrt(len(picked) / (total or len(xyz))), 1e-6)
 
 
 class Regions:
@@ -141,12 +117,6 @@ class Regions:
         """Per point, its region's mean plus `sigma` standard deviations (at least MIN_RELATIVE_STD of the mean)."""
         mean, std = self.statistics(values, weight)
         return mean + sigma * np.maximum(std, MIN_RELATIVE_STD * mean)
-
-
-def _typical_spacing(xyz: np.ndarray) -> float:
-    """Rough point spacing on the ground (m) from the points' footprint area."""
-    extent = np.ptp(xyz[:, :2], axis=0)
-    return float(np.sqrt(max(extent[0] * extent[1], 1e-6) / len(xyz)))
 
 
 def thin(xyz: np.ndarray, radius: float) -> np.ndarray:

@@ -93,3 +93,75 @@ def build_octree(xyz: np.ndarray, cube: Cube, cells: int = 128, max_points: int 
             nodes[(depth, int(x), int(y), int(z))] = left[chosen[start:end]]
         left, codes = left[~taken], codes[~taken]
     return nodes
+
+
+# --- an octree built column by column, for clouds larger than memory -------------------------------------------
+#
+# The cube is cut into columns, the nodes at `depth` seen from above: each column is read alone. Its points that
+# the levels above `depth` take are picked in the column (one random point per sample cell of each of those
+# levels, each level from the points the ones above left), so every upper node that holds any of the column's
+# points holds one of them and the tree has no gaps; the rest of the column is built as the subtrees of its
+# nodes at `depth`, by build_octree on their cubes. Sample cells wider than a column (levels more than
+# log2(cells) above `depth`) get a point from each column they cross: a few more points in the coarsest nodes.
+
+
+def column_counts(xyz: np.ndarray, cube: Cube, depth: int) -> np.ndarray:
+    """Points per column of the cube at `depth` ((2**depth, 2**depth), indexed x then y)."""
+    per_side = 2**depth
+    cells = _cells_of(xyz, cube, per_side)
+    return np.bincount(cells[:, 0] * per_side + cells[:, 1], minlength=per_side**2).reshape(per_side, per_side)
+
+
+def column_depth(counts: np.ndarray, max_points: int) -> int:
+    """The shallowest depth (from 1) at which no column of the cube holds more than `max_points` points, given
+    the points per column at the finest depth tried (column_counts); that depth when even those are too full."""
+    finest = int(np.log2(len(counts)))
+    for depth in range(1, finest):
+        block = 2 ** (finest - depth)
+        if counts.reshape(2**depth, block, 2**depth, block).sum(axis=(1, 3)).max() <= max_points:
+            return depth
+    return finest
+
+
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, starts, sizes): the indices sorting `keys` and the runs of equal keys in that order."""
+    order = np.argsort(keys, kind="stable")
+    starts, sizes = _runs(keys[order])
+    return order, starts, sizes
+
+
+def column_picks(xyz: np.ndarray, cube: Cube, depth: int, cells: int, seed: int = 0) -> list[np.ndarray]:
+    """The indices of a column's points that the levels above `depth` take: one array per level 0..depth-1."""
+    rng = np.random.default_rng(seed)
+    left = np.arange(len(xyz))
+    picks = []
+    for level in range(depth):
+        order, starts, sizes = _groups(morton_codes(_cells_of(xyz[left], cube, 2**level * cells)))
+        chosen = left[order[starts + (rng.random(len(sizes)) * sizes).astype(np.int64)]]
+        picks.append(chosen)
+        keep = np.ones(len(xyz), dtype=bool)
+        keep[chosen] = False
+        left = left[keep[left]]
+    return picks
+
+
+def level_nodes(xyz: np.ndarray, cube: Cube, level: int) -> dict[VoxelKey, np.ndarray]:
+    """Points that one level takes, grouped by their node at that level."""
+    cells = _cells_of(xyz, cube, 2**level)
+    order, starts, sizes = _groups(morton_codes(cells))
+    return {(level, *map(int, cells[order[start]])): order[start:start + size]
+            for start, size in zip(starts, sizes)}
+
+
+def subtree_nodes(xyz: np.ndarray, cube: Cube, depth: int, cells: int, max_points: int,
+                  max_depth: int) -> dict[VoxelKey, np.ndarray]:
+    """The nodes from `depth` down of points that lie in one column (the levels above having taken theirs):
+    build_octree on the cube of each of the column's nodes at `depth`, keys given in the whole tree."""
+    side = 2 * cube.halfsize / 2**depth
+    nodes: dict[VoxelKey, np.ndarray] = {}
+    for (_, x, y, z), members in level_nodes(xyz, cube, depth).items():
+        center = cube.origin + side * (np.array([x, y, z]) + 0.5)
+        sub = Cube((float(center[0]), float(center[1]), float(center[2])), side / 2)
+        for (d, i, j, k), inside in build_octree(xyz[members], sub, cells, max_points, max_depth - depth).items():
+            nodes[(depth + d, x * 2**d + i, y * 2**d + j, z * 2**d + k)] = members[inside]
+    return nodes

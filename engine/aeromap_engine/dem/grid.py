@@ -109,24 +109,44 @@ class PointIndex:
         return picks[inside]
 
 
+class CellStatistic:
+    """Per-cell 'max', 'min' or 'mean' of point heights, accumulated part by part (a cloud larger than memory is
+    binned tile by tile)."""
+
+    def __init__(self, grid: Grid, statistic: str) -> None:
+        self.grid, self.statistic = grid, statistic
+        size = grid.width * grid.height
+        if statistic == "mean":
+            self._total, self._count = np.zeros(size), np.zeros(size)
+        else:
+            self._extreme = np.full(size, -np.inf if statistic == "max" else np.inf)
+
+    def add(self, xyz: np.ndarray) -> "CellStatistic":
+        grid = self.grid
+        row, col = grid.cell_of(xyz)
+        ok = (row >= 0) & (row < grid.height) & (col >= 0) & (col < grid.width)
+        flat = row[ok] * grid.width + col[ok]
+        z = xyz[ok, 2].astype(np.float64)
+        if self.statistic == "mean":
+            self._total += np.bincount(flat, weights=z, minlength=len(self._total))
+            self._count += np.bincount(flat, minlength=len(self._count))
+        else:
+            (np.maximum if self.statistic == "max" else np.minimum).at(self._extreme, flat, z)
+        return self
+
+    def values(self) -> np.ndarray:
+        """The statistic per cell (float32, NaN where a cell has no point)."""
+        if self.statistic == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = self._total / self._count
+        else:
+            out = np.where(np.isinf(self._extreme), np.nan, self._extreme)
+        return out.reshape(self.grid.height, self.grid.width).astype(np.float32)
+
+
 def bin_points(grid: Grid, xyz: np.ndarray, statistic: str) -> np.ndarray:
     """Per-cell 'max', 'min' or 'mean' of the points' heights (float32, NaN where a cell has none)."""
-    row, col = grid.cell_of(xyz)
-    ok = (row >= 0) & (row < grid.height) & (col >= 0) & (col < grid.width)
-    flat = row[ok] * grid.width + col[ok]
-    z = xyz[ok, 2].astype(np.float64)
-    size = grid.width * grid.height
-    if statistic == "mean":
-        total = np.bincount(flat, weights=z, minlength=size)
-        count = np.bincount(flat, minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = total / count
-    else:
-        fill, ufunc = (-np.inf, np.maximum) if statistic == "max" else (np.inf, np.minimum)
-        out = np.full(size, fill)
-        ufunc.at(out, flat, z)
-        out[np.isinf(out)] = np.nan
-    return out.reshape(grid.height, grid.width).astype(np.float32)
+    return CellStatistic(grid, statistic).add(xyz).values()
 
 
 def resample(source: Grid, values: np.ndarray, target: Grid) -> np.ndarray:

@@ -7,24 +7,22 @@ of that terrain, the threshold growing with the local terrain slope.
 
 The opening removes what stands above the ground but keeps pits, so points below the ground (reflections on
 water, matching noise) would drag the terrain down with them: they are removed first, as PDAL's low-noise step
-(ELM) does before SMRF. The filter runs on tiles with margins, only where the surveyed area is, so its grid never
-spans the gap between far-apart parts of a survey.
+(ELM) does before SMRF. The filter runs on the point cloud's tiles with margins, only where there are points, so
+its grid never spans the gap between far-apart parts of a survey.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 from scipy.ndimage import rank_filter
 
-from .grid import Grid, PointIndex, Window, bin_points, sample_bilinear
+from .grid import Grid, bin_points, sample_bilinear
 from .surface import fill_all
 
-TERRAIN_TILE = 1024  # cells per side of the tiles the filter runs on
 # The lower envelope a point is compared with: the LOW_RANK-th lowest of the lowest points of the cells within
 # LOW_RADIUS cells that hold points (ELM compares the lowest point with the next lowest; this asks for a few
 # cells' agreement). Noise and glints covering fewer cells than that lie below it and go; ground seen through a
@@ -136,21 +134,3 @@ def terrain_margin(settings: SmrfSettings) -> int:
     """Cells of context around a tile: the widest opening reaches `window` metres, and the envelope LOW_RADIUS
     cells; twice the window keeps the tile's edge from changing the opening at its core."""
     return math.ceil(2 * settings.window / settings.cell) + LOW_RADIUS + 2
-
-
-def ground_points(xyz: np.ndarray, grid: Grid, tiles: Iterable[tuple[Window, Window]],
-                  settings: SmrfSettings) -> np.ndarray:
-    """Ground points of the cloud, the filter run on each (tile, padded tile) of `grid` (cells of
-    settings.cell); points in no tile are not ground."""
-    index = PointIndex(xyz, grid.resolution * TERRAIN_TILE)
-    ground = np.zeros(len(xyz), dtype=bool)
-    for core, padded in tiles:
-        near = index.indices_near(grid.sub(padded).bounds)
-        if not len(near):
-            continue
-        xmin, ymin, xmax, ymax = grid.sub(core).bounds
-        points = xyz[near]
-        in_core = ((points[:, 0] >= xmin) & (points[:, 0] < xmax) & (points[:, 1] >= ymin) & (points[:, 1] < ymax))
-        if in_core.any():
-            ground[near[in_core]] = classify(points, grid.sub(padded).bounds, settings)[in_core]
-    return ground

@@ -9,12 +9,13 @@ removes single-cell noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
-from .grid import Grid, bin_points, sample_bilinear
+from .grid import CellStatistic, Grid, bin_points, sample_bilinear
 
 
 MAX_COARSE_CELLS = 4_000_000
@@ -57,13 +58,17 @@ class CoarseSurface:
     values: np.ndarray
 
     @staticmethod
-    def of(xyz: np.ndarray, bounds: tuple[float, float, float, float], resolution: float) -> "CoarseSurface":
-        """The surface over `bounds` at `resolution`, or coarser where that would take more than MAX_COARSE_CELLS
-        (far-apart parts of a survey: the grid spans the gap between them, so its cells are bounded)."""
+    def of(parts: Iterable[np.ndarray], bounds: tuple[float, float, float, float],
+           resolution: float) -> "CoarseSurface":
+        """The surface of the points (given in parts of (N, 3)) over `bounds` at `resolution`, or coarser where
+        that would take more than MAX_COARSE_CELLS (far-apart parts of a survey: the grid spans the gap between
+        them, so its cells are bounded)."""
         xmin, ymin, xmax, ymax = bounds
         resolution = max(resolution, math.sqrt((xmax - xmin) * (ymax - ymin) / MAX_COARSE_CELLS))
-        grid = Grid.covering(bounds, resolution)
-        return CoarseSurface(grid, fill_all(bin_points(grid, xyz, "mean")))
+        binned = CellStatistic(Grid.covering(bounds, resolution), "mean")
+        for xyz in parts:
+            binned.add(xyz)
+        return CoarseSurface(binned.grid, fill_all(binned.values()))
 
     def at(self, xy: np.ndarray) -> np.ndarray:
         return sample_bilinear(self.grid, self.values, xy)
@@ -96,7 +101,13 @@ def grow(values: np.ndarray, steps: int, statistic: str) -> np.ndarray:
 def surface(xyz: np.ndarray, grid: Grid, coarse: CoarseSurface, settings: SurfaceSettings) -> np.ndarray:
     """A filled, smoothed surface over `grid` from the points near it (pass the points of a margin around the
     grid too, so edges see their neighbours)."""
-    values = grow(bin_points(grid, xyz, settings.statistic), settings.gapfill_steps, settings.statistic)
+    return filled_surface(bin_points(grid, xyz, settings.statistic), grid, coarse, settings)
+
+
+def filled_surface(binned: np.ndarray, grid: Grid, coarse: CoarseSurface, settings: SurfaceSettings) -> np.ndarray:
+    """The surface of points binned on `grid` (settings.statistic per cell, NaN where empty), filled and
+    smoothed."""
+    values = grow(binned, settings.gapfill_steps, settings.statistic)
     gaps = np.isnan(values)
     if gaps.any():
         x, y = grid.centers()

@@ -11,43 +11,100 @@ import laspy
 import numpy as np
 import pyproj
 
-from ..cloud.octree import bounding_cube, build_octree
+from ..cloud.octree import (Cube, VoxelKey, bounding_cube, build_octree, column_counts, column_depth, column_picks,
+                            level_nodes, subtree_nodes)
 from ..cloud.points import PointCloud
+from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
 from ..files import atomic_path
 
 POINT_FORMAT = 7
 LAS_SCALE = 0.001
 CELLS = 128  # sample grid of a node along each edge: COPC's spacing is the root's cube over this
+MAX_POINTS = 100_000  # a node whose cube holds no more than this takes them all and ends its branch
+MAX_DEPTH = 10
+PART_POINTS = 4_000_000  # clouds larger than this are built column by column, each column at most this large
+FINEST_COLUMNS = 8  # the narrowest columns tried: the cube cut 2**8 times along x and y
 
 
-def write_copc(path: Path, cloud: PointCloud, crs: str | None) -> int:
-    """Writes the cloud as COPC and answers the number of octree nodes."""
-    offset = np.floor(cloud.xyz.min(axis=0))
-    wkt = pyproj.CRS.from_user_input(crs).to_wkt() if crs else ""
-    config = copclib.CopcConfigWriter(POINT_FORMAT, copclib.Vector3(LAS_SCALE, LAS_SCALE, LAS_SCALE),
-                                      copclib.Vector3(*map(float, offset)), wkt)
-    cube = bounding_cube(cloud.xyz)
-    info = config.copc_info
-    info.center_x, info.center_y, info.center_z = cube.center
-    info.halfsize = cube.halfsize
-    info.spacing = 2 * cube.halfsize / CELLS
-    header = laspy.LasHeader(point_format=POINT_FORMAT, version="1.4")
-    header.scales, header.offsets = np.full(3, LAS_SCALE), offset
-    nodes = build_octree(cloud.xyz, cube, cells=CELLS)
-    with atomic_path(path) as tmp:
-        writer = copclib.FileWriter(str(tmp), config)
+def write_copc(path: Path, cloud: TiledCloud, offset: tuple[float, float], crs: str | None,
+               scratch: Path) -> int:
+    """Writes a tiled cloud (world frame; `offset` moves it into the CRS) as COPC and answers the number of
+    octree nodes. A cloud of up to PART_POINTS is built in memory; a larger one column by column
+    (cloud/octree.py), the columns sorted out on disk, so that memory does not grow with the cloud."""
+    low, high = cloud.box
+    shift = np.array([offset[0], offset[1], 0.0])
+    cube = bounding_cube(np.array([low, high], dtype=np.float64))
+    with atomic_path(path) as tmp, _Writer(tmp, cube, low + shift, high + shift, shift, crs) as writer:
+        if len(cloud) <= PART_POINTS:
+            whole = PointCloud.concatenate(list(cloud.parts()))
+            for key, members in build_octree(whole.xyz, cube, CELLS, MAX_POINTS, MAX_DEPTH).items():
+                writer.add(key, whole.subset(members))
+        else:
+            _write_by_columns(writer, cloud, cube, scratch)
+        return writer.nodes
+
+
+def _write_by_columns(writer: "_Writer", cloud: TiledCloud, cube: Cube, scratch: Path) -> None:
+    counts = sum(column_counts(xyz, cube, FINEST_COLUMNS) for xyz in cloud.xyz_by_tile())
+    depth = column_depth(counts, PART_POINTS)
+    tiling = Tiling(float(cube.origin[0]), float(cube.origin[1]), 2 * cube.halfsize / 2**depth)
+    columns = tile_sorted(cloud.parts(), tiling, scratch / "columns.ply", scratch)
+    upper: list[list[PointCloud]] = [[] for _ in range(depth)]
+    for tile in columns.tiles:
+        points = columns.read(tile)
+        xyz = points.xyz.astype(np.float64)
+        picks = column_picks(xyz, cube, depth, CELLS)
+        for level, chosen in enumerate(picks):
+            upper[level].append(points.subset(chosen))
+        rest = np.ones(len(points), dtype=bool)
+        rest[np.concatenate(picks)] = False
+        below = points.subset(rest)
+        for key, members in subtree_nodes(xyz[rest], cube, depth, CELLS, MAX_POINTS, MAX_DEPTH).items():
+            writer.add(key, below.subset(members))
+    for level, parts in enumerate(upper):
+        taken = PointCloud.concatenate(parts)
+        for key, members in level_nodes(taken.xyz.astype(np.float64), cube, level).items():
+            writer.add(key, taken.subset(members))
+
+
+class _Writer:
+    """copclib's file writer with the cloud's header: nodes are added in any order, each a PointCloud in the
+    world frame, moved by `shift` into the CRS."""
+
+    def __init__(self, path: Path, cube: Cube, low: np.ndarray, high: np.ndarray, shift: np.ndarray,
+                 crs: str | None) -> None:
+        self.shift, self.nodes = shift, 0
+        offset = np.floor(low)
+        wkt = pyproj.CRS.from_user_input(crs).to_wkt() if crs else ""
+        config = copclib.CopcConfigWriter(POINT_FORMAT, copclib.Vector3(LAS_SCALE, LAS_SCALE, LAS_SCALE),
+                                          copclib.Vector3(*map(float, offset)), wkt)
+        info = config.copc_info
+        info.center_x, info.center_y, info.center_z = (float(c) for c in np.asarray(cube.center) + shift)
+        info.halfsize = cube.halfsize
+        info.spacing = 2 * cube.halfsize / CELLS
+        self.header = laspy.LasHeader(point_format=POINT_FORMAT, version="1.4")
+        self.header.scales, self.header.offsets = np.full(3, LAS_SCALE), offset
+        self.writer = copclib.FileWriter(str(path), config)
+        self.low, self.high = low, high
+
+    def __enter__(self) -> "_Writer":
+        return self
+
+    def add(self, key: VoxelKey, points: PointCloud) -> None:
+        records = laspy.ScaleAwarePointRecord.zeros(len(points), header=self.header)
+        xyz = points.xyz.astype(np.float64) + self.shift
+        records.x, records.y, records.z = xyz[:, 0], xyz[:, 1], xyz[:, 2]
+        rgb16 = points.rgb.astype(np.uint16) * 257
+        records.red, records.green, records.blue = rgb16[:, 0], rgb16[:, 1], rgb16[:, 2]
+        records.user_data = points.views
+        self.writer.AddNode(copclib.VoxelKey(*key), copclib.VectorChar(records.array.view(np.int8)))
+        self.nodes += 1
+
+    def __exit__(self, *failure: object) -> None:
         try:
-            for (depth, x, y, z), members in sorted(nodes.items()):
-                records = laspy.ScaleAwarePointRecord.zeros(len(members), header=header)
-                xyz = cloud.xyz[members]
-                records.x, records.y, records.z = xyz[:, 0], xyz[:, 1], xyz[:, 2]
-                rgb16 = cloud.rgb[members].astype(np.uint16) * 257
-                records.red, records.green, records.blue = rgb16[:, 0], rgb16[:, 1], rgb16[:, 2]
-                records.user_data = cloud.views[members]
-                writer.AddNode(copclib.VoxelKey(depth, x, y, z), copclib.VectorChar(records.array.view(np.int8)))
-            las_header = writer.copc_config.las_header
-            las_header.min = copclib.Vector3(*map(float, cloud.xyz.min(axis=0)))
-            las_header.max = copclib.Vector3(*map(float, cloud.xyz.max(axis=0)))
+            if failure[0] is None:
+                las_header = self.writer.copc_config.las_header
+                las_header.min = copclib.Vector3(*map(float, self.low))
+                las_header.max = copclib.Vector3(*map(float, self.high))
         finally:
-            writer.Close()
-    return len(nodes)
+            self.writer.Close()

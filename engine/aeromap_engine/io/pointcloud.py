@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import laspy
@@ -14,25 +15,29 @@ from ..files import atomic_path
 LAS_SCALE = 0.001  # 1 mm: finer than any photogrammetric point's precision
 
 
-def write_las(path: Path, cloud: PointCloud, crs: str | None, compress: bool) -> None:
+def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str | None, compress: bool) -> None:
     """LAS 1.4, point format 7 (RGB), so the CRS is stored as WKT; colours scaled to 16 bits as the format
-    defines; the number of views that agree on each point goes into user_data, as ODM does."""
+    defines; the number of views that agree on each point goes into user_data, as ODM does. Written part by
+    part (CRS coordinates); `low` is the lowest corner of the whole cloud, the header's offset."""
     header = laspy.LasHeader(point_format=7, version="1.4")
     header.scales = np.full(3, LAS_SCALE)
-    header.offsets = np.floor(cloud.xyz.min(axis=0)) if len(cloud) else np.zeros(3)
+    header.offsets = np.floor(low)
     if crs is not None:
         header.add_crs(pyproj.CRS.from_user_input(crs))
-    las = laspy.LasData(header)
-    las.x, las.y, las.z = cloud.xyz[:, 0], cloud.xyz[:, 1], cloud.xyz[:, 2]
-    rgb16 = cloud.rgb.astype(np.uint16) * 257
-    las.red, las.green, las.blue = rgb16[:, 0], rgb16[:, 1], rgb16[:, 2]
-    las.user_data = cloud.views
-    with atomic_path(path) as tmp:
-        las.write(str(tmp), do_compress=compress)
+    with atomic_path(path) as tmp, laspy.open(str(tmp), mode="w", header=header, do_compress=compress) as writer:
+        for part in parts:
+            records = laspy.ScaleAwarePointRecord.zeros(len(part), header=header)
+            records.x, records.y, records.z = part.xyz[:, 0], part.xyz[:, 1], part.xyz[:, 2]
+            rgb16 = part.rgb.astype(np.uint16) * 257
+            records.red, records.green, records.blue = rgb16[:, 0], rgb16[:, 1], rgb16[:, 2]
+            records.user_data = part.views
+            writer.write_points(records)
 
 
-def write_csv(path: Path, cloud: PointCloud) -> None:
+def write_csv(path: Path, parts: Iterable[PointCloud]) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "w") as f:
             f.write("X,Y,Z,Red,Green,Blue\n")
-            np.savetxt(f, np.c_[cloud.xyz, cloud.rgb], fmt=["%.3f", "%.3f", "%.3f", "%d", "%d", "%d"], delimiter=",")
+            for part in parts:
+                np.savetxt(f, np.c_[part.xyz, part.rgb], fmt=["%.3f", "%.3f", "%.3f", "%d", "%d", "%d"],
+                           delimiter=",")

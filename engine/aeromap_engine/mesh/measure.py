@@ -24,13 +24,14 @@ def sample(xyz: np.ndarray, size: int = SAMPLE) -> np.ndarray:
     return xyz[np.random.default_rng(0).choice(len(xyz), size, replace=False)]
 
 
-def point_spacing(tree: cKDTree) -> float:
+def point_spacing(tree: cKDTree, total: int | None = None) -> float:
     """The side of the square of surface each point stands for (m): the disk reaching a point's 8th-nearest
     neighbour holds 8 points' squares. The median over a sample; unlike area over count, holes in the cloud
-    (water, shadows) do not make it larger."""
+    (water, shadows) do not make it larger. When the tree holds a uniform sample of a cloud of `total` points,
+    distances are scaled to the cloud's density."""
     probe = sample(tree.data)
     distances, _ = tree.query(probe, k=NEIGHBOURS + 1)
-    return float(np.median(distances[:, -1]) * np.sqrt(np.pi / NEIGHBOURS))
+    return float(np.median(distances[:, -1]) * np.sqrt(np.pi / NEIGHBOURS * tree.n / (total or tree.n)))
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,11 @@ import pycolmap
 from ..io.images import Levels, read_scaled, resize_area
 from ..log import log, log_count
 from ..photo import Photo
+from ..photometry import Frame, Observations, Photometry
 from ..resources import available_memory
 from .features import Features, extract_features, process_size, sift_memory
+
+SMOOTHING = 9  # px: the box a point's colour is averaged over for the photometric comparison
 
 
 @contextlib.contextmanager
@@ -54,26 +57,52 @@ def extract_all(images_dir: Path, levels: Levels | None, photos: list[Photo], qu
              quality)
 
 
-def colour_points(model: pycolmap.Reconstruction, images_dir: Path, levels: Levels | None, threads: int) -> None:
-    """Each sparse point's colour: the mean, over the images that observe it, of the image's colour at the
-    observation (bilinear). The images are read as every stage reads them: COLMAP's own colour extraction would
-    cut 16-bit images to their high byte."""
-    def observed(image_id: int) -> tuple[np.ndarray, np.ndarray]:
-        image = model.image(image_id)
+def observe_points(model: pycolmap.Reconstruction, images_dir: Path, levels: Levels | None,
+                   threads: int) -> tuple[list[str], Observations, np.ndarray]:
+    """The registered photographs' names and, per observation of a sparse point, the photograph's colour there
+    mean over SMOOTHING pixels around it, with the radius in the frame (what photometry.estimate compares: a
+    feature sits on a corner, where a pixel's shift changes the colour), and the colour there (bilinear). The images are read as
+    every stage reads them: COLMAP's own colour extraction would cut 16-bit images to their high byte."""
+    image_ids = list(model.reg_image_ids())
+
+    def observed(number: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        image = model.image(image_ids[number])
         points = [p for p in image.points2D if p.has_point3D()]
         if not points:
-            return np.empty(0, np.int64), np.empty((0, 3))
-        xy = np.array([p.xy for p in points], np.float32).reshape(-1, 1, 2) - 0.5  # pixel centres lie at .5
+            return np.empty(0, np.int64), np.empty(0), np.empty((0, 3)), np.empty((0, 3))
+        xy = np.array([p.xy for p in points], np.float32)
         pixels = read_scaled(images_dir / image.name, 1.0, levels)
-        colours = cv2.remap(pixels, xy, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        return np.array([p.point3D_id for p in points], np.int64), colours.reshape(-1, 3)
+        at = xy.reshape(-1, 1, 2) - 0.5  # pixel centres lie at .5
+        sharp = cv2.remap(pixels, at, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        smooth = cv2.remap(cv2.blur(pixels, (SMOOTHING, SMOOTHING)), at, None, cv2.INTER_LINEAR,
+                           borderMode=cv2.BORDER_REPLICATE)
+        return (np.array([p.point3D_id for p in points], np.int64), frame_of(model.camera(image.camera_id))
+                .radius(xy[:, 0], xy[:, 1]), sharp.reshape(-1, 3), smooth.reshape(-1, 3))
 
     with opencv_threads(1), ThreadPoolExecutor(threads) as pool:
-        parts = list(pool.map(observed, model.reg_image_ids()))
-    ids, inverse = np.unique(np.concatenate([i for i, _ in parts]), return_inverse=True)
-    colours = np.concatenate([c for _, c in parts]).astype(np.float64)
+        parts = list(pool.map(observed, range(len(image_ids))))
+    names = [model.image(i).name for i in image_ids]
+    observations = Observations(np.concatenate([np.full(len(p[0]), n) for n, p in enumerate(parts)]),
+                                np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                                np.concatenate([p[3] for p in parts]).astype(np.float64))
+    return names, observations, np.concatenate([p[2] for p in parts]).astype(np.float64)
+
+
+def frame_of(camera: pycolmap.Camera) -> Frame:
+    return Frame(int(camera.width), int(camera.height), float(camera.principal_point_x),
+                 float(camera.principal_point_y))
+
+
+def colour_points(model: pycolmap.Reconstruction, names: list[str], observations: Observations, sharp: np.ndarray,
+                  photometry: Photometry | None) -> None:
+    """Each sparse point's colour: the mean of its observations' colours (`sharp`), corrected by the
+    photometry."""
+    colours = sharp
+    if photometry is not None:
+        colours = colours / photometry.factors(np.array(names)[observations.image], observations.radius)
+    ids, inverse = np.unique(observations.point, return_inverse=True)
     counts = np.bincount(inverse, minlength=len(ids))
     sums = np.stack([np.bincount(inverse, colours[:, c], len(ids)) for c in range(3)], axis=1)
-    rgb = np.rint(sums / counts[:, None])[:, ::-1].astype(np.uint8)
+    rgb = np.clip(np.rint(sums / counts[:, None]), 0, 255)[:, ::-1].astype(np.uint8)
     for point_id, colour in zip(ids.tolist(), rgb):
         model.points3D[point_id].color = colour

@@ -27,6 +27,7 @@ from rasterio.windows import Window as RasterWindow
 from scipy import ndimage
 
 from ..cloud.points import PointCloud
+from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
 from ..dem.grid import Grid, Window
 from ..io.geotiff import RasterFormat, TiledRaster, transform
 from ..stages.odm_dem import NODATA
@@ -181,10 +182,18 @@ def _owned_chunks(path: Path, index: int, owners: Owners) -> Iterator[PointCloud
             yield PointCloud(xyz[keep], rgb, np.asarray(chunk.user_data[keep], np.uint8))
 
 
-def merge_clouds(sources: list[Path | None], owners: Owners) -> PointCloud:
+def merged_cloud(sources: list[Path | None], owners: Owners, offset: tuple[float, float], path: Path,
+                 scratch: Path) -> TiledCloud:
     """The submodels' georeferenced clouds (sources[k]: submodel k's LAS/LAZ, None where it has none) cut along
-    the cutlines: each location keeps only the points of the submodel that owns it. The result is in CRS
-    coordinates (float64), the view counts taken from user_data, ready for write_las and write_copc as the
-    odm_georeferencing stage calls them."""
-    return PointCloud.concatenate([part for k, path in enumerate(sources) if path is not None
-                                   for part in _owned_chunks(path, k, owners)])
+    the cutlines: each location keeps only the points of the submodel that owns it. Written at `path` as a tiled
+    cloud in the world frame (the CRS less `offset`), the view counts taken from user_data, ready for
+    odm_georeferencing's write_cloud."""
+    shift = np.array([offset[0], offset[1], 0.0])
+
+    def parts() -> Iterator[PointCloud]:
+        for k, source in enumerate(sources):
+            if source is not None:
+                for part in _owned_chunks(source, k, owners):
+                    yield PointCloud((part.xyz - shift).astype(np.float32), part.rgb, part.views)
+
+    return tile_sorted(parts(), Tiling.fitting(parts()), path, scratch)

@@ -8,6 +8,7 @@ so that what is left of the submodels' misalignment after they were joined shows
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from ..io.geotiff import RasterFormat
 from ..log import log
 from ..options import Option
 from ..split.blend import Owners
-from ..split.mosaic import merge_clouds, merge_rasters
+from ..split.mosaic import merge_rasters, merged_cloud
 from .odm_dem import dem_path
 from .odm_georeferencing import model_path, write_cloud
 from .odm_orthophoto import orthophoto_path
@@ -51,8 +52,10 @@ def run(ctx: "StageContext") -> None:
     georef = Georef.load(project)
     wanted = {options.merge} if options.merge != "all" else {"pointcloud", "orthophoto", "dem"}
     if "pointcloud" in wanted:
-        cloud = merge_clouds(existing([model_path(s, "laz") for s in submodels]), owners)
-        write_cloud(ctx.part(0.0, 0.4), cloud, georef)
+        with tempfile.TemporaryDirectory(prefix="merge.", dir=project.root) as tmp:
+            cloud = merged_cloud(existing([model_path(s, "laz") for s in submodels]), owners, georef.offset,
+                                 Path(tmp) / "merged.ply", Path(tmp))
+            write_cloud(ctx.part(0.0, 0.4), cloud, georef)
         project.update_stats("point_cloud", {"points": len(cloud), "source": "dense",
                                              "submodels": len(submodels)})
         log.info("Merged point cloud: %d points from %d submodels", len(cloud), len(submodels))

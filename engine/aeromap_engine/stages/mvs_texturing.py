@@ -28,7 +28,7 @@ from ..log import log
 from ..options import Option
 from ..texture.build import TextureSettings, texture_mesh
 from .odm_meshing import mesh_path
-from .openmvs import reconstruction_dir
+from .openmvs import photometry_of, reconstruction_dir
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -64,9 +64,11 @@ def run(ctx: "StageContext") -> None:
     views = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project)))).views
     georef = Georef.load(project)
     levels = load_levels(project.radiometry_file)
+    corrections = photometry_of(ctx)
 
     def load(view: View, scale: float) -> np.ndarray:
-        return read_scaled(project.images_dir / view.name, scale, levels)
+        image = read_scaled(project.images_dir / view.name, scale, levels)
+        return image if corrections is None else corrections.correct(image, view.name)
 
     settings = TextureSettings(nadir=not three_d, single_material=options.texturing_single_material,
                                level_seams=not options.texturing_skip_global_seam_leveling)

@@ -1,22 +1,24 @@
 """Elevation models: odm_dem/dsm.tif (the highest surface) and odm_dem/dtm.tif (the bare terrain, from the
 ground points SMRF finds), float32 GeoTIFFs with nodata outside the surveyed area, built tile by tile: only the
 tiles that hold some of the area are computed (the others stay nodata), so the work follows the area rather than
-its bounding box."""
+its bounding box. The points are read from the tiled filtered cloud a tile at a time, and the ground points
+SMRF finds go to a tiled cloud of their own, so memory does not grow with the survey."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..cloud.area import SurveyArea
-from ..dem.grid import Grid, PointIndex
-from ..dem.smrf import TERRAIN_TILE, SmrfSettings, ground_points, terrain_margin
+from ..cloud.tiled import TiledCloud, tiled_writer
+from ..dem.grid import Grid
+from ..dem.smrf import SmrfSettings, classify, terrain_margin
 from ..dem.surface import CoarseSurface, SurfaceSettings, surface
 from ..georef import Georef
 from ..io.geotiff import RasterFormat, TiledRaster
-from ..io.ply import read_ply
 from ..log import log
 from ..options import Option
 from .odm_filterpoints import filtered_cloud_path, load_boundary
@@ -76,30 +78,36 @@ def area_mask(area: SurveyArea, grid: Grid) -> np.ndarray:
     return area.mask(grid, all_touched=True)
 
 
-def write_model(path: Path, xyz: np.ndarray, area: SurveyArea, resolution: float, settings: SurfaceSettings,
+def write_model(path: Path, cloud: TiledCloud, area: SurveyArea, resolution: float, settings: SurfaceSettings,
                 georef: Georef, fmt: RasterFormat) -> Grid:
-    """One elevation model of the points over the area, written tile by tile; tiles outside it are left
+    """One elevation model of the cloud's points over the area, written tile by tile; tiles outside it are left
     unwritten (nodata)."""
     grid = Grid.covering(area.bounds, resolution)
-    coarse = CoarseSurface.of(xyz, grid.bounds, resolution * COARSE_FACTOR)
-    index = PointIndex(xyz, resolution * TILE)
+    coarse = CoarseSurface.of(cloud.xyz_by_tile(), grid.bounds, resolution * COARSE_FACTOR)
     with TiledRaster(path, grid, georef.crs, georef.offset, 1, "float32", fmt, nodata=NODATA) as out:
         for core, padded in area.tiles(grid, TILE, MARGIN):
             inside = area_mask(area, grid.sub(core))
             if not inside.any():
                 continue
             padded_grid = grid.sub(padded)
-            values = surface(index.near(padded_grid.bounds), padded_grid, coarse, settings)[core.inside(padded)]
+            values = surface(cloud.near(padded_grid.bounds).xyz, padded_grid, coarse, settings)[core.inside(padded)]
             values[~inside] = NODATA
             out.write(core, values)
     return grid
 
 
-def find_ground(xyz: np.ndarray, area: SurveyArea, settings: SmrfSettings) -> np.ndarray:
-    """SMRF's ground points, the filter run on the tiles of its grid that hold some of the area."""
-    grid = Grid.covering(area.bounds, settings.cell)
-    tiles = area.tiles(grid, TERRAIN_TILE, terrain_margin(settings))
-    return ground_points(xyz, grid, tiles, settings)
+def find_ground(cloud: TiledCloud, settings: SmrfSettings, path: Path, scratch: Path) -> TiledCloud:
+    """SMRF's ground points, written as a tiled cloud at `path`: the filter runs on each tile of the cloud with a
+    margin of its neighbours' points, over the extent of those points (a sparse cloud's tiles are large, and
+    mostly empty where the survey has gaps)."""
+    margin = terrain_margin(settings) * settings.cell
+    with tiled_writer(path, cloud.tiling, scratch) as write:
+        for tile in cloud.tiles:
+            points, own = cloud.with_margin(tile, margin)
+            xy = points.xyz[:, :2]
+            ground = classify(points.xyz, (*xy.min(axis=0), *xy.max(axis=0)), settings)
+            write(tile.col, tile.row, points.subset(ground & own))
+    return TiledCloud.open(path)
 
 
 def run(ctx: "StageContext") -> None:
@@ -110,23 +118,25 @@ def run(ctx: "StageContext") -> None:
         log.info("Neither dsm nor dtm requested: no elevation models")
         return
     georef = Georef.load(project)
-    xyz = read_ply(filtered_cloud_path(project)).xyz
+    cloud = TiledCloud.open(filtered_cloud_path(project))
     area = load_boundary(project, georef)
     resolution = output_resolution(project, options.dem_resolution, options.ignore_gsd)
     fmt = RasterFormat(cog=options.cog)
     figures: dict = {"resolution_cm": round(resolution * 100, 3)}
     if options.dsm:
-        grid = write_model(dem_path(project, "dsm"), xyz, area, resolution,
+        grid = write_model(dem_path(project, "dsm"), cloud, area, resolution,
                            SurfaceSettings("max", options.dem_gapfill_steps), georef, fmt)
         figures["dsm"] = {"width": grid.width, "height": grid.height}
         ctx.progress(0.4)
     if options.dtm:
         smrf = SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
-        ground = find_ground(xyz, area, smrf)
-        grid = write_model(dem_path(project, "dtm"), xyz[ground], area, resolution,
-                           SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt)
-        figures["dtm"] = {"width": grid.width, "height": grid.height, "ground_points": int(ground.sum()),
-                          "ground_fraction": round(float(ground.mean()), 3)}
+        with tempfile.TemporaryDirectory(prefix="dem.", dir=project.root) as tmp:
+            ground = find_ground(cloud, smrf, Path(tmp) / "ground.ply", Path(tmp))
+            ctx.progress(0.7)
+            grid = write_model(dem_path(project, "dtm"), ground, area, resolution,
+                               SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt)
+        figures["dtm"] = {"width": grid.width, "height": grid.height, "ground_points": len(ground),
+                          "ground_fraction": round(len(ground) / max(len(cloud), 1), 3)}
     figures["bounds_wgs84"] = georef.wgs84_bounds(grid.bounds)
     project.update_stats("dem", figures)
     log.info("Elevation models at %.1f cm/px: %s", resolution * 100,

@@ -1,13 +1,19 @@
 """Point cloud filtering: outliers, thinning and cropping to the surveyed area.
 
 Reads the dense cloud (or, with fast-orthophoto, the sparse points, opensfm/sparse.ply); writes
-odm_filterpoints/point_cloud.ply (world frame) and odm_filterpoints/bounds.geojson (the surveyed area, a Polygon
-or MultiPolygon in the output CRS), which the elevation models and the orthophoto are cropped to. The area is
-where the cloud covers the ground (cloud/area.py), with its scales taken from the images' ground footprint.
+odm_filterpoints/point_cloud.ply (world frame), a tiled cloud (cloud/tiled.py) that the later stages read tile by
+tile, and odm_filterpoints/bounds.geojson (the surveyed area, a Polygon or MultiPolygon in the output CRS), which
+the elevation models and the orthophoto are cropped to. The area is where the cloud covers the ground
+(cloud/area.py), with its scales taken from the images' ground footprint.
+
+The cloud is never whole in memory: it is sorted into tiles first, then each tile is filtered with a margin of
+its neighbours' points (the outlier statistic and the thinning look that far), counted on the area's occupancy
+grid, and written; the crop is a second pass over the filtered tiles.
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,16 +21,18 @@ import numpy as np
 import pycolmap
 
 from .. import quality
-from ..cloud.area import AreaSettings, SurveyArea, surveyed_area
-from ..cloud.boundary import camera_boundary
+from ..cloud.area import AreaSettings, Occupancy, SurveyArea, surveyed_area
+from ..cloud.boundary import Boundary, camera_boundary
 from ..cloud.filters import median_spacing, statistical_inliers, thin
+from ..cloud.points import PointCloud
+from ..cloud.tiled import TiledCloud, Tiling, tile_sorted, tiled_writer
 from ..dense.views import SparseModel, sparse_model
 from ..errors import InputError
 from ..georef import Georef
 from ..io.geojson import read_geometry, write_geometry
-from ..io.ply import read_ply, write_ply
+from ..io.ply import ply_chunks
 from ..log import log
-from ..options import Option
+from ..options import Option, Options
 from .openmvs import dense_cloud_path, reconstruction_dir
 
 if TYPE_CHECKING:
@@ -57,6 +65,9 @@ CLOSING_FOOTPRINT = 0.5  # gaps narrower than this fraction of an image footprin
 # belong to the survey: the photographs around them saw them (trees, water, plain roofs failed to match)
 MAX_HOLE_FOOTPRINTS = 4  # enclosed holes up to this many image footprints are filled (a pond in a field); a
 # larger one may never have been photographed (a survey ringing a lake)
+MARGIN_SPACINGS = 64  # point spacings of neighbouring tiles a tile is filtered with: the outlier statistic's
+# regions reach 48 (3 x 3 cells of 32)
+SAMPLE_POINTS = 200_000  # points drawn from the cloud for its spacing and its height percentiles
 
 
 def filtered_cloud_path(project: "Project") -> Path:
@@ -94,12 +105,12 @@ def footprint_sides(model: SparseModel) -> tuple[float, float]:
     return float(long), float(short)
 
 
-def area_settings(xyz: np.ndarray, footprint: tuple[float, float], crop: float) -> AreaSettings:
+def area_settings(spacing: float, footprint: tuple[float, float], crop: float) -> AreaSettings:
     """The scales of the surveyed area: its cell from the points' spacing, the gaps it closes and the holes it
     fills from the images' footprint."""
     long, short = footprint
     closing = max(CLOSING_FOOTPRINT * short, 1.0)
-    return AreaSettings(cell=max(AREA_CELL, AREA_CELL_SPACINGS * median_spacing(xyz)), closing=closing,
+    return AreaSettings(cell=max(AREA_CELL, AREA_CELL_SPACINGS * spacing), closing=closing,
                         max_hole=MAX_HOLE_FOOTPRINTS * long * short, min_part=np.pi * closing**2, crop=crop)
 
 
@@ -110,41 +121,88 @@ def cloud_heights(z: np.ndarray, model: SparseModel) -> quality.Check:
                                 "cloud")
 
 
+def filtered_tile(points: PointCloud, own: np.ndarray, cameras: Boundary | None, options: Options,
+                  counts: dict[str, int]) -> PointCloud:
+    """What the filters keep of a tile's own points, given with a margin of their neighbours; `counts` gathers
+    how many of its own points each filter left."""
+    keep = np.ones(len(points), dtype=bool)
+    if cameras is not None:
+        keep &= cameras.contains(points.xyz[:, :2].astype(np.float64))
+    if options.pc_filter > 0:
+        kept = np.flatnonzero(keep)
+        keep[kept] = statistical_inliers(points.xyz[kept], options.pc_filter, workers=options.max_concurrency)
+        counts["after_outlier_filter"] = counts.get("after_outlier_filter", 0) + int((keep & own).sum())
+    if options.pc_sample > 0:
+        kept = np.flatnonzero(keep)
+        keep[:] = False
+        keep[kept[thin(points.xyz[kept], options.pc_sample)]] = True
+        counts["after_sampling"] = counts.get("after_sampling", 0) + int((keep & own).sum())
+    return points.subset(keep & own)
+
+
+def filter_tiles(ctx: "StageContext", source: TiledCloud, path: Path, scratch: Path, cameras: Boundary | None,
+                 spacing: float, settings: AreaSettings) -> tuple[Occupancy, dict[str, int]]:
+    """Every tile of the source filtered into the tiled cloud at `path`, its points counted for the area."""
+    options = ctx.options
+    margin = MARGIN_SPACINGS * spacing + 2 * options.pc_sample
+    occupancy = Occupancy(source.extent, settings.cell, settings.closing)
+    counts: dict[str, int] = {}
+    with tiled_writer(path, source.tiling, scratch) as write:
+        for n, tile in enumerate(source.tiles):
+            part = filtered_tile(*source.with_margin(tile, margin), cameras, options, counts)
+            write(tile.col, tile.row, part)
+            occupancy.add(part.xyz[:, :2].astype(np.float64))
+            ctx.progress(0.1 + 0.75 * (n + 1) / len(source.tiles))
+    return occupancy, counts
+
+
+def crop_tiles(filtered: TiledCloud, area: SurveyArea, path: Path, scratch: Path) -> TiledCloud:
+    with tiled_writer(path, filtered.tiling, scratch) as write:
+        for tile in filtered.tiles:
+            part = filtered.read(tile)
+            write(tile.col, tile.row, part.subset(area.contains(part.xyz[:, :2].astype(np.float64))))
+    return TiledCloud.open(path)
+
+
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     georef = Georef.load(project)
-    cloud = read_ply(sparse_cloud_path(project) if options.fast_orthophoto else dense_cloud_path(project))
-    figures: dict = {"source": "sparse" if options.fast_orthophoto else "dense", "input_points": len(cloud)}
-
+    source_path = sparse_cloud_path(project) if options.fast_orthophoto else dense_cloud_path(project)
     model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
+    cameras = None
     if options.auto_boundary:
         distance = options.auto_boundary_distance or _auto_boundary_distance(model)
         cameras = camera_boundary(np.array([v.center[:2] for v in model.views]), distance)
-        cloud = cloud.subset(cameras.contains(cloud.xyz[:, :2].astype(np.float64)))
-        log.info("Auto boundary %.1f m around the cameras keeps %d points", distance, len(cloud))
-    if options.pc_filter > 0:
-        cloud = cloud.subset(statistical_inliers(cloud.xyz, options.pc_filter, workers=options.max_concurrency))
-        figures["after_outlier_filter"] = len(cloud)
-    if options.pc_sample > 0:
-        cloud = cloud.subset(thin(cloud.xyz, options.pc_sample))
-        figures["after_sampling"] = len(cloud)
-
-    if len(cloud) < 3:
-        raise InputError("The point cloud is empty or spans no area after filtering")
-    settings = area_settings(cloud.xyz, footprint_sides(model), options.crop)
-    area = surveyed_area(cloud.xyz[:, :2].astype(np.float64), settings)
-    if area is None:
-        raise InputError(f"Nothing is left of the surveyed area after cropping {options.crop:g} m off its edges"
-                         if options.crop > 0 else "The point cloud spans no area after filtering")
-    if options.crop > 0:
-        cloud = cloud.subset(area.contains(cloud.xyz[:, :2].astype(np.float64)))
-
-    write_ply(filtered_cloud_path(project), cloud)
-    quality.record(project, [cloud_heights(cloud.xyz[:, 2], model)])
+        log.info("Auto boundary: %.1f m around the cameras", distance)
+    output = filtered_cloud_path(project)
+    with tempfile.TemporaryDirectory(prefix="filterpoints.", dir=project.root) as tmp:
+        scratch = Path(tmp)
+        source = tile_sorted(ply_chunks(source_path), Tiling.fitting(ply_chunks(source_path)),
+                             scratch / "source.ply", scratch)
+        figures: dict = {"source": "sparse" if options.fast_orthophoto else "dense", "input_points": len(source),
+                         "tile_m": source.tiling.side, "tiles": len(source.tiles)}
+        if len(source) < 3:
+            raise InputError("The point cloud is empty")
+        ctx.progress(0.1)
+        spacing = max(median_spacing(source.sample(SAMPLE_POINTS), total=len(source)), options.pc_sample)
+        settings = area_settings(spacing, footprint_sides(model), options.crop)
+        filtered_path = output if options.crop <= 0 else scratch / "filtered.ply"
+        occupancy, counts = filter_tiles(ctx, source, filtered_path, scratch, cameras, spacing, settings)
+        figures.update(counts)
+        if occupancy.points < 3:
+            raise InputError("The point cloud is empty or spans no area after filtering")
+        area = surveyed_area(occupancy, settings)
+        if area is None:
+            raise InputError(f"Nothing is left of the surveyed area after cropping {options.crop:g} m off its edges"
+                             if options.crop > 0 else "The point cloud spans no area after filtering")
+        cloud = TiledCloud.open(filtered_path)
+        if options.crop > 0:
+            cloud = crop_tiles(cloud, area, output, scratch)
+    quality.record(project, [cloud_heights(cloud.sample(SAMPLE_POINTS)[:, 2], model)])
     write_geometry(bounds_path(project), area.geometry(georef.offset), georef.crs)
     figures.update({"points": len(cloud), "area_m2": round(area.area, 1), "area_parts": len(area.polygons),
                     "area_cell_m": round(settings.cell, 3), "area_closing_m": round(settings.closing, 2),
                     "density_per_m2": round(len(cloud) / max(area.area, 1e-9), 2)})
     project.update_stats("point_cloud", figures)
-    log.info("Filtered point cloud: %d points over %.0f m2 in %d part(s)", len(cloud), area.area,
-             len(area.polygons))
+    log.info("Filtered point cloud: %d points over %.0f m2 in %d part(s), in %d tiles of %.0f m", len(cloud),
+             area.area, len(area.polygons), len(cloud.tiles), cloud.tiling.side)

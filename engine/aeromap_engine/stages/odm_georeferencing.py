@@ -5,17 +5,18 @@ the textured model's coordinates are relative to."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..cloud.points import PointCloud
+from ..cloud.tiled import TiledCloud
 from ..files import atomic_path
 from ..geo import odm_crs_text, parse_crs
 from ..georef import Georef
 from ..io.copc import write_copc
-from ..io.ply import read_ply, write_ply
+from ..io.ply import ply_writer
 from ..io.pointcloud import write_csv, write_las
 from ..log import log
 from ..options import Option
@@ -50,32 +51,33 @@ def write_coords(path: Path, georef: Georef) -> None:
 
 
 def run(ctx: "StageContext") -> None:
-    project = ctx.project
-    georef = Georef.load(project)
-    local = read_ply(filtered_cloud_path(project))
-    # Float64 from here on: CRS coordinates (northings of millions of metres) need it for millimetres.
-    cloud = PointCloud(local.xyz.astype(np.float64) + [georef.offset[0], georef.offset[1], 0.0], local.rgb,
-                       local.views)
-    write_cloud(ctx, cloud, georef)
+    write_cloud(ctx, TiledCloud.open(filtered_cloud_path(ctx.project)), Georef.load(ctx.project))
 
 
-def write_cloud(ctx: "StageContext", cloud: PointCloud, georef: Georef) -> None:
-    """Every format of the georeferenced cloud (in the CRS, float64) that the options ask for, and coords.txt."""
+def write_cloud(ctx: "StageContext", cloud: TiledCloud, georef: Georef) -> None:
+    """Every format of the cloud (world frame, tiled) moved into the CRS that the options ask for, and coords.txt,
+    each written a tile at a time."""
     project, options = ctx.project, ctx.options
     for name in ("las", "csv", "copc.laz"):
         model_path(project, name).unlink(missing_ok=True)  # no stale output from a run with other options
     coords_path(project).unlink(missing_ok=True)
     if georef.crs:
         write_coords(coords_path(project), georef)
-    write_las(model_path(project, "laz"), cloud, georef.crs, compress=True)
-    ctx.progress(0.5)
+    low = cloud.box[0] + [georef.offset[0], georef.offset[1], 0.0] if cloud.box else np.zeros(3)
+    write_las(model_path(project, "laz"), cloud.parts(georef.offset), low, georef.crs, compress=True)
+    ctx.progress(0.4)
     if options.pc_las:
-        write_las(model_path(project, "las"), cloud, georef.crs, compress=False)
+        write_las(model_path(project, "las"), cloud.parts(georef.offset), low, georef.crs, compress=False)
     if options.pc_csv:
-        write_csv(model_path(project, "csv"), cloud)
-    if options.pc_copc and len(cloud):
-        nodes = write_copc(model_path(project, "copc.laz"), cloud, georef.crs)
-        log.info("COPC point cloud: %d octree nodes", nodes)
-    write_ply(model_path(project, "ply"), cloud, comments=(f"crs {georef.crs}",) if georef.crs else ())
+        write_csv(model_path(project, "csv"), cloud.parts(georef.offset))
+    with tempfile.TemporaryDirectory(prefix="georeferencing.", dir=project.root) as tmp:
+        if options.pc_copc and len(cloud):
+            nodes = write_copc(model_path(project, "copc.laz"), cloud, georef.offset, georef.crs, Path(tmp))
+            log.info("COPC point cloud: %d octree nodes", nodes)
+        ctx.progress(0.8)
+        with ply_writer(model_path(project, "ply"), Path(tmp), np.float64,
+                        (f"crs {georef.crs}",) if georef.crs else ()) as append:
+            for part in cloud.parts(georef.offset):
+                append(part)
     log.info("Georeferenced point cloud: %d points%s", len(cloud), f" in {georef.crs}" if georef.crs else
              " (local frame, no CRS)")

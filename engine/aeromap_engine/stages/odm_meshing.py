@@ -16,8 +16,9 @@ import pycolmap
 from scipy.spatial import cKDTree
 
 from ..cloud.boundary import Region
-from ..dem.grid import Grid, Window
-from ..dem.surface import CoarseSurface, SurfaceSettings, surface
+from ..cloud.tiled import TiledCloud
+from ..dem.grid import CellStatistic, Grid, Window
+from ..dem.surface import CoarseSurface, SurfaceSettings, filled_surface
 from ..dense.views import sparse_model
 from ..georef import Georef
 from ..io.meshply import write_mesh_ply
@@ -49,21 +50,26 @@ OPTIONS: list[Option] = [
            "2D products are wanted.", "odm_meshing"),
 ]
 WEIGHT = 2.0  # Brighton Beach: about 13 s for the 2.5D mesh, 20 s for the 3D one
+SAMPLE_POINTS = 200_000  # points drawn from the cloud for its spacing and the mesh's fit to it
 
 
 def mesh_path(project: "Project", three_d: bool) -> Path:
     return project.path("odm_meshing", "odm_mesh.ply" if three_d else "odm_25dmesh.ply")
 
 
-def mesh_25d(ctx: "StageContext", xyz: np.ndarray, spacing: float, boundary: Region) -> tuple[Mesh, dict]:
-    """The height grid of the highest points over the surveyed area as a mesh, before simplification."""
+def mesh_25d(ctx: "StageContext", cloud: TiledCloud, spacing: float, boundary: Region) -> tuple[Mesh, dict]:
+    """The height grid of the highest points over the surveyed area as a mesh, before simplification; the
+    points are binned a tile at a time."""
     resolution = grid_resolution(boundary.area, spacing, ctx.options.mesh_size)
     grid = Grid.covering(boundary.bounds, resolution)
     # Computed with a margin, as the DSM's tiles are: cells at a raster's edge lack neighbours to fill them from.
     core = Window(0, 0, grid.height, grid.width)
     padded = Window(-MARGIN, -MARGIN, grid.height + 2 * MARGIN, grid.width + 2 * MARGIN)
-    coarse = CoarseSurface.of(xyz, grid.sub(padded).bounds, resolution * COARSE_FACTOR)
-    heights = surface(xyz, grid.sub(padded), coarse, SurfaceSettings("max"))[core.inside(padded)]
+    coarse = CoarseSurface.of(cloud.xyz_by_tile(), grid.sub(padded).bounds, resolution * COARSE_FACTOR)
+    highest = CellStatistic(grid.sub(padded), "max")
+    for xyz in cloud.xyz_by_tile():
+        highest.add(xyz)
+    heights = filled_surface(highest.values(), grid.sub(padded), coarse, SurfaceSettings("max"))[core.inside(padded)]
     mesh = grid_mesh(grid, heights, cells_inside(grid, boundary))
     log.info("2.5D mesh: %dx%d grid at %.1f cm, %d vertices before simplification", grid.width, grid.height,
              resolution * 100, len(mesh.vertices))
@@ -112,22 +118,25 @@ def run(ctx: "StageContext") -> None:
         project.update_stats("mesh", {"kind": None})
         return
     georef = Georef.load(project)
-    xyz = read_ply(filtered_cloud_path(project)).xyz.astype(np.float64)
-    points = cKDTree(xyz)
-    spacing = point_spacing(points)
+    cloud = TiledCloud.open(filtered_cloud_path(project))
+    probe = cloud.sample(SAMPLE_POINTS).astype(np.float64)
+    spacing = point_spacing(cKDTree(probe), total=len(cloud))
     if options.use_3dmesh:
-        mesh, figures = mesh_3d(ctx, xyz, spacing, points)
+        # Screened Poisson solves over every point at once: the 3D mesh holds the whole cloud.
+        xyz = read_ply(filtered_cloud_path(project)).xyz.astype(np.float64)
+        mesh, figures = mesh_3d(ctx, xyz, spacing, cKDTree(xyz))
+        del xyz
         ctx.progress(0.7)
         mesh = simplify(mesh, options.mesh_size)
     else:
         boundary = load_boundary(project, georef)
-        mesh, figures = mesh_25d(ctx, xyz, spacing, boundary)
+        mesh, figures = mesh_25d(ctx, cloud, spacing, boundary)
         ctx.progress(0.3)
         mesh = within(simplified(mesh, options.mesh_size), boundary)
     ctx.progress(0.9)
     comments = (f"crs {georef.crs or 'none'}", f"offset {georef.offset[0]:.3f} {georef.offset[1]:.3f}")
     write_mesh_ply(mesh_path(project, options.use_3dmesh), mesh, comments)
-    distances = fit(mesh, xyz)
+    distances = fit(mesh, probe)
     project.update_stats("mesh", {"kind": "3d" if options.use_3dmesh else "2.5d", "vertices": len(mesh.vertices),
                                   "faces": len(mesh.faces), "max_vertices": options.mesh_size,
                                   "point_spacing_cm": round(spacing * 100, 2), **figures,

@@ -18,24 +18,25 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 import pycolmap
-from scipy.spatial import cKDTree
 
 from ..cloud.area import SurveyArea
-from ..dem.grid import Grid, PointIndex, Window, resample
+from ..cloud.filters import median_spacing
+from ..cloud.tiled import TiledCloud
+from ..dem.grid import Grid, Window, resample
 from ..dem.surface import CoarseSurface, SurfaceSettings, surface
 from ..dense.views import SparseModel, View, sparse_model
 from ..georef import Georef
 from ..io.geotiff import RasterFormat, TiledRaster
 from ..io.images import Levels, load_levels, read_scaled
-from ..io.ply import read_ply
 from ..log import log
 from ..options import Option
+from ..photometry import Photometry
 from ..ortho.footprint import footprints
 from ..ortho.mosaic import Mosaic
 from ..ortho.visibility import Projection, off_nadir, visible, zbuffer
 from .odm_dem import COARSE_FACTOR, area_mask, output_resolution
 from .odm_filterpoints import filtered_cloud_path, load_boundary
-from .openmvs import reconstruction_dir
+from .openmvs import photometry_of, reconstruction_dir
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -59,6 +60,7 @@ TILE = 1024  # orthophoto pixels per tile side
 OCCLUSION_MARGIN = 12.0  # metres of surface around a tile that may hide it from a camera
 OCCLUSION_POOL = 3  # the z-buffer surface is this many cells coarser (highest of each block: occluders kept)
 SURFACE_CELLS = 4  # orthophoto pixels per cell of the surface, at least
+SPACING_SAMPLE = 20_000  # points drawn to measure the cloud's spacing
 SAMPLING = 1.5  # image pixels per orthophoto pixel at least, before a finer decoding of the image is used
 IMAGE_CACHE_BYTES = 768 * 2**20
 PROBE_STRIDE = 61  # every so many cells tell whether a view reaches a tile at all
@@ -75,6 +77,7 @@ class ViewImages:
 
     images_dir: Path
     levels: Levels | None
+    photometry: Photometry | None
     _cache: OrderedDict = field(default_factory=OrderedDict)
     _bytes: int = 0
 
@@ -83,6 +86,8 @@ class ViewImages:
             self._cache.move_to_end(view.name)
             return self._cache[view.name]
         image = read_scaled(self.images_dir / view.name, scale, self.levels)
+        if self.photometry is not None:
+            image = self.photometry.correct(image, view.name)
         self._cache[view.name] = image
         self._bytes += image.nbytes
         while self._bytes > IMAGE_CACHE_BYTES and len(self._cache) > 1:
@@ -108,21 +113,18 @@ def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float
     return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
 
 
-def surface_resolution(xyz: np.ndarray, resolution: float) -> float:
+def surface_resolution(cloud: TiledCloud, resolution: float) -> float:
     """The surface the orthophoto is draped on is smoother than the DSM: SURFACE_CELLS orthophoto pixels per
     cell at least (the detail of ODM's decimated 2.5D mesh; finer height noise would only warp the texture),
     and twice the points' spacing (sparse points would each raise a bump)."""
-    sample = xyz[np.random.default_rng(0).choice(len(xyz), min(len(xyz), 20000), replace=False)]
-    distances, _ = cKDTree(sample).query(sample, k=2)
-    spacing = float(np.median(distances[:, 1])) * np.sqrt(len(sample) / len(xyz))
-    return max(SURFACE_CELLS * resolution, 2 * spacing)
+    return max(SURFACE_CELLS * resolution, 2 * median_spacing(cloud.sample(SPACING_SAMPLE), total=len(cloud)))
 
 
 @dataclass(frozen=True)
 class SurfaceModel:
-    """The surface the orthophoto is draped on: points, their index and the gap-filling coarse surface."""
+    """The surface the orthophoto is draped on: the tiled points and the gap-filling coarse surface."""
 
-    index: PointIndex
+    cloud: TiledCloud
     coarse: CoarseSurface
     resolution: float
     settings: SurfaceSettings
@@ -132,7 +134,7 @@ class SurfaceModel:
         native = Grid.covering(grid.bounds, self.resolution)
         margin = 4 * self.resolution
         xmin, ymin, xmax, ymax = native.bounds
-        values = surface(self.index.near((xmin - margin, ymin - margin, xmax + margin, ymax + margin)), native,
+        values = surface(self.cloud.near((xmin - margin, ymin - margin, xmax + margin, ymax + margin)).xyz, native,
                          self.coarse, self.settings)
         return resample(native, values, grid)
 
@@ -223,19 +225,18 @@ def run(ctx: "StageContext") -> None:
     cv2.setNumThreads(options.max_concurrency)
     georef = Georef.load(project)
     model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
-    xyz = read_ply(filtered_cloud_path(project)).xyz
+    cloud = TiledCloud.open(filtered_cloud_path(project))
     area = load_boundary(project, georef)
     resolution = output_resolution(project, options.orthophoto_resolution, options.ignore_gsd)
     grid = Grid.covering(area.bounds, resolution)
-    surface_res = surface_resolution(xyz, resolution)
+    surface_res = surface_resolution(cloud, resolution)
     xmin, ymin, xmax, ymax = grid.bounds
     reach = (xmin - OCCLUSION_MARGIN, ymin - OCCLUSION_MARGIN, xmax + OCCLUSION_MARGIN, ymax + OCCLUSION_MARGIN)
-    surface_model = SurfaceModel(PointIndex(xyz, surface_res * TILE), CoarseSurface.of(xyz, reach,
-                                 surface_res * COARSE_FACTOR), surface_res,
-                                 SurfaceSettings("max", options.dem_gapfill_steps))
+    surface_model = SurfaceModel(cloud, CoarseSurface.of(cloud.xyz_by_tile(), reach, surface_res * COARSE_FACTOR),
+                                 surface_res, SurfaceSettings("max", options.dem_gapfill_steps))
     scales = view_scales(model, resolution)
     extents = footprints(model)
-    images = ViewImages(project.images_dir, load_levels(project.radiometry_file))
+    images = ViewImages(project.images_dir, load_levels(project.radiometry_file), photometry_of(ctx))
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
     png = orthophoto_path(project, "png")
     png.unlink(missing_ok=True)  # no stale PNG from a run with other options

@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 import pycolmap
 
+from .. import photometry
 from ..dense.camera import QUALITY_SCALES, Pinhole, undistortion_maps, working_pinhole, working_scale
 from ..dense.fusion import DepthMap, FusionSettings, fuse_pairs, fuse_views
 from ..dense.pairs import ViewLinks, link_views
@@ -28,6 +29,7 @@ from ..dense.views import SparseModel, View, sparse_model
 from ..errors import InputError
 from ..io.images import Levels, load_levels, read_scaled, resize_area
 from ..io.ply import ply_writer
+from ..photometry import Photometry
 from ..log import log, log_count
 from ..options import Option
 
@@ -43,6 +45,10 @@ OPTIONS: list[Option] = [
     Option("fast-orthophoto", "bool", False,
            "Skip the dense point cloud: the orthophoto is draped on a surface made from the sparse points. Much "
            "faster; fine for flat ground, less true where buildings and trees stand.", "openmvs"),
+    Option("photometric-correction", "bool", True,
+           "Correct each camera's vignetting (corners darker than the centre) and each photograph's exposure, as "
+           "estimated from the ground the photographs share, before the point cloud is coloured, the model "
+           "textured and the orthophoto mosaicked. The survey's overall brightness is kept.", "openmvs"),
 ]
 WEIGHT = 1.2
 
@@ -65,6 +71,7 @@ class WorkingImages:
     views: list[View]
     pinholes: list[Pinhole]
     levels: Levels | None
+    photometry: Photometry | None
     _maps: dict = field(default_factory=dict)
     _cache: OrderedDict = field(default_factory=OrderedDict)
 
@@ -74,8 +81,10 @@ class WorkingImages:
             return self._cache[index]
         view, pinhole = self.views[index], self.pinholes[index]
         scale = pinhole.width / view.camera.width
-        image = resize_area(read_scaled(self.images_dir / view.name, scale, self.levels), pinhole.width,
-                            pinhole.height)
+        image = read_scaled(self.images_dir / view.name, scale, self.levels)
+        if self.photometry is not None:
+            image = self.photometry.correct(image, view.name)
+        image = resize_area(image, pinhole.width, pinhole.height)
         key = (view.camera.camera_id, image.shape[1], image.shape[0])
         if key not in self._maps:
             self._maps[key] = undistortion_maps(view.camera, pinhole, (image.shape[1], image.shape[0]))
@@ -120,7 +129,13 @@ def _load(path: Path) -> DepthMap:
         return DepthMap(data["depth"], float(data["focal_baseline"]))
 
 
-def densify(project: "Project", quality: str, progress: Callable[[float], None] = lambda fraction: None) -> dict:
+def photometry_of(ctx: "StageContext") -> Photometry | None:
+    """The photographs' photometric corrections, unless the options turn them off."""
+    return photometry.load(ctx.project.photometry_file) if ctx.options.photometric_correction else None
+
+
+def densify(project: "Project", quality: str, corrections: Photometry | None,
+            progress: Callable[[float], None] = lambda fraction: None) -> dict:
     """Write the fused dense cloud of the project's reconstruction (image by image: neither the depth maps nor
     the points are held together in memory); figures about it."""
     model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
@@ -129,7 +144,8 @@ def densify(project: "Project", quality: str, progress: Callable[[float], None] 
     links: list[ViewLinks] = link_views(model)
     pinholes = [working_pinhole(v.camera, working_scale(v.camera.width, v.camera.height, quality))
                 for v in model.views]
-    images = WorkingImages(project.images_dir, model.views, pinholes, load_levels(project.radiometry_file))
+    images = WorkingImages(project.images_dir, model.views, pinholes, load_levels(project.radiometry_file),
+                           corrections)
     alone = [v.name for v, link in zip(model.views, links) if not link.partners]
     if len(alone) == len(model.views):
         raise InputError("No two images overlap enough for dense matching (too little overlap between images)")
@@ -171,6 +187,6 @@ def run(ctx: "StageContext") -> None:
         log.info("fast-orthophoto: skipping the dense point cloud, the sparse points will be used")
         dense_cloud_path(project).unlink(missing_ok=True)
         return
-    figures = densify(project, ctx.options.pc_quality, ctx.progress)
+    figures = densify(project, ctx.options.pc_quality, photometry_of(ctx), ctx.progress)
     log.info("Dense point cloud: %d points from %d depth maps", figures["points"], figures["depth_maps"])
     project.update_stats("dense", figures)

@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 import pycolmap
 
-from .. import quality
+from .. import photometry, quality
 from ..errors import InputError
 from ..quality import Check
 from ..files import atomic_dir, read_json, write_json
@@ -50,7 +50,7 @@ from ..sfm.focal import FOCAL_CHOICES, geometry_constrains_focal, refine_focal
 from ..sfm.groups import deregister, elsewhere, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, contradicting_pairs, uses_retrieval
-from ..sfm.pixels import colour_points, extract_all
+from ..sfm.pixels import colour_points, extract_all, frame_of, observe_points
 from ..sfm.retrieval import retained, signatures
 
 if TYPE_CHECKING:
@@ -189,8 +189,15 @@ def finish(ctx: "StageContext", project: "Project", survey: Survey, model: pycol
            timings: dict[str, float]) -> None:
     """Colour the points, then write the model, its figures and its quality checks into the project."""
     with timed("colours", timings):
-        colour_points(model, ctx.project.images_dir, load_levels(ctx.project.radiometry_file),
-                      ctx.options.max_concurrency)
+        names, observations, sharp = observe_points(model, ctx.project.images_dir,
+                                                    load_levels(ctx.project.radiometry_file),
+                                                    ctx.options.max_concurrency)
+        cameras = {name: str(model.find_image_with_name(name).camera_id) for name in names}
+        corrections = photometry.estimate(observations, names, [cameras[n] for n in names],
+                                          {str(i): frame_of(c) for i, c in model.cameras.items()})
+        photometry.write(project.photometry_file, corrections)
+        colour_points(model, names, observations, sharp, corrections)
+    figures["photometry"] = corrections.figures() if corrections is not None else None
     record_model(project, survey, model, camera_kinds, algorithm, figures, timings)
 
 
@@ -471,6 +478,7 @@ def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Ge
         "cameras": {kind.odm_id: model.cameras[cid].params.tolist() for cid, kind in kinds.items()
                     if cid in model.cameras},
         "timings_s": figures["timings_s"],
+        "photometry": figures.get("photometry"),
     })
     log.info("Reconstruction: %d/%d images, %d points, reprojection error %.2f px%s", len(registered),
              len(photos), model.num_points3D(), error,

@@ -1,0 +1,215 @@
+"""Photometric corrections of the photographs: each camera's vignetting (brightness falling off towards the corners
+of the frame) and each photograph's exposure gain per band, estimated from the sparse points that several
+photographs see (the same ground at different places in their frames and under different exposures), and divided
+out of every photograph before the dense cloud is coloured, the model textured and the orthophoto mosaicked, so
+that uniform ground (fields, sand, roofs) shows no photograph's footprint.
+
+The model, in logarithms, for point j seen in photograph k (band b):
+
+    log I = log g_kb + v_c(r) + log L_jb,    v_c(r) = a1 r^2 + a2 r^4 + a3 r^6
+
+with r the distance from camera c's principal point over half the frame's diagonal. It is solved by sparse least
+squares with the points' radiances L as unknowns, reweighted (Huber) so that occlusions, moving things and
+glints do not pull it, with the geometric mean of the gains held at 1 in every band: the survey's radiometry
+stays as it was (no stretch, no matching to a look); only the differences between photographs go.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+import scipy.sparse
+from scipy.sparse.linalg import lsqr
+
+from .files import read_json, write_json
+
+POWERS = (2, 4, 6)  # the even powers of r in the fall-off
+MIN_TRACKS = 200  # points seen at least twice needed for an estimate
+MAX_TRACKS = 10_000  # points used at most (a random choice): more add time, not accuracy
+DARK, BRIGHT = 8.0, 245.0  # observations outside these (any band) are clipped or noise: not used
+HUBER = 0.05  # log units: residuals beyond this are down-weighted
+ROUNDS = 3
+GAIN_RANGE = (0.25, 4.0)  # gains beyond these are not exposure differences: held at the limit
+MIN_CORNER = 0.3  # a fall-off darker than this at the corner (r = 1) is not vignetting: none is corrected
+RIDGE = 1e-3  # pull of the gains and fall-off towards none where the data say little
+
+
+def log_falloff(coefficients: np.ndarray | tuple[float, ...], radius: np.ndarray) -> np.ndarray:
+    """a1 r^2 + a2 r^4 + a3 r^6: the log of the fall-off at normalised radii (coefficients (3,), or (N, 3) for N
+    radii)."""
+    return sum(c * radius**p for c, p in zip(np.asarray(coefficients, np.float64).T, POWERS))
+
+
+@dataclass(frozen=True)
+class Observations:
+    """Colours of sparse points where photographs see them: one row per observation."""
+
+    image: np.ndarray  # (N,) index into the photographs
+    point: np.ndarray  # (N,) the point's id
+    radius: np.ndarray  # (N,) distance from the principal point over the half diagonal
+    colour: np.ndarray  # (N, 3) BGR, 0..255, smoothed around the observation
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A camera's frame: its size and principal point (pixels of the stored image)."""
+
+    width: int
+    height: int
+    cx: float
+    cy: float
+
+    def radius(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.hypot(x - self.cx, y - self.cy) / (0.5 * np.hypot(self.width, self.height))
+
+
+@dataclass(frozen=True)
+class Photometry:
+    """Per photograph its camera and BGR gains; per camera the fall-off coefficients and frame."""
+
+    gains: dict[str, tuple[float, float, float]]
+    cameras: dict[str, str]  # photograph -> camera key
+    falloff: dict[str, tuple[float, float, float]]  # camera key -> (a1, a2, a3)
+    frames: dict[str, Frame]  # camera key -> frame
+
+    def vignetting(self, camera: str, radius: np.ndarray) -> np.ndarray:
+        """The fall-off factor (1 at the principal point) at normalised radii."""
+        a = self.falloff.get(camera, (0.0, 0.0, 0.0))
+        return np.exp(log_falloff(a, radius))
+
+    def factors(self, names: np.ndarray, radius: np.ndarray) -> np.ndarray:
+        """(N, 3) BGR: how much brighter each photograph in `names` shows the ground at each radius than it is."""
+        unique, inverse = np.unique(names, return_inverse=True)
+        gains = np.array([self.gains.get(n, (1.0, 1.0, 1.0)) for n in unique])[inverse.ravel()]
+        falloff = np.array([self.falloff.get(self.cameras.get(n, ""), (0.0, 0.0, 0.0)) for n in unique])
+        return gains * np.exp(log_falloff(falloff[inverse.ravel()], radius))[:, None]
+
+    def correct(self, image: np.ndarray, name: str) -> np.ndarray:
+        """The photograph (BGR uint8, stored size or reduced by any factor) with its gains and its camera's
+        vignetting divided out."""
+        camera = self.cameras.get(name)
+        if camera is None:
+            return image
+        h, w = image.shape[:2]
+        boost = _boost_map(self.falloff.get(camera, (0.0, 0.0, 0.0)), self.frames[camera], w, h)
+        bands = [cv2.multiply(band, boost, dtype=cv2.CV_8U, scale=1.0 / gain)
+                 for band, gain in zip(cv2.split(image), self.gains[name])]
+        return cv2.merge(bands)
+
+    def figures(self) -> dict:
+        """What stats.json records: the fall-off at the corner per camera and the spread of the gains."""
+        gains = np.array(list(self.gains.values())) if self.gains else np.ones((1, 3))
+        return {"corner_falloff": {c: round(float(self.vignetting(c, np.array(1.0))), 3) for c in self.falloff},
+                "gain_min": [round(float(v), 3) for v in gains.min(axis=0)[::-1]],
+                "gain_max": [round(float(v), 3) for v in gains.max(axis=0)[::-1]],
+                "images": len(self.gains)}
+
+
+@functools.lru_cache(maxsize=8)
+def _boost_map(falloff: tuple[float, float, float], frame: Frame, width: int, height: int) -> np.ndarray:
+    """1 / fall-off at every pixel of an image of the camera at width x height (any reduction of its frame)."""
+    x = (np.arange(width, dtype=np.float64) + 0.5) * frame.width / width
+    y = (np.arange(height, dtype=np.float64) + 0.5) * frame.height / height
+    radius = frame.radius(x[None, :], y[:, None])
+    return np.exp(-log_falloff(falloff, radius)).astype(np.float32)
+
+
+def estimate(observations: Observations, names: list[str], cameras: list[str],
+             frames: dict[str, Frame]) -> Photometry | None:
+    """The corrections that make the observations of each point agree (see the module's notes); None when too
+    few points are seen twice to tell."""
+    usable = _usable(observations)
+    if usable is None:
+        return None
+    image, track, radius, log_colour = usable
+    camera_keys = sorted(set(cameras))
+    camera_of = np.array([camera_keys.index(c) for c in cameras])[image]
+    n_images, n_cameras, n_tracks = len(names), len(camera_keys), int(track.max()) + 1
+    rows = len(image)
+    columns = 3 * n_images + len(POWERS) * n_cameras + 3 * n_tracks
+
+    # One row per observation and band: gain of (image, band), the fall-off terms of its camera, the radiance of
+    # (point, band).
+    rows_of, columns_of, values = [], [], []
+    for band in range(3):
+        row = band * rows + np.arange(rows)
+        rows_of += [row, row]
+        columns_of += [3 * image + band, 3 * n_images + len(POWERS) * n_cameras + 3 * track + band]
+        values += [np.ones(rows), np.ones(rows)]
+        for k, power in enumerate(POWERS):
+            rows_of.append(row)
+            columns_of.append(3 * n_images + len(POWERS) * camera_of + k)
+            values.append(radius**power)
+    matrix = scipy.sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows_of), np.concatenate(columns_of))),
+                                     shape=(3 * rows, columns))
+    right = log_colour.T.ravel()
+    weights = np.ones(3 * rows)
+    for _ in range(ROUNDS):
+        solution = _solve(matrix, right, weights, n_images, 3 * n_images + len(POWERS) * n_cameras)
+        weights = np.minimum(1.0, HUBER / np.maximum(np.abs(matrix @ solution - right), 1e-12))
+    log_gains = solution[:3 * n_images].reshape(n_images, 3)
+    falloff = solution[3 * n_images:3 * n_images + len(POWERS) * n_cameras].reshape(n_cameras, len(POWERS))
+    gains = np.clip(np.exp(log_gains), *GAIN_RANGE)
+    # The fall-off at the corner is exp(a1 + a2 + a3); outside the plausible range the fit followed something
+    # else (a scene brighter at the frame's edge), and that camera is left uncorrected.
+    kept = {key: tuple(map(float, a)) for key, a in zip(camera_keys, falloff)
+            if MIN_CORNER <= np.exp(a.sum()) <= 1.05}
+    return Photometry({name: tuple(map(float, g)) for name, g in zip(names, gains)}, dict(zip(names, cameras)),
+                      kept, frames)
+
+
+def _usable(observations: Observations) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(image, track index, radius, log colour) of the well-exposed observations of points seen at least twice
+    that way, at most MAX_TRACKS of them; None when fewer than MIN_TRACKS."""
+    ok = ((observations.colour > DARK) & (observations.colour < BRIGHT)).all(axis=1)
+    points, inverse, counts = np.unique(observations.point[ok], return_inverse=True, return_counts=True)
+    seen_twice = counts >= 2
+    if seen_twice.sum() < MIN_TRACKS:
+        return None
+    chosen = np.flatnonzero(seen_twice)
+    if len(chosen) > MAX_TRACKS:
+        chosen = np.sort(np.random.default_rng(0).choice(chosen, MAX_TRACKS, replace=False))
+    number = np.full(len(points), -1)
+    number[chosen] = np.arange(len(chosen))
+    track = number[inverse.ravel()]
+    keep = track >= 0
+    index = np.flatnonzero(ok)[keep]
+    return (observations.image[index], track[keep], observations.radius[index],
+            np.log(observations.colour[index].astype(np.float64)))
+
+
+def _solve(observed: scipy.sparse.csr_matrix, right: np.ndarray, weights: np.ndarray, n_images: int,
+           unknowns: int) -> np.ndarray:
+    """Weighted least squares of the observation rows, with per band a row holding the mean log gain at 0, and a
+    small ridge on the first `unknowns` columns (the gains and fall-off)."""
+    rows, columns = observed.shape
+    gauge = scipy.sparse.csr_matrix((np.full(3 * n_images, 10.0 * np.sqrt(rows / n_images)),
+                                     (np.tile(np.arange(3), n_images), np.arange(3 * n_images))),
+                                    shape=(3, columns))
+    ridge = scipy.sparse.csr_matrix((np.full(unknowns, RIDGE), (np.arange(unknowns), np.arange(unknowns))),
+                                    shape=(unknowns, columns))
+    matrix = scipy.sparse.vstack([scipy.sparse.diags(np.sqrt(weights)) @ observed, gauge, ridge]).tocsr()
+    target = np.concatenate([right * np.sqrt(weights), np.zeros(3), np.zeros(unknowns)])
+    return lsqr(matrix, target, atol=1e-8, btol=1e-8, iter_lim=2000)[0]
+
+
+def write(path: Path, photometry: Photometry | None) -> None:
+    if photometry is None:
+        path.unlink(missing_ok=True)
+        return
+    write_json(path, {"gains": photometry.gains, "cameras": photometry.cameras, "falloff": photometry.falloff,
+                      "frames": {k: asdict(f) for k, f in photometry.frames.items()}})
+
+
+def load(path: Path) -> Photometry | None:
+    """The corrections the structure from motion stage estimated, or None (none estimated, or turned off)."""
+    values = read_json(path)
+    if not values:
+        return None
+    return Photometry({k: tuple(v) for k, v in values["gains"].items()}, values["cameras"],
+                      {k: tuple(v) for k, v in values["falloff"].items()},
+                      {k: Frame(**f) for k, f in values["frames"].items()})

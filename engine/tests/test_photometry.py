@@ -1,0 +1,123 @@
+"""Photometric corrections (photometry.py): the estimate on observations made with known gains and fall-off, and
+the orthophoto of Brighton Beach photographs given a known vignetting and different exposures, with and without
+the corrections, measured across its seamlines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aeromap_engine import photometry, pipeline
+from aeromap_engine.photometry import Frame, Observations, estimate
+from aeromap_engine.project import Project
+from aeromap_engine.synthetic.seams import falloff_at, labels_of, luminance, seam_steps, spoil
+
+DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
+SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
+# Applied to the photographs: a fall-off to 0.55 at the corners, and exposures a third apart, a little
+# different per band (B, G, R).
+FALLOFF = (-0.7, 0.1, 0.0)
+GAINS = np.array([[0.75, 0.78, 0.74], [1.25, 1.22, 1.28], [0.9, 0.92, 0.88], [1.3, 1.28, 1.33],
+                  [0.8, 0.82, 0.79], [1.1, 1.08, 1.12]])
+OPTIONS = [{"name": "feature-quality", "value": "ultra"}, {"name": "fast-orthophoto", "value": True},
+           {"name": "skip-3dmodel", "value": True}]
+
+
+def synthetic_observations(rng: np.random.Generator, gains: np.ndarray, falloff: tuple[float, float, float],
+                           points: int = 5000, views: int = 4) -> Observations:
+    image = np.concatenate([rng.choice(len(gains), views, replace=False) for _ in range(points)])
+    point = np.repeat(np.arange(points), views)
+    radius = rng.uniform(0, 1, len(image))
+    radiance = rng.uniform(40, 150, (points, 3))
+    colour = radiance[point] * gains[image] * falloff_at(falloff, radius)[:, None] * np.exp(rng.normal(0, 0.01, (len(image), 3)))
+    occluded = rng.random(len(image)) < 0.03  # a car, a shadow, a glint: other ground than the point's
+    colour[occluded] *= rng.uniform(0.3, 2.0, (int(occluded.sum()), 1))
+    return Observations(image, point, radius, np.clip(colour, 0, 255))
+
+
+def test_the_estimate_finds_the_gains_and_the_falloff_that_made_the_observations() -> None:
+    rng = np.random.default_rng(0)
+    gains = rng.uniform(0.7, 1.3, (40, 3))
+    observations = synthetic_observations(rng, gains, FALLOFF)
+    names = [f"{n}.jpg" for n in range(len(gains))]
+    found = estimate(observations, names, ["camera"] * len(names), {"camera": Frame(4000, 3000, 2000.0, 1500.0)})
+    assert found is not None
+    relative = gains / np.exp(np.log(gains).mean(axis=0))  # the gains' geometric mean is held at 1
+    assert np.abs(np.array([found.gains[n] for n in names]) / relative - 1).max() < 0.01
+    radii = np.linspace(0, 1, 11)
+    assert np.abs(found.vignetting("camera", radii) / falloff_at(FALLOFF, radii) - 1).max() < 0.01
+
+
+def test_too_few_shared_points_give_no_estimate_and_a_brighter_edge_no_vignetting() -> None:
+    rng = np.random.default_rng(1)
+    names = [f"{n}.jpg" for n in range(10)]
+    frames = {"camera": Frame(100, 100, 50.0, 50.0)}
+    few = synthetic_observations(rng, np.ones((10, 3)), FALLOFF, points=50)
+    assert estimate(few, names, ["camera"] * 10, frames) is None
+    brighter = synthetic_observations(rng, np.ones((10, 3)), (0.5, 0.0, 0.0))  # no lens does this
+    assert estimate(brighter, names, ["camera"] * 10, frames).falloff == {}
+
+
+def test_correcting_a_photograph_divides_out_its_gain_and_falloff() -> None:
+    frame = Frame(400, 300, 200.0, 150.0)
+    corrections = photometry.Photometry({"a.jpg": (0.8, 1.0, 1.25)}, {"a.jpg": "c"}, {"c": FALLOFF}, {"c": frame})
+    y, x = np.mgrid[0:150, 0:200]  # half the stored size: the radius follows the image's scale
+    radius = frame.radius((x + 0.5) * 2, (y + 0.5) * 2)
+    image = np.rint(np.clip(100 * falloff_at(FALLOFF, radius)[..., None] * np.array([0.8, 1.0, 1.25]), 0, 255)).astype(np.uint8)
+    corrected = corrections.correct(image, "a.jpg")
+    assert np.abs(corrected.astype(float) - 100).max() <= 1.5
+    assert corrections.correct(image, "unknown.jpg") is image
+
+
+# --- Brighton Beach, vignetted and unevenly exposed ---------------------------------------------------------
+
+def photographs(folder: Path, spoilt: bool) -> None:
+    """The subset at a quarter of its size, with the known fall-off and gains applied when `spoilt`."""
+    sources = [DATASET / f"{name}.JPG" for name in SUBSET]
+    spoil(sources, folder, 4, FALLOFF if spoilt else None, GAINS if spoilt else None)
+
+
+@pytest.fixture(scope="module")
+def spoilt(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """The spoilt photographs through the orthophoto (on a sparse surface), with the corrections."""
+    project = Project(tmp_path_factory.mktemp("spoilt"))
+    photographs(project.images_dir, spoilt=True)
+    pipeline.run(project, OPTIONS)
+    return project
+
+
+def test_the_estimate_on_brighton_finds_the_applied_gains_and_falloff(spoilt: Project,
+                                                                      tmp_path: Path) -> None:
+    clean = Project(tmp_path / "clean")
+    photographs(clean.images_dir, spoilt=False)
+    pipeline.run(clean, OPTIONS + [{"name": "end-with", "value": "opensfm"}])
+    found, natural = photometry.load(spoilt.photometry_file), photometry.load(clean.photometry_file)
+    # What the photographs had of their own is in both estimates: their ratio is what was applied.
+    ratio = np.array([np.array(found.gains[f"{n}.JPG"]) / natural.gains[f"{n}.JPG"] for n in SUBSET])
+    applied = GAINS / np.exp(np.log(GAINS).mean(axis=0))
+    assert np.abs(ratio / applied - 1).max() < 0.06
+    radii = np.linspace(0, 1, 6)
+    measured = (found.vignetting(found.cameras[f"{SUBSET[0]}.JPG"], radii)
+                / natural.vignetting(natural.cameras[f"{SUBSET[0]}.JPG"], radii))
+    assert np.abs(measured / falloff_at(FALLOFF, radii) - 1).max() < 0.06
+    stats = json.loads(spoilt.stats_file.read_text())["reconstruction"]["photometry"]
+    assert stats["images"] == len(SUBSET)
+
+
+def test_the_corrections_take_the_steps_out_of_the_seams(spoilt: Project, tmp_path: Path) -> None:
+    labels = labels_of(spoilt, tmp_path / "labels", OPTIONS)
+    assert len(np.unique(labels[labels >= 0])) >= 4  # the orthophoto is a mosaic of several photographs
+    corrected, valid = luminance(spoilt.path("odm_orthophoto", "odm_orthophoto.tif"))
+    off = Project(tmp_path / "off")
+    shutil.copytree(spoilt.root, off.root, symlinks=True)
+    pipeline.run(off, OPTIONS + [{"name": "photometric-correction", "value": False},
+                                 {"name": "rerun-from", "value": "odm_orthophoto"}])
+    uncorrected, _ = luminance(off.path("odm_orthophoto", "odm_orthophoto.tif"))
+    seam_on, inside_on = seam_steps(corrected, valid, labels)
+    seam_off, inside_off = seam_steps(uncorrected, valid, labels)
+    assert seam_on <= 1.2 * inside_on  # across a seam no more than inside a photograph
+    assert seam_off > 1.5 * inside_off  # the uncorrected photographs' seams show
