@@ -4,8 +4,8 @@ uneven exposures, with and without the photometric corrections.
     engine/.venv/bin/python bench/ortho_seams.py [--shrink 2] [--work /tmp/aeromap-seams]
 
 The 18 photographs, shrunk --shrink times, go through the pipeline (no textured model). Which photograph each
-orthophoto pixel comes from is found by making the orthophoto again from flat-coloured stand-ins
-(aeromap_engine/synthetic/seams.py); the statistic is the median step of the mean log brightness across the seams
+orthophoto pixel comes from is read from the orthophoto's sources raster (odm_orthophoto_sources.tif); the
+statistic is the median step of the mean log brightness across the seams
 between photographs against the same inside one photograph's part (1.0: the seams do not show). The copy's
 fall-off reaches 0.55 at the corners and its exposures range over a factor of 1.8; its estimated gains and
 fall-off are compared with those applied (divided by the clean photographs' own estimate).
@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import rasterio
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "engine"))
@@ -27,16 +28,12 @@ sys.path.insert(0, str(REPO / "engine"))
 from aeromap_engine import photometry, pipeline  # noqa: E402
 from aeromap_engine.log import log  # noqa: E402
 from aeromap_engine.project import Project  # noqa: E402
-from aeromap_engine.synthetic.seams import falloff_at, labels_of, luminance, seam_steps, spoil  # noqa: E402
+from aeromap_engine.synthetic.seams import falloff_at, seam_figures, spoil  # noqa: E402
+from aeromap_engine.stages.odm_orthophoto import NO_SOURCE, sources_path  # noqa: E402
 
 IMAGES = REPO.parent / "shared" / "datasets" / "brighton_beach" / "images"
 FALLOFF = (-0.7, 0.1, 0.0)
 OPTIONS = [{"name": "skip-3dmodel", "value": True}]
-
-
-def seams(project: Project, labels: np.ndarray) -> tuple[float, float]:
-    values, valid = luminance(project.path("odm_orthophoto", "odm_orthophoto.tif"))
-    return seam_steps(values, valid, labels)
 
 
 def survey(work: Path, name: str, shrink: int, spoilt: bool, gains: np.ndarray) -> dict:
@@ -47,13 +44,14 @@ def survey(work: Path, name: str, shrink: int, spoilt: bool, gains: np.ndarray) 
     began = time.monotonic()
     pipeline.run(project, OPTIONS)
     seconds = time.monotonic() - began
-    labels = labels_of(project, work / f"{name}-labels", OPTIONS)
     off = Project(work / f"{name}-off")
     shutil.copytree(project.root, off.root, symlinks=True)
     pipeline.run(off, OPTIONS + [{"name": "photometric-correction", "value": False},
                                  {"name": "rerun-from", "value": "odm_orthophoto"}])
-    return {"project": project, "seconds": seconds, "on": seams(project, labels), "off": seams(off, labels),
-            "photographs": len(np.unique(labels[labels >= 0]))}
+    with rasterio.open(sources_path(project)) as dataset:
+        sources = dataset.read(1)
+    return {"project": project, "seconds": seconds, "on": seam_figures(project), "off": seam_figures(off),
+            "photographs": len(np.unique(sources[sources != NO_SOURCE]))}
 
 
 def main() -> None:

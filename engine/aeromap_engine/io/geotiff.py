@@ -50,12 +50,13 @@ class RasterFormat:
 class TiledRaster:
     """Write a raster over `grid` one window at a time: `with TiledRaster(...) as out: out.write(window, a)`.
     RGBA rasters (alpha=True) get their fourth band marked as alpha; a JPEG-compressed COG cannot hold it, so
-    GDAL stores it as the transparency mask instead. `png`: also write a PNG copy there."""
+    GDAL stores it as the transparency mask instead. `png`: also write a PNG copy there. `tags`: GDAL metadata
+    items to store in the file."""
 
     def __init__(self, path: Path, grid: Grid, crs: str | None, offset: tuple[float, float], count: int,
                  dtype: str, fmt: RasterFormat, nodata: float | None = None, alpha: bool = False,
-                 png: Path | None = None) -> None:
-        self.path, self.grid, self.fmt, self.dtype, self.png = path, grid, fmt, dtype, png
+                 png: Path | None = None, tags: dict[str, str] | None = None) -> None:
+        self.path, self.grid, self.fmt, self.dtype, self.png, self.tags = path, grid, fmt, dtype, png, tags or {}
         self._profile = {"driver": "GTiff", "width": grid.width, "height": grid.height, "count": count,
                          "dtype": dtype, "crs": crs, "transform": transform(grid, offset), "nodata": nodata,
                          "tiled": True, "blockxsize": BLOCK, "blockysize": BLOCK, "compress": "LZW",
@@ -70,6 +71,7 @@ class TiledRaster:
         self._tmpdir = tempfile.TemporaryDirectory(prefix=f".{self.path.stem}.", dir=self.path.parent)
         self._scratch = Path(self._tmpdir.name) / "tiles.tif"
         self._dataset = rasterio.open(self._scratch, "w", **self._profile)
+        self._dataset.update_tags(**self.tags)  # GDAL's copy carries them over
         return self
 
     def write(self, window: Window, values: np.ndarray) -> None:

@@ -1,15 +1,18 @@
-"""True orthophoto: every ground cell coloured from the image that sees it most nearly from above.
+"""True orthophoto: every ground cell coloured from an image that sees it nearly from above.
 
 The surface comes from the filtered point cloud (dense, or sparse with fast-orthophoto), built here whether or
 not a DSM was asked for. Per tile, each cell is projected into the images; a z-buffer of the surface around the
-tile tells which images actually see it (not hidden by trees or buildings); the most nadir of those colours it,
-and views are blended across their seams. Only tiles that hold some of the surveyed area are rendered, and a
-tile asks only the views whose frame, cast onto the ground, reaches it. Writes odm_orthophoto/odm_orthophoto.tif
-(RGBA, transparent outside the surveyed area) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png.
+tile tells which images actually see it (not hidden by trees or buildings); seamlines give each cell a view that
+sees it nearly from above, bending around what neighbouring views disagree on (ortho/seams.py), and views are
+blended across them band by band (ortho/mosaic.py). Only tiles that hold some of the surveyed area are rendered,
+and a tile asks only the views whose frame, cast onto the ground, reaches it. Writes odm_orthophoto/odm_orthophoto.tif
+(RGBA, transparent outside the surveyed area), odm_orthophoto/odm_orthophoto_sources.tif (which photograph colours
+each pixel) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png.
 """
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,7 @@ from ..options import Option
 from ..photometry import Photometry
 from ..ortho.footprint import footprints
 from ..ortho.mosaic import Mosaic
+from ..ortho.seams import FORBIDDEN, SeamSettings, place_seams
 from ..ortho.visibility import Projection, off_nadir, visible, zbuffer
 from .odm_dem import COARSE_FACTOR, area_mask, output_resolution
 from .odm_filterpoints import filtered_cloud_path, load_boundary
@@ -65,10 +69,18 @@ SAMPLING = 1.5  # image pixels per orthophoto pixel at least, before a finer dec
 IMAGE_CACHE_BYTES = 768 * 2**20
 PROBE_STRIDE = 61  # every so many cells tell whether a view reaches a tile at all
 HIDDEN = np.float32(1e6)  # score added to views that the surface hides a cell from (used only if none sees it)
+NO_SOURCE = 65535  # odm_orthophoto_sources.tif's nodata
+HIDDEN_COST = np.float32(1e3)  # the same in the seam placement: dearer than any seam through the cell
 
 
 def orthophoto_path(project: "Project", extension: str = "tif") -> Path:
     return project.path("odm_orthophoto", f"odm_orthophoto.{extension}")
+
+
+def sources_path(project: "Project") -> Path:
+    """Which photograph colours each orthophoto pixel: its index in the `images` tag (a JSON list of names),
+    NO_SOURCE where none; the seamlines run where the index changes."""
+    return project.path("odm_orthophoto", "odm_orthophoto_sources.tif")
 
 
 @dataclass
@@ -153,61 +165,127 @@ def _pooled(grid: Grid, heights: np.ndarray, factor: int) -> tuple[Grid, np.ndar
     return Grid(grid.x0, grid.y1, grid.resolution * factor, w // factor, h // factor), pooled
 
 
+@dataclass
+class Candidate:
+    """A view that may colour some of a tile's cells, and what it sees there."""
+
+    view: View
+    projection: Projection
+    sees: np.ndarray  # per cell: not hidden from the view by the surface
+    off: np.ndarray  # per cell: tan^2 of the off-nadir angle
+
+    @property
+    def score(self) -> np.ndarray:
+        """The nearest-nadir rule's ranking per cell: lower is better, HIDDEN added where the view is hidden, inf
+        outside its frame."""
+        return np.where(self.projection.in_image, np.where(self.sees, 0, HIDDEN) + self.off, np.inf)
+
+
+def seam_costs(candidates: list[Candidate], inside: np.ndarray, settings: SeamSettings) -> np.ndarray:
+    """(views, h, w) data costs of the seam placement on the full grid of the tile: the nadir preference, a
+    hidden cell dearer than any seam, outside the frame forbidden. Cells outside the surveyed area cost 0."""
+    costs = np.zeros((len(candidates), *inside.shape), np.float32)
+    for k, candidate in enumerate(candidates):
+        cost = settings.nadir_weight * candidate.off + np.where(candidate.sees, 0, HIDDEN_COST)
+        costs[k][inside] = np.where(candidate.projection.in_image, cost, FORBIDDEN)
+    return costs
+
+
+def reduced(values: np.ndarray, factor: int) -> np.ndarray:
+    """Block means (float32) over factor x factor pixels of (h, w) or (h, w, bands) values, the edge blocks
+    padded by repetition."""
+    h, w = values.shape[:2]
+    padded = cv2.copyMakeBorder(values.astype(np.float32), 0, -h % factor, 0, -w % factor, cv2.BORDER_REPLICATE)
+    return cv2.resize(padded, (padded.shape[1] // factor, padded.shape[0] // factor), interpolation=cv2.INTER_AREA)
+
+
+def tile_labels(candidates: list[Candidate], colours: list[np.ndarray], inside: np.ndarray,
+                settings: SeamSettings) -> np.ndarray:
+    """Per pixel of the tile, the index of the candidate that colours it (-1 outside the area): seams placed on
+    a grid `factor` times coarser where the views agree, the nearest-nadir view kept along the tile's rim so
+    that neighbouring tiles meet on the same views, and wherever the coarse choice cannot see the pixel."""
+    costs = seam_costs(candidates, inside, settings)
+    nadir = np.argmin(costs, axis=0)
+    f = settings.factor
+    coarse_costs = np.stack([reduced(c, f) for c in costs])
+    coarse_colours = np.stack([reduced(c.astype(np.float32) / 255, f) for c in colours])
+    rim = np.ones(coarse_costs.shape[1:], bool)
+    rim[1:-1, 1:-1] = False
+    coarse = place_seams(coarse_costs, coarse_colours, rim, settings)
+    labels = np.repeat(np.repeat(coarse, f, axis=0), f, axis=1)[:inside.shape[0], :inside.shape[1]]
+    ii, jj = np.indices(inside.shape)
+    chosen = costs[labels, ii, jj]
+    worse = (chosen >= FORBIDDEN) | ((chosen >= HIDDEN_COST) & (costs[nadir, ii, jj] < HIDDEN_COST))
+    edge = np.ones(inside.shape, bool)
+    edge[f:-f, f:-f] = False
+    labels = np.where(worse | edge, nadir, labels)
+    return np.where(inside & (costs[nadir, ii, jj] < FORBIDDEN), labels, -1)
+
+
 def render_tile(grid: Grid, core: Window, padded: Window, surface_model: SurfaceModel, views: list[View],
-                scales: dict[str, float], images: ViewImages, area: SurveyArea) -> np.ndarray:
-    """RGBA (4, h, w) of one tile."""
+                scales: dict[str, float], images: ViewImages, area: SurveyArea,
+                settings: SeamSettings) -> tuple[np.ndarray, np.ndarray]:
+    """RGBA (4, h, w) of one tile, and the index in `views` of the view that colours each pixel (-1 where
+    none)."""
     core_grid = grid.sub(core)
     rgba = np.zeros((4, core.height, core.width), np.uint8)
+    sources = np.full((core.height, core.width), -1, np.int32)
     inside = area_mask(area, core_grid)
     if not inside.any():
-        return rgba
+        return rgba, sources
     padded_heights = surface_model.heights(grid.sub(padded))
     cells = _world(core_grid, padded_heights[core.inside(padded)])[inside.ravel()]
     occluder_grid, occluders = _pooled(grid.sub(padded), padded_heights, OCCLUSION_POOL)
     occluder_world = _world(occluder_grid, occluders)
     bucket_ground = 1.5 * occluder_grid.resolution
 
-    seen_by = []  # (view, projection, visible) for the views whose frame holds some cell
-    best_score = np.full(len(cells), np.inf, np.float32)
-    labels = np.full(len(cells), -1, np.int32)
+    seen_by: list[Candidate] = []  # the views whose frame holds some cell
     probe = cells[::PROBE_STRIDE]
     for view in views:
         if not Projection.of(view, probe).in_image.any():
             continue  # the view does not reach this tile: skip projecting all its cells
         projection = Projection.of(view, cells)
+        if not projection.in_image.any():
+            continue
         # Z-buffer buckets about 1.5 occluder cells wide, in this view's full-resolution pixels.
         bucket = max(1.0, bucket_ground * view.camera.mean_focal_length() / float(np.median(
             projection.depth[projection.in_image])))
         buffer = zbuffer(Projection.of(view, occluder_world), bucket, (view.camera.height, view.camera.width))
         sees = visible(projection, buffer, bucket)
-        score = np.where(sees, 0, HIDDEN) + off_nadir(view, cells)
-        better = projection.in_image & (score < best_score)
-        best_score[better] = score[better]
-        labels[better] = len(seen_by)
-        seen_by.append((view, projection, sees))
+        seen_by.append(Candidate(view, projection, sees, off_nadir(view, cells)))
+    if not seen_by:
+        return rgba, sources
+    scores = [c.score for c in seen_by]
+    best = np.min(scores, axis=0)
+    candidates = [c for c, score in zip(seen_by, scores) if (score <= best + settings.corridor).any()]
 
-    label_grid = np.full(inside.shape, -1, np.int32)
-    label_grid[inside] = labels
-    mosaic = Mosaic(inside.shape)
-    for number, (view, projection, sees) in enumerate(seen_by):
-        if not (labels == number).any():
-            continue
-        scale = scales[view.name]
-        image = images.get(view, scale)
+    colours = []
+    for candidate in candidates:
+        view, projection = candidate.view, candidate.projection
+        image = images.get(view, scales[view.name])
         sx, sy = image.shape[1] / view.camera.width, image.shape[0] / view.camera.height
         map_x = np.full(inside.shape, -1, np.float32)
         map_y = np.full(inside.shape, -1, np.float32)
         map_x[inside] = np.where(projection.in_image, (projection.u + 0.5) * sx - 0.5, -1)
         map_y[inside] = np.where(projection.in_image, (projection.v + 0.5) * sy - 0.5, -1)
-        colour = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT)
+        colours.append(cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT))
+    labels = tile_labels(candidates, colours, inside, settings)
+
+    mosaic = Mosaic(inside.shape)
+    for number, (candidate, colour) in enumerate(zip(candidates, colours)):
+        own = labels == number
+        if not own.any():
+            continue
         valid = np.zeros(inside.shape, bool)
-        valid[inside] = projection.in_image & (sees | (labels == number))
-        mosaic.add(colour[:, :, ::-1].astype(np.float32), valid, label_grid, number)
+        valid[inside] = candidate.projection.in_image & candidate.sees
+        mosaic.add(colour[:, :, ::-1].astype(np.float32), valid | own, labels, number)
+        sources[own] = views.index(candidate.view)
     rgb, covered = mosaic.result()
     rgba[:3] = rgb.transpose(2, 0, 1)
     rgba[3] = np.where(covered & inside, 255, 0)
     rgba[:3, rgba[3] == 0] = 0
-    return rgba
+    sources[rgba[3] == 0] = -1
+    return rgba, sources
 
 
 def serpentine(tiles: list[tuple[Window, Window]]) -> list[tuple[Window, Window]]:
@@ -241,14 +319,20 @@ def run(ctx: "StageContext") -> None:
     png = orthophoto_path(project, "png")
     png.unlink(missing_ok=True)  # no stale PNG from a run with other options
     tiles = serpentine(list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution)))))
+    names = [view.name for view in model.views]
     covered = 0
     with TiledRaster(orthophoto_path(project), grid, georef.crs, georef.offset, 4, "uint8", fmt, alpha=True,
-                     png=png if options.orthophoto_png else None) as out:
+                     png=png if options.orthophoto_png else None) as out, \
+            TiledRaster(sources_path(project), grid, georef.crs, georef.offset, 1, "uint16",
+                        RasterFormat("DEFLATE", cog=False), nodata=NO_SOURCE,
+                        tags={"images": json.dumps(names)}) as sources_out:
         for n, (core, padded) in enumerate(tiles):
-            reaching = [v for v, extent in zip(model.views, extents) if _overlaps(extent, grid.sub(core).bounds)]
-            rgba = render_tile(grid, core, padded, surface_model, reaching, scales, images, area)
+            reaching = [k for k, extent in enumerate(extents) if _overlaps(extent, grid.sub(core).bounds)]
+            rgba, sources = render_tile(grid, core, padded, surface_model, [model.views[k] for k in reaching],
+                                        scales, images, area, SeamSettings())
             covered += int(np.count_nonzero(rgba[3]))
             out.write(core, rgba)
+            sources_out.write(core, np.array(reaching + [NO_SOURCE], np.uint16)[sources])  # -1: the last
             ctx.progress(0.95 * (n + 1) / len(tiles))
     area = covered * resolution**2
     project.update_stats("orthophoto", {"resolution_cm": round(resolution * 100, 3), "width": grid.width,

@@ -1,10 +1,9 @@
-"""Seams of an orthophoto, measured: real photographs given a known vignetting and exposures, which photograph
-each orthophoto pixel comes from, and the brightness step across the seams between photographs against the same
+"""Seams of an orthophoto, measured: real photographs given a known vignetting and exposures, and the brightness
+step across the seams between photographs (as the orthophoto's sources raster records them) against the same
 statistic inside one photograph's part. Used by the photometry tests and bench/ortho_seams.py."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,9 +12,9 @@ import numpy as np
 import rasterio
 from PIL import Image
 
-from .. import pipeline
 from ..photometry import log_falloff
 from ..project import Project
+from ..stages.odm_orthophoto import NO_SOURCE, sources_path
 
 
 def falloff_at(falloff: Sequence[float], radius: np.ndarray) -> np.ndarray:
@@ -43,49 +42,14 @@ def spoil(sources: list[Path], folder: Path, shrink: int, falloff: Sequence[floa
         Image.fromarray(rgb).save(folder / source.name, quality=95, exif=exif, xmp=xmp)
 
 
-def codes(count: int) -> np.ndarray:
-    """A distinct flat colour (RGB) per photograph, far enough apart that JPEG and blending keep them apart."""
-    steps = int(np.ceil(count ** (1 / 3)))
-    levels = np.linspace(30, 225, max(steps, 2))
-    grid = np.array([(r, g, b) for r in levels for g in levels for b in levels])
-    return grid[np.linspace(0, len(grid) - 1, count).round().astype(int)]
-
-
-def labels_of(project: Project, work: Path, options: list[dict]) -> np.ndarray:
-    """Which photograph each pixel of the project's orthophoto comes from (index in sorted name order, -1 where
-    none): the orthophoto made again, same surface and views, from flat-coloured stand-ins of the photographs,
-    each pixel given the nearest colour. `options`: the project's run options."""
-    stand_in = Project(work)
-    shutil.copytree(project.root, stand_in.root, symlinks=True)
-    shutil.rmtree(stand_in.images_dir)
-    stand_in.images_dir.mkdir()
-    names = sorted(p.name for p in project.images_dir.iterdir())
-    colours = codes(len(names))
-    for name, colour in zip(names, colours):
-        with Image.open(project.images_dir / name) as image:
-            flat = np.broadcast_to(colour.astype(np.uint8), (image.height, image.width, 3))
-            Image.fromarray(np.ascontiguousarray(flat)).save(stand_in.images_dir / name, quality=100,
-                                                              exif=image.info.get("exif", b""))
-    pipeline.run(stand_in, options + [{"name": "photometric-correction", "value": False},
-                                      {"name": "rerun-from", "value": "odm_orthophoto"}])
-    with rasterio.open(stand_in.path("odm_orthophoto", "odm_orthophoto.tif")) as dataset:
+def seam_figures(project: Project) -> tuple[float, float]:
+    """seam_steps of the project's orthophoto, along the seams it records (odm_orthophoto_sources.tif)."""
+    with rasterio.open(project.path("odm_orthophoto", "odm_orthophoto.tif")) as dataset:
         rgba = dataset.read().astype(np.float32)
-    shutil.rmtree(stand_in.root)
-    labels = np.full(rgba.shape[1:], -1, np.int32)
-    best = np.full(rgba.shape[1:], np.inf, np.float32)
-    for number, colour in enumerate(colours.astype(np.float32)):
-        distance = np.abs(rgba[:3] - colour[:, None, None]).sum(axis=0)
-        closer = distance < best
-        labels[closer], best[closer] = number, distance[closer]
-    labels[rgba[3] == 0] = -1
-    return labels
-
-
-def luminance(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of the bands and the coverage of an RGBA orthophoto."""
-    with rasterio.open(path) as dataset:
-        rgba = dataset.read().astype(np.float32)
-    return rgba[:3].mean(axis=0), rgba[3] > 0
+    with rasterio.open(sources_path(project)) as dataset:
+        sources = dataset.read(1).astype(np.int32)
+    sources[sources == NO_SOURCE] = -1
+    return seam_steps(rgba[:3].mean(axis=0), rgba[3] > 0, sources)
 
 
 def seam_steps(values: np.ndarray, valid: np.ndarray, labels: np.ndarray, offset: int = 16,
