@@ -107,11 +107,28 @@ export function applyOrdering<QB extends SelectQueryBuilder<any, any, any>>(qb: 
   return terms.reduce((ordered, [column, direction]) => ordered.orderBy(sql.ref(column), direction) as QB, qb);
 }
 
-export async function countRows(qb: SelectQueryBuilder<any, any, any>): Promise<number> {
-  const row = await qb
+const counting = (qb: SelectQueryBuilder<any, any, any>) =>
+  qb
     .clearSelect()
     .clearOrderBy()
-    .select((eb) => eb.fn.countAll().as('count'))
-    .executeTakeFirstOrThrow();
-  return Number(row.count);
+    .select((eb) => eb.fn.countAll().as('count'));
+
+export async function countRows(qb: SelectQueryBuilder<any, any, any>): Promise<number> {
+  return Number((await counting(qb).executeTakeFirstOrThrow()).count);
+}
+
+/**
+ * A page of rows with the count of all of them, in one query (on PostgreSQL, one round trip): the count is a
+ * subquery that refers to no row, which the database runs once. Undefined when the page has no row to carry the
+ * count: the list is empty, or the page lies past its end.
+ */
+export async function countedPage<Row>(
+  qb: SelectQueryBuilder<any, any, Row>,
+  terms: [string, Direction][],
+  offset: number,
+  limit: number,
+): Promise<{ count: number; rows: Row[] } | undefined> {
+  const rows = await applyOrdering(qb, terms).select(counting(qb).as('full_count')).offset(offset).limit(limit).execute();
+  if (rows.length === 0) return undefined;
+  return { count: Number((rows[0] as { full_count: unknown }).full_count), rows: rows as Row[] };
 }

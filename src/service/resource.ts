@@ -13,6 +13,7 @@ import {
   applyFilters,
   applyOrdering,
   countRows,
+  countedPage,
   dropEmptyQueryParameters,
   listQuerySchema,
   orderingTerms,
@@ -119,12 +120,13 @@ export function registerResource<Row extends { id: number }, Item, Create extend
       const terms = orderingTerms(def.list, query.ordering);
       const filtered = applyFilters(def.scope(ctx), def.list, query);
       if (!def.list.paged) return def.present(ctx, await applyOrdering(filtered, terms).execute());
-      const pageOf = (offset: number, limit: number) => applyOrdering(filtered, terms).offset(offset).limit(limit).execute();
-      // A numbered page is fetched while the rows are counted (on PostgreSQL, two connections at once).
+      // A page asked for by number comes with the count; the last page, and a page without rows, need it first.
       const early = requestedPage(query);
-      const [count, fetched] = await Promise.all([countRows(filtered), early ? pageOf(early.offset, early.limit) : undefined]);
+      const counted = early && (await countedPage(filtered, terms, early.offset, early.limit));
+      const count = counted ? counted.count : await countRows(filtered);
       const page = pageWindow(request, count, query);
-      const rows = fetched ?? (await pageOf(page.offset, page.limit));
+      const rows =
+        counted?.rows ?? (count === 0 ? [] : await applyOrdering(filtered, terms).offset(page.offset).limit(page.limit).execute());
       return { count, next: page.next, previous: page.previous, results: await def.present(ctx, rows) };
     },
   );

@@ -71,6 +71,62 @@ describe.each(BACKENDS)('projects (%s)', (backend) => {
     expect(existsSync(path.join(t.dataDir, 'media', 'project', String(project.id)))).toBe(false);
   });
 
+  it("lists a project's tasks by id, all or of one status, with their ids in the project (none, some)", async () => {
+    const { body: project } = await t.admin.post('/api/projects/', { name: 'Listed' });
+    const tasks = `/api/projects/${project.id}/tasks/`;
+    expect((await t.admin.get(tasks)).body).toEqual([]);
+    expect((await t.admin.get(`/api/projects/${project.id}/`)).body.tasks).toEqual([]);
+    const { db } = t.service;
+    const ids: number[] = [];
+    // Twelve, so that ids of one and two digits are both listed in numeric order.
+    for (let i = 0; i < 12; i++) {
+      const row = await db
+        .insertInto('tasks')
+        .values({ project_id: project.id, name: `flight ${i}`, status: i % 2 ? 40 : 30, created_at: now() })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      ids.push(row.id);
+    }
+    // Tasks on two nodes and on none: each shows its own node's stages.
+    const nodes: number[] = [];
+    for (const [port, stages] of [[3001, ['dataset', 'opensfm']], [3002, ['odm_dem']]] as const) {
+      const options = JSON.stringify([{ name: 'rerun-from', type: 'enum', value: '', domain: stages, help: '' }]);
+      const row = await db
+        .insertInto('processing_nodes')
+        .values({ hostname: 'node.test', port, available_options: options, created_at: now() })
+        .returning('id')
+        .executeTakeFirstOrThrow();
+      nodes.push(row.id);
+    }
+    await db.updateTable('tasks').set({ processing_node_id: nodes[0] }).where('id', 'in', [ids[1], ids[4], ids[11]]).execute();
+    await db.updateTable('tasks').set({ processing_node_id: nodes[1] }).where('id', 'in', [ids[3], ids[5]]).execute();
+    const all = await t.admin.get(tasks);
+    expect(all.body.map((task: { id: number }) => task.id)).toEqual(ids);
+    expect(all.body[0]).toMatchObject({ project: project.id, name: 'flight 0', status: 30, processing_node: null, options: [] });
+    const stagesOf = (index: number) => (index === 1 || index === 4 || index === 11 ? ['dataset', 'opensfm'] : index === 3 || index === 5 ? ['odm_dem'] : []);
+    expect(all.body.map((task: { can_rerun_from: string[] }) => task.can_rerun_from)).toEqual(ids.map((_, i) => stagesOf(i)));
+    expect(all.body[4]).toMatchObject({ processing_node: nodes[0], processing_node_name: 'node.test:3001' });
+    for (const task of all.body) expect((await t.admin.get(`${tasks}${task.id}/`)).body).toEqual(task);
+    // Of one status, the first of a node's tasks is not the first of the whole list.
+    expect((await t.admin.get(tasks, { status: 30 })).body.map((task: { can_rerun_from: string[] }) => task.can_rerun_from)).toEqual(
+      ids.map((_, i) => stagesOf(i)).filter((_, i) => i % 2 === 0),
+    );
+    expect((await t.admin.get(tasks, { status: 40 })).body.map((task: { id: number }) => task.id)).toEqual(ids.filter((_, i) => i % 2));
+    expect((await t.admin.get(tasks, { status: 20 })).body).toEqual([]);
+    expect((await t.admin.get(`/api/projects/${project.id}/`)).body.tasks).toEqual(ids);
+    const listed = await t.admin.get('/api/projects/', { id: project.id });
+    expect(listed.body.results[0].tasks).toEqual(ids);
+
+    // A user who does not see the project, and anyone for a project being deleted, gets a 404.
+    const stranger = await t.createUser(`stranger-${backend}`);
+    expect((await stranger.client.get(tasks)).status).toBe(404);
+    expect((await stranger.client.get(tasks, { status: 40 })).status).toBe(404);
+    await db.updateTable('projects').set({ deleting: 1 }).where('id', '=', project.id).execute();
+    expect((await t.admin.get(tasks)).status).toBe(404);
+    await db.deleteFrom('projects').where('id', '=', project.id).execute();
+    await db.deleteFrom('processing_nodes').where('id', 'in', nodes).execute();
+  });
+
   it('answers 404 for missing, malformed and out-of-range ids', async () => {
     for (const id of ['999999', 'abc', '99999999999999', '-1', '1.5', '1e400', 'Infinity']) {
       expect(await t.admin.get(`/api/projects/${id}/`)).toMatchObject({ status: 404, body: { detail: 'Not found.' } });

@@ -1,7 +1,7 @@
 // The Task resource as the API shows it (the spec's fields plus WebODM's extent, statistics, size and partial),
 // and the request shapes of the task routes.
 import { type Static, Type } from '@sinclair/typebox';
-import type { Task } from '../../db/schema.ts';
+import type { ShownTask } from '../../db/tasks.ts';
 import { Id, Nullable, OptionValue, TaskOptions, Timestamp } from '../schemas.ts';
 
 export const TaskSchema = Type.Object(
@@ -60,7 +60,7 @@ export const parseBoolean = (value: boolean | string | undefined): boolean | und
   value === undefined ? undefined : value === true || ['true', 'True', '1'].includes(String(value));
 
 /** Row values plus the joined node, as the presenter needs them. */
-export type TaskRow = Task & { node_hostname: string | null; node_port: number | null; node_options: string | null };
+export type TaskRow = ShownTask;
 
 function parseJson<T>(text: string | null, fallback: T): T {
   if (text === null) return fallback;

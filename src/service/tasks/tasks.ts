@@ -18,6 +18,7 @@ import {
   requestAction,
   tasksWithNode,
   updateTask,
+  visibleTasksOf,
 } from '../../db/tasks.ts';
 import type { Principal } from '../auth.ts';
 import { fieldError, notFound } from '../errors.ts';
@@ -92,10 +93,11 @@ export class TaskRules {
     return presentTask(row);
   }
 
-  async list(projectId: number, status: number | undefined): Promise<TaskItem[]> {
-    let query = tasksWithNode(this.db).where('tasks.project_id', '=', projectId);
-    if (status !== undefined) query = query.where('tasks.status', '=', status);
-    return (await query.orderBy('tasks.id').execute()).map(presentTask);
+  /** A project's tasks (of one status, if given), to a user who sees the project: who sees it may view them. */
+  async list(user: Principal, projectId: number, status: number | undefined): Promise<TaskItem[]> {
+    const rows = await visibleTasksOf(this.db, user, projectId, status);
+    if (!rows) throw notFound();
+    return rows.map(presentTask);
   }
 
   /** The node a client named: it must exist; a 400 on the field otherwise. */
