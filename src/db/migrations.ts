@@ -251,9 +251,20 @@ async function taskProcessing(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
+/** Leases for the work that one service instance at a time does among several on one database. */
+async function leases(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('leases')
+    .addColumn('name', 'varchar(64)', (c) => c.primaryKey())
+    .addColumn('owner', 'varchar(64)')
+    .addColumn('until', 'text')
+    .execute();
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
   '0002_task_processing': { up: taskProcessing },
+  '0003_leases': { up: leases },
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {

@@ -143,6 +143,13 @@ export interface PresetsTable {
   created_at: Timestamp;
 }
 
+/** Work that one service instance at a time does (e.g. refreshing the processing nodes), held until a time. */
+export interface LeasesTable {
+  name: string;
+  owner: string | null;
+  until: Timestamp | null;
+}
+
 export interface Database {
   users: UsersTable;
   groups: GroupsTable;
@@ -156,6 +163,7 @@ export interface Database {
   tasks: TasksTable;
   processing_nodes: ProcessingNodesTable;
   presets: PresetsTable;
+  leases: LeasesTable;
 }
 
 export type User = Selectable<UsersTable>;

@@ -1,5 +1,5 @@
 // Users and groups with their links to groups and catalogue permissions.
-import type { Kysely, Updateable } from 'kysely';
+import { type Kysely, PostgresAdapter, type Updateable, sql } from 'kysely';
 import { linkedIds, replaceLinks } from './links.ts';
 import { type Database, type NewUser, type User, type UsersTable, defined, now } from './schema.ts';
 
@@ -31,6 +31,22 @@ export function insertUser(db: Kysely<Database>, user: NewUser, links: UserLinks
     const { id } = await trx.insertInto('users').values(user).returning('id').executeTakeFirstOrThrow();
     await saveLinks(trx, id, links);
     return id;
+  });
+}
+
+/**
+ * Inserts `user` if the database has no user yet; answers whether it did. Instances starting together on one
+ * PostgreSQL take turns (an advisory lock for this schema, held to the end of the transaction), so that only the
+ * first creates the first user.
+ */
+export function insertFirstUser(db: Kysely<Database>, user: NewUser): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+      await sql`select pg_advisory_xact_lock(hashtext(current_schema() || '.first-user'))`.execute(trx);
+    }
+    if ((await countUsers(trx)) > 0) return false;
+    await trx.insertInto('users').values(user).execute();
+    return true;
   });
 }
 

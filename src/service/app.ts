@@ -91,7 +91,9 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   const app: App = Fastify({
     logger: { level: config.logLevel, serializers: { req: requestForLog } },
     bodyLimit: config.bodyLimitBytes,
-    routerOptions: { ignoreTrailingSlash: true },
+    // A path parameter of any length reaches its route, which answers 400 or 404 as documented (the router's own
+    // limit of 100 characters answers an undocumented 414).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 8192 },
     // All errors of a body at once, so that a client fixes them in one go; type lists (see Nullable).
     ajv: { customOptions: { allErrors: true, allowUnionTypes: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();

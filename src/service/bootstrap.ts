@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { type Database, now } from '../db/schema.ts';
-import { countUsers, insertUser } from '../db/users.ts';
+import { countUsers, insertFirstUser } from '../db/users.ts';
 import { hashPassword } from './passwords.ts';
 
 export interface FirstAdmin {
@@ -16,9 +16,9 @@ export async function ensureFirstAdmin(
   admin: { username: string; password: string | undefined },
   passwordIterations: number,
 ): Promise<FirstAdmin | undefined> {
-  if ((await countUsers(db)) > 0) return undefined;
+  if ((await countUsers(db)) > 0) return undefined; // the usual start: no password to hash
   const generatedPassword = admin.password ? undefined : randomBytes(12).toString('base64url');
-  await insertUser(db, {
+  const created = await insertFirstUser(db, {
     username: admin.username,
     password: await hashPassword(admin.password ?? (generatedPassword as string), passwordIterations),
     is_superuser: 1,
@@ -26,5 +26,5 @@ export async function ensureFirstAdmin(
     is_active: 1,
     date_joined: now(),
   });
-  return { username: admin.username, generatedPassword };
+  return created ? { username: admin.username, generatedPassword } : undefined;
 }

@@ -1,8 +1,10 @@
 // Keeps what the service knows about its processing nodes current: every interval it asks each node for
 // /info and /options and stores the answers with the time. A node that does not answer keeps its old
 // figures and goes offline once its last refresh is older than the online window.
+import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
+import { takeLease } from '../db/leases.ts';
 import { allNodes, findNode, updateNode } from '../db/processingnodes.ts';
 import { type Database, type ProcessingNode, now } from '../db/schema.ts';
 import { NodeClient, NodeError } from '../nodeclient/index.ts';
@@ -18,7 +20,11 @@ export interface RefresherOptions {
   timeoutMs: number;
 }
 
+/** The lease through which one instance among several on a database refreshes the nodes. */
+const LEASE = 'node-refresher';
+
 export class NodeRefresher {
+  private readonly instanceId = randomUUID();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -31,7 +37,8 @@ export class NodeRefresher {
     private readonly options: RefresherOptions,
   ) {}
 
-  /** Refreshes every node now and then every interval, until stop(). */
+  /** Refreshes every node now and then every interval, until stop(): while this instance holds the refresher's
+   * lease, so that among several instances on one database one refreshes at a time. */
   start(): void {
     this.stopped = false;
     this.schedule(0);
@@ -56,9 +63,14 @@ export class NodeRefresher {
     );
   }
 
+  /** refreshAll when this instance holds the refresher's lease, which outlasts two intervals. */
+  private async refreshRound(): Promise<void> {
+    if (await takeLease(this.db, LEASE, this.instanceId, 2 * this.options.intervalMs)) await this.refreshAll();
+  }
+
   private schedule(delayMs: number): void {
     this.timer = setTimeout(() => {
-      this.track(this.refreshAll())
+      this.track(this.refreshRound())
         .catch((error) => this.log.error({ err: error }, 'processing node refresh failed'))
         .finally(() => {
           if (!this.stopped) this.schedule(this.options.intervalMs);

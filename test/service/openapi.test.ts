@@ -8,6 +8,11 @@ describe('OpenAPI document', () => {
   });
   afterAll(() => t?.close());
 
+  it('answers a path parameter of any length as documented (404), not with the router\'s 414', async () => {
+    const reply = await t.admin.get(`/api/projects/1/tasks/1/download/${'a'.repeat(300)}`);
+    expect(reply.status).toBe(404);
+  });
+
   it('is served as OpenAPI 3.1 without a token and covers the API', async () => {
     const reply = await t.anonymous.get('/api/openapi.json');
     expect(reply.status).toBe(200);

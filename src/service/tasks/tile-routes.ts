@@ -89,7 +89,12 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
         summary: 'A PNG tile (XYZ scheme), 256 px unless size=512 or @2x',
         params: TileParams,
         querystring: TileQuery,
-        response: { 304: Type.Null({ description: 'Not modified (If-None-Match)' }), 404: Type.Ref('Error'), 403: Type.Ref('Error') },
+        response: {
+          304: Type.Null({ description: 'Not modified (If-None-Match)' }),
+          400: Type.Ref('Error'),
+          403: Type.Ref('Error'),
+          404: Type.Ref('Error'),
+        },
       },
     },
     async (request, reply) => {
