@@ -1,5 +1,7 @@
 // `aeromap node`: a processing node that speaks the NodeODM API, with NodeODM's settings as flags.
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { FOLDER_IN_USE_EXIT_CODE, type NodeReady } from './child.ts';
+import { FolderInUseError } from './lock.ts';
 import { defaultEnginePath, startNode } from './server.ts';
 
 function integerFrom(min: number) {
@@ -39,7 +41,7 @@ export function registerNodeCommand(program: Command): void {
     .option('--port <n>', 'port to listen on (0: any free port)', integerFrom(0), 3000)
     .option('--host <address>', 'address to listen on (0.0.0.0: every interface; then set --token)', '127.0.0.1')
     .option('--data-dir <dir>', 'folder for the task database, uploads and task folders', 'data/node')
-    .option('--token <token>', 'require this token (query parameter token=) on every request')
+    .addOption(new Option('--token <token>', 'require this token (query parameter token=) on every request').env('AEROMAP_NODE_TOKEN'))
     .option('--max-images <n>', 'refuse tasks with more images than this (default: no limit)', integerFrom(1))
     .option('--parallel-tasks <n>', 'tasks processed at the same time', integerFrom(1), 1)
     .option('--cleanup-after <minutes>', 'remove finished tasks this long after they end (0: never)', minutes, 2880)
@@ -50,6 +52,17 @@ export function registerNodeCommand(program: Command): void {
     .option('--allow-private-urls', 'let zipurl and webhooks reach loopback and private networks (default: public addresses only)')
     .option('--engine <path>', `engine executable (default: $AEROMAP_ENGINE or ${defaultEnginePath()})`)
     .action(async (flags: NodeFlags) => {
+      // Run by another process (the service's embedded node), the node goes when that process goes, even killed
+      // (the IPC channel closes), and its output, which goes there, may find no reader.
+      let stop = (): void => {};
+      let parentGone = false;
+      if (process.send) {
+        for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+        process.once('disconnect', () => {
+          parentGone = true;
+          stop();
+        });
+      }
       // A node that cannot start (its folder in use, its port taken, no engine) says why in one line.
       const node = await startNode({
         dataDir: flags.dataDir,
@@ -67,16 +80,19 @@ export function registerNodeCommand(program: Command): void {
         enginePath: flags.engine,
       }).catch((error: Error) => {
         process.stderr.write(`aeromap node: ${error.message}\n`);
-        process.exit(1);
+        process.exit(error instanceof FolderInUseError ? FOLDER_IN_USE_EXIT_CODE : 1);
       });
       console.log(`Aeromap processing node listening on http://${flags.host}:${node.port} (data: ${flags.dataDir})`);
       if (!flags.token && !['127.0.0.1', '::1', 'localhost'].includes(flags.host)) {
         console.warn(`Warning: without --token, anyone who reaches ${flags.host}:${node.port} can submit and remove tasks`);
       }
-      const stop = (): void => {
-        void node.close().then(() => process.exit(0));
+      let stopping: Promise<void> | undefined;
+      stop = (): void => {
+        stopping ??= node.close().then(() => process.exit(0));
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      if (parentGone) stop();
+      else process.send?.({ listening: node.port } satisfies NodeReady);
     });
 }

@@ -13,6 +13,9 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The folder is held by a node that is still running. */
+export class FolderInUseError extends Error {}
+
 /** Takes the data folder's lock; answers the function that releases it. */
 export function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'node.lock');
@@ -25,7 +28,7 @@ export function lockDataDir(dataDir: string): () => void {
     }
     const owner = Number(readFileSync(file, 'utf8').trim());
     if (Number.isInteger(owner) && owner > 0 && alive(owner)) {
-      throw new Error(`Another processing node (process ${owner}) uses ${dataDir}; give this one its own --data-dir`);
+      throw new FolderInUseError(`Another processing node (process ${owner}) uses ${dataDir}; give this one its own --data-dir`);
     }
     rmSync(file, { force: true });
   }

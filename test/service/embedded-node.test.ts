@@ -1,9 +1,26 @@
-// The node that `aeromap serve` embeds: a real processing node running the real engine, reached by the service
-// over the NodeODM API like any other node.
+// The node that `aeromap serve` embeds: a real processing node running the real engine in a process of its own,
+// reached by the service over the NodeODM API like any other node.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
-import { type TestService, startService } from './helpers.ts';
+import { ADMIN, type TestService, startService } from './helpers.ts';
+import { FAKE_ENGINE, REPO } from './taskhelpers.ts';
+
+const lockOwner = (dataDir: string): number | undefined => {
+  const file = path.join(dataDir, 'node.lock');
+  return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
+};
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 describe('embedded processing node', () => {
   let t: TestService;
@@ -54,4 +71,38 @@ describe('embedded processing node', () => {
     const after = (await t.admin.get(`/api/processingnodes/${first.id}/`)).body;
     expect(after.token).not.toBe(before.token);
   });
+
+  it('runs in a process of its own, started again when it dies', { timeout: 60_000 }, async () => {
+    const { node, id } = await start();
+    const dataDir = path.join(t.dataDir, `node-${nodes.length - 1}`);
+    const first = node.pid!;
+    expect(first).not.toBe(process.pid);
+    expect(lockOwner(dataDir)).toBe(first);
+    const { token } = (await t.admin.get(`/api/processingnodes/${id}/`)).body;
+    const killedAt = new Date().toISOString();
+    process.kill(first, 'SIGKILL');
+    const answers = () => fetch(`${node.url}/info?token=${token}`).then((r) => r.ok, () => false);
+    await expect.poll(answers, { timeout: 30_000 }).toBe(true);
+    expect(node.pid).not.toBe(first);
+    expect(lockOwner(dataDir)).toBe(node.pid);
+    // Once it listens again, the service asks it for its state at once.
+    const refreshed = async () => (await t.admin.get(`/api/processingnodes/${id}/`)).body.last_refreshed > killedAt;
+    await expect.poll(refreshed, { timeout: 10_000 }).toBe(true);
+  });
+
+  it('goes down with a service that is killed', async () => {
+    const dataDir = path.join(t.dataDir, 'killed-service');
+    const service = spawn(path.join(REPO, 'bin', 'aeromap'), ['serve'], {
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AEROMAP_ENGINE: FAKE_ENGINE,
+        AEROMAP_ADMIN_PASSWORD: ADMIN.password, PASSWORD_ITERATIONS: '1000', LOG_LEVEL: 'warn' },
+      stdio: 'ignore',
+    });
+    const nodeDir = path.join(dataDir, 'node');
+    await expect.poll(() => lockOwner(nodeDir), { timeout: 30_000 }).toBeGreaterThan(0);
+    const child = lockOwner(nodeDir)!;
+    expect(child).not.toBe(service.pid);
+    service.kill('SIGKILL');
+    await expect.poll(() => alive(child), { timeout: 20_000 }).toBe(false);
+    expect(lockOwner(nodeDir)).toBeUndefined();
+  }, 60_000);
 });
