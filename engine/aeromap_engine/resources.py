@@ -28,10 +28,28 @@ def cpu_limit(cgroup: Path = CGROUP) -> int:
 
 def available_memory(cgroup: Path = CGROUP) -> int:
     """Bytes this process may still allocate: the machine's available memory, or what is left under the
-    container's limit when that is smaller."""
+    container's limit or under the run's own limit (`AEROMAP_MEMORY_LIMIT`, a processing node's --max-memory)
+    when that is smaller."""
     available = psutil.virtual_memory().available
-    room = _cgroup_memory_room(cgroup)
-    return available if room is None else max(0, min(available, room))
+    for room in (_cgroup_memory_room(cgroup), _run_memory_room()):
+        if room is not None:
+            available = max(0, min(available, room))
+    return available
+
+
+def _run_memory_room() -> int | None:
+    """The run's memory limit less what this process and its children hold; None without one."""
+    limit = os.environ.get("AEROMAP_MEMORY_LIMIT", "")
+    if not limit.isdigit():
+        return None
+    process = psutil.Process()
+    held = process.memory_info().rss
+    for child in process.children(recursive=True):
+        try:
+            held += child.memory_info().rss
+        except psutil.NoSuchProcess:  # ended since it was listed
+            pass
+    return int(limit) - held
 
 
 def _read(path: Path) -> str | None:

@@ -54,3 +54,12 @@ def test_cgroup_v1_memory_limit(tmp_path: Path) -> None:
     write(tmp_path, "memory/memory.usage_in_bytes", str(2**29))
     write(tmp_path, "memory/memory.stat", "cache 99\ntotal_inactive_file 4096")
     assert available_memory(tmp_path) == min(psutil.virtual_memory().available, 2**29 + 4096)
+
+
+def test_a_processing_nodes_memory_limit_is_the_runs(tmp_path: Path, monkeypatch) -> None:
+    held = psutil.Process().memory_info().rss
+    monkeypatch.setenv("AEROMAP_MEMORY_LIMIT", str(held + 500 * 2**20))
+    room = available_memory(tmp_path / "none")
+    assert 400 * 2**20 < room < 600 * 2**20  # the limit less what this process holds
+    monkeypatch.setenv("AEROMAP_MEMORY_LIMIT", "")
+    assert available_memory(tmp_path / "none") > room

@@ -18,6 +18,12 @@ function minutes(value: string): number {
   return n;
 }
 
+function gigabytes(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('Not a number of gigabytes > 0.');
+  return n;
+}
+
 interface NodeFlags {
   port: number;
   host: string;
@@ -31,6 +37,7 @@ interface NodeFlags {
   corsOrigin?: string[];
   minFreeDisk: number;
   maxRuntime?: number;
+  maxMemory?: number;
   engine?: string;
 }
 
@@ -47,6 +54,7 @@ export function registerNodeCommand(program: Command): void {
     .option('--cleanup-after <minutes>', 'remove finished tasks this long after they end (0: never)', minutes, 2880)
     .option('--webhook <url>', 'URL to POST every finished task to')
     .option('--max-runtime <minutes>', 'stop and fail a task whose engine runs longer (default: no limit)', minutes)
+    .option('--max-memory <GB>', 'stop and fail a task whose engine holds more memory (default: no limit)', gigabytes)
     .option('--min-free-disk <GB>', 'disk space kept free: uploads and unpacking stop short of it', Number, 1)
     .option('--cors-origin <origin...>', 'web applications (e.g. https://maps.example.org) whose browser requests are accepted')
     .option('--allow-private-urls', 'let zipurl and webhooks reach loopback and private networks (default: public addresses only)')
@@ -77,6 +85,7 @@ export function registerNodeCommand(program: Command): void {
         corsOrigins: flags.corsOrigin,
         minFreeBytes: Math.max(0, flags.minFreeDisk) * 2 ** 30,
         maxRuntimeMs: flags.maxRuntime ? flags.maxRuntime * 60_000 : null,
+        maxMemoryBytes: flags.maxMemory ? flags.maxMemory * 2 ** 30 : null,
         enginePath: flags.engine,
       }).catch((error: Error) => {
         process.stderr.write(`aeromap node: ${error.message}\n`);

@@ -106,6 +106,13 @@ export function killProcessGroup(pid: number): void {
   }
 }
 
+export interface EngineLimits {
+  /** Whether the engine may reach loopback and private networks (the nodes that sm-cluster names). */
+  allowPrivateUrls: boolean;
+  /** The memory the run may hold (--max-memory), which the engine sizes its work by; null: the machine's. */
+  maxMemoryBytes: number | null;
+}
+
 /** Runs the engine on a task folder. It gets its own process group, so that a cancel reaches every process it
  * started and so that it outlives a crash of the node (which then stops it, see stopLeftoverEngine). Unless
  * private URLs are allowed, the engine is told to reach public addresses only: the processing nodes a task's
@@ -114,13 +121,18 @@ export function spawnEngine(
   enginePath: string,
   projectDir: string,
   optionsFile: string,
-  allowPrivateUrls: boolean,
+  limits: EngineLimits,
   callbacks: EngineCallbacks,
 ): EngineProcess {
   const child: ChildProcess = spawn(enginePath, ['run', projectDir, '--options', optionsFile], {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, PYTHONUNBUFFERED: '1', AEROMAP_PUBLIC_URLS_ONLY: allowPrivateUrls ? '' : '1' },
+    env: {
+      ...process.env,
+      PYTHONUNBUFFERED: '1',
+      AEROMAP_PUBLIC_URLS_ONLY: limits.allowPrivateUrls ? '' : '1',
+      AEROMAP_MEMORY_LIMIT: limits.maxMemoryBytes === null ? '' : String(limits.maxMemoryBytes),
+    },
   });
   let lastError: string | null = null;
   const onLine = (line: string): void => {

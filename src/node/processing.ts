@@ -6,6 +6,7 @@ import { DEFAULT_OUTPUTS, buildArchive } from './archive.ts';
 import type { ConsoleLog } from './console-log.ts';
 import { failureMessage, spawnEngine, type EngineExit } from './engine.ts';
 import type { DataLayout } from './layout.ts';
+import { groupResidentBytes } from './memory.ts';
 import { TaskStatus, type TaskRecord } from './model.ts';
 import { partialName } from '../files/safe-path.ts';
 import type { TaskStore } from './store.ts';
@@ -28,7 +29,14 @@ export interface ProcessingContext {
   onEnded(task: TaskRecord): void;
   /** An engine run that lasts longer is stopped and its task failed; null: no limit. */
   maxRuntimeMs: number | null;
+  /** An engine run whose processes hold more memory is stopped and its task failed; null: no limit. */
+  maxMemoryBytes: number | null;
 }
+
+/** How often a run's memory is read against --max-memory. */
+const MEMORY_CHECK_MS = 1000;
+
+type Overrun = 'runtime' | 'memory' | null;
 
 export class TaskProcessor {
   constructor(private readonly ctx: ProcessingContext) {}
@@ -53,9 +61,8 @@ export class TaskProcessor {
     })!;
     const { exit, overran } = await this.runEngine(task, signal);
     if (signal.aborted) return;
-    if (overran) {
-      const minutes = Math.round(((this.ctx.maxRuntimeMs ?? 0) / 60_000) * 100) / 100;
-      this.end(uuid, TaskStatus.FAILED, `The task ran longer than this node allows (${minutes} minutes, --max-runtime)`);
+    if (overran !== null) {
+      this.end(uuid, TaskStatus.FAILED, this.overrunMessage(overran));
       return;
     }
     const failure = failureMessage(exit);
@@ -73,7 +80,14 @@ export class TaskProcessor {
     if (!signal.aborted) this.end(uuid, TaskStatus.COMPLETED, null);
   }
 
-  private async runEngine(task: TaskRecord, signal: AbortSignal): Promise<{ exit: EngineExit; overran: boolean }> {
+  private overrunMessage(overran: NonNullable<Overrun>): string {
+    const round = (value: number) => Math.round(value * 100) / 100;
+    return overran === 'runtime'
+      ? `The task ran longer than this node allows (${round((this.ctx.maxRuntimeMs ?? 0) / 60_000)} minutes, --max-runtime)`
+      : `The task needed more memory than this node allows (${round((this.ctx.maxMemoryBytes ?? 0) / 2 ** 30)} GB, --max-memory)`;
+  }
+
+  private async runEngine(task: TaskRecord, signal: AbortSignal): Promise<{ exit: EngineExit; overran: Overrun }> {
     const { store, layout } = this.ctx;
     const log = this.ctx.consoleOf(task.uuid);
     const options = task.engineStarted ? task.options.filter((o) => !RERUN_OPTIONS.has(o.name)) : task.options;
@@ -82,7 +96,10 @@ export class TaskProcessor {
     await writeFile(optionsFile, JSON.stringify(options));
     let progress = task.progress;
     let started = task.engineStarted;
-    const engine = spawnEngine(this.ctx.enginePath, layout.taskDir(task.uuid), optionsFile, this.ctx.allowPrivateUrls, {
+    const engine = spawnEngine(this.ctx.enginePath, layout.taskDir(task.uuid), optionsFile, {
+      allowPrivateUrls: this.ctx.allowPrivateUrls,
+      maxMemoryBytes: this.ctx.maxMemoryBytes,
+    }, {
       onLine: (line) => log.append(line),
       onProgress: (percent) => {
         // Only ever forward: a resumed run reports its stages again from where it starts.
@@ -97,16 +114,23 @@ export class TaskProcessor {
     const stop = (): void => engine.kill();
     signal.addEventListener('abort', stop, { once: true });
     if (signal.aborted) stop();
-    let overran = false;
-    const limit = this.ctx.maxRuntimeMs;
-    const timer = limit === null ? undefined : setTimeout(() => {
-      overran = true;
+    let overran: Overrun = null;
+    const overrun = (why: NonNullable<Overrun>): void => {
+      overran ??= why;
       stop();
-    }, limit);
+    };
+    const { maxRuntimeMs, maxMemoryBytes } = this.ctx;
+    const timer = maxRuntimeMs === null ? undefined : setTimeout(() => overrun('runtime'), maxRuntimeMs);
+    const watch = maxMemoryBytes === null || engine.pid === undefined ? undefined : setInterval(() => {
+      void groupResidentBytes(engine.pid!).then((bytes) => {
+        if (bytes > maxMemoryBytes) overrun('memory');
+      });
+    }, MEMORY_CHECK_MS);
     try {
       return { exit: await engine.exited, overran };
     } finally {
       clearTimeout(timer);
+      clearInterval(watch);
       signal.removeEventListener('abort', stop);
       store.updateTask(task.uuid, { enginePid: null });
     }

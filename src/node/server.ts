@@ -10,6 +10,7 @@ import { defaultEnginePath, describeEngine } from './engine.ts';
 export { defaultEnginePath };
 import { DataLayout } from './layout.ts';
 import { lockDataDir } from './lock.ts';
+import { FORM_LIMITS } from './forms.ts';
 import { registerRoutes } from './routes.ts';
 import { TaskStore } from './store.ts';
 import { TaskManager } from './tasks.ts';
@@ -27,6 +28,8 @@ export interface NodeOptions {
   webhook?: string | null;
   /** An engine run that lasts longer is stopped and its task failed (default: no limit). */
   maxRuntimeMs?: number | null;
+  /** An engine run whose processes hold more memory is stopped and its task failed (default: no limit). */
+  maxMemoryBytes?: number | null;
   /** Space kept free on the data folder's disk (default 1 GiB): uploads and unpacking stop short of it. */
   minFreeBytes?: number;
   /** Web applications (origins) whose browser requests are accepted; by default none but the node's own. */
@@ -53,8 +56,6 @@ function sameHost(origin: string, host: string | undefined): boolean {
   }
 }
 
-// Big enough for any option value (a boundary polygon) sent as a field or a JSON body.
-const FIELD_LIMIT = 64 * 2 ** 20;
 
 export async function startNode(options: NodeOptions): Promise<RunningNode> {
   const log = options.log ?? ((message: string) => console.error(message));
@@ -72,12 +73,13 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     allowPrivateUrls: options.allowPrivateUrls ?? false,
     minFreeBytes: options.minFreeBytes ?? 2 ** 30,
     maxRuntimeMs: options.maxRuntimeMs ?? null,
+    maxMemoryBytes: options.maxMemoryBytes ?? null,
   };
   const store = new TaskStore(layout.database);
   const tasks = new TaskManager(layout, store, engine, settings, log);
   // Closing drops open connections too: a client that left a download unread must not hold up a shutdown.
   const app = Fastify({
-    bodyLimit: FIELD_LIMIT,
+    bodyLimit: FORM_LIMITS.fieldBytes,
     forceCloseConnections: true,
     routerOptions: { ignoreTrailingSlash: true },
   });
@@ -93,9 +95,10 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
       return reply.code(403).send({ error: `Requests from ${origin} are not accepted; start the node with --cors-origin ${origin} to allow that web application` });
     });
     await app.register(cors, { origin: corsOrigins.length ? corsOrigins : false });
-    await app.register(formbody, { bodyLimit: FIELD_LIMIT });
+    await app.register(formbody, { bodyLimit: FORM_LIMITS.fieldBytes });
+    // A file's size is bounded by the disk's room as it is written (UploadArea.receive).
     await app.register(multipart, {
-      limits: { fieldSize: FIELD_LIMIT, fileSize: Infinity, files: Infinity, parts: Infinity },
+      limits: { fieldSize: FORM_LIMITS.fieldBytes, fields: FORM_LIMITS.fields, fileSize: Infinity, files: FORM_LIMITS.files, parts: FORM_LIMITS.parts },
     });
     registerRoutes(app, tasks, engine, settings);
     await app.listen({ port: options.port, host: options.host ?? '0.0.0.0' });

@@ -29,6 +29,7 @@ export interface TaskSettings {
   minFreeBytes: number;
   /** An engine run that lasts longer is stopped and its task failed; null: no limit. */
   maxRuntimeMs: number | null;
+  maxMemoryBytes: number | null;
 }
 
 export interface NodeError {
@@ -61,6 +62,7 @@ export class TaskManager {
   ) {
     this.uploads = new UploadArea(layout, { allowPrivate: settings.allowPrivateUrls }, {
       minFreeBytes: settings.minFreeBytes,
+      maxImages: settings.maxImages,
       // Images and their companions: room for every image a node takes, and for no flood of tiny entries.
       maxZipEntries: settings.maxImages === null ? 1_000_000 : 4 * settings.maxImages + 1000,
     });
@@ -72,6 +74,7 @@ export class TaskManager {
       consoleOf: (uuid) => this.consoleOf(uuid),
       onEnded: (task) => this.notify(task),
       maxRuntimeMs: settings.maxRuntimeMs,
+      maxMemoryBytes: settings.maxMemoryBytes,
     });
     this.queue = new TaskQueue(store, settings.parallelTasks, (uuid, signal) => processor.run(uuid, signal));
   }

@@ -31,6 +31,8 @@ export interface UploadLimits {
   minFreeBytes: number;
   /** Most entries a zip of images may hold. */
   maxZipEntries: number;
+  /** Most images a task may have (--max-images), refused as they arrive; null: no limit. */
+  maxImages: number | null;
 }
 
 export class UploadArea {
@@ -46,10 +48,16 @@ export class UploadArea {
     return disk.bavail * disk.bsize - this.limits.minFreeBytes;
   }
 
-  private async requireRoom(): Promise<void> {
-    if ((await this.room()) <= 0) {
-      throw new Error(`The node's disk is nearly full (it keeps ${Math.round(this.limits.minFreeBytes / 2 ** 20)} MB free); try again later or on another node`);
-    }
+  private diskFull(): Error {
+    return new Error(`The node's disk is nearly full (it keeps ${Math.round(this.limits.minFreeBytes / 2 ** 20)} MB free); try again later or on another node`);
+  }
+
+  /** Refuses an image beyond --max-images before it is stored (those in zips are counted when they unpack). */
+  private async requireImageRoom(uuid: string, fileName: string): Promise<void> {
+    const max = this.limits.maxImages;
+    if (max === null || ANCILLARY.test(fileName) || ZIP.test(fileName)) return;
+    const stored = (await readdir(this.filesDir(uuid))).filter((n) => !ANCILLARY.test(n) && !ZIP.test(n)).length;
+    if (stored >= max) throw new Error(`More than ${max} images uploaded, but this node can only process up to ${max}.`);
   }
 
   private filesDir(uuid: string): string {
@@ -63,12 +71,23 @@ export class UploadArea {
     await mkdir(this.filesDir(uuid));
   }
 
-  /** Stores one uploaded file under the client's file name, made safe and unique. */
+  /** Stores one uploaded file under the client's file name, made safe and unique; a file that would take the disk
+   * into its reserve is stopped as it comes. */
   async receive(uuid: string, fileName: string, content: NodeJS.ReadableStream): Promise<void> {
-    await this.requireRoom();
+    await this.requireImageRoom(uuid, fileName);
+    const room = await this.room();
+    if (room <= 0) throw this.diskFull();
     const tmp = partialName(this.layout.uploadDir(uuid));
+    const full = () => this.diskFull();
+    let written = 0;
     try {
-      await pipeline(content, fs.createWriteStream(tmp));
+      await pipeline(content, async function* (chunks: AsyncIterable<string | Buffer>) {
+        for await (const chunk of chunks) {
+          written += chunk.length;
+          if (written > room) throw full();
+          yield chunk;
+        }
+      }, fs.createWriteStream(tmp));
       const dir = this.filesDir(uuid);
       fs.renameSync(tmp, path.join(dir, freeName(dir, safeFileName(fileName))));
     } finally {

@@ -62,7 +62,7 @@ async function runLocally(enginePath: string, project: string, options: OptionPa
   const optionsFile = path.join(tmpdir(), `aeromap-process-${process.pid}.json`);
   await writeFile(optionsFile, JSON.stringify(options));
   // The user at this machine chose the options: sm-cluster may name a node on their own network.
-  const engine = spawnEngine(enginePath, project, optionsFile, true, {
+  const engine = spawnEngine(enginePath, project, optionsFile, { allowPrivateUrls: true, maxMemoryBytes: null }, {
     onLine: (line) => display.log(line),
     onProgress: (percent, stage) => display.progress(stage, percent),
   });

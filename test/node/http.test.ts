@@ -177,3 +177,73 @@ describe('a node with a time limit', () => {
     }
   });
 });
+
+describe('a node with a memory limit', () => {
+  it('stops an engine whose processes hold more and fails its task with the reason', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-memory-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, maxMemoryBytes: 200 * 2 ** 20 });
+    const base = `http://127.0.0.1:${node.port}`;
+    try {
+      const { uuid } = await json<{ uuid: string }>(`${base}/task/new`, {
+        method: 'POST',
+        body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, { options: '[{"name": "fake-seconds", "value": 30}, {"name": "fake-memory-mb", "value": 400}]' }),
+      });
+      const info = await waitFor(base, uuid, [30, 40]);
+      expect(info.status).toMatchObject({ code: 30, errorMessage: 'The task needed more memory than this node allows (0.2 GB, --max-memory)' });
+      // The engine is told its share, to size its work by.
+      expect(fs.readFileSync(path.join(dataDir, 'tasks', uuid, 'fake', 'memory_limit'), 'utf8')).toBe(String(200 * 2 ** 20));
+    } finally {
+      await node.close();
+    }
+  });
+});
+
+describe('bounded uploads', () => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-bounds-'));
+  let node: RunningNode;
+  let base: string;
+  beforeAll(async () => {
+    node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, maxImages: 2 });
+    base = `http://127.0.0.1:${node.port}`;
+  });
+  afterAll(async () => node.close());
+
+  it('refuses images beyond --max-images as they arrive, before any task exists', async () => {
+    const answer = await json<{ error?: string }>(`${base}/task/new`, { method: 'POST', body: form({ 'a.jpg': 'a', 'b.jpg': 'b', 'c.jpg': 'c', 'gcp_list.txt': 'x' }, {}) });
+    expect(answer.error).toBe('More than 2 images uploaded, but this node can only process up to 2.');
+    const { uuid } = await json<{ uuid: string }>(`${base}/task/new/init`, { method: 'POST', body: form({}, {}) });
+    expect(await json(`${base}/task/new/upload/${uuid}`, { method: 'POST', body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, {}) })).toEqual({ success: true });
+    const third = await json<{ error?: string }>(`${base}/task/new/upload/${uuid}`, { method: 'POST', body: form({ 'c.jpg': 'c' }, {}) });
+    expect(third.error).toMatch(/^More than 2 images/);
+    expect(fs.readdirSync(path.join(dataDir, 'uploads', uuid, 'files')).sort()).toEqual(['a.jpg', 'b.jpg']);
+    expect(await json(`${base}/task/list`)).toEqual([]);
+  });
+
+  it('refuses a field too long to hold in memory, and too many fields', async () => {
+    const long = await json<{ error?: string }>(`${base}/task/new`, { method: 'POST', body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, { options: 'x'.repeat(5 * 2 ** 20) }) });
+    expect(long.error).toBe('The field options is longer than 4 MB');
+    const fields = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`f${i}`, 'v']));
+    const many = await json<{ error?: string }>(`${base}/task/new`, { method: 'POST', body: form({ 'a.jpg': 'a' }, fields) });
+    expect(many.error).toBe('More than 200 fields in one request');
+    expect(await json(`${base}/task/list`)).toEqual([]);
+  });
+
+  it('stops a file that would take the disk into its reserve as it comes, and keeps nothing of it', async () => {
+    const small = fs.mkdtempSync(path.join(os.tmpdir(), 'node-room-'));
+    const free = fs.statfsSync(small);
+    // Room for 1 MB above the reserve, for a 64 MB upload.
+    const reserve = free.bavail * free.bsize - 2 ** 20;
+    const tight = await startNode({ dataDir: small, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, minFreeBytes: reserve });
+    try {
+      const body = new FormData();
+      body.append('images', new Blob([new Uint8Array(64 * 2 ** 20)]), 'big.jpg');
+      body.append('images', new Blob(['b']), 'b.jpg');
+      const answer = await json<{ error?: string }>(`http://127.0.0.1:${tight.port}/task/new`, { method: 'POST', body });
+      expect(answer.error).toMatch(/disk is nearly full/);
+      const left = fs.readdirSync(path.join(small, 'uploads'));
+      expect(left).toEqual([]);
+    } finally {
+      await tight.close();
+    }
+  });
+});

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,6 +38,8 @@ OPTIONS = [
     {"name": "fake-exit", "type": "int", "value": "0", "domain": "integer", "help": "Fail with this exit code."},
     {"name": "fake-output-mb", "type": "int", "value": "0", "domain": "positive integer",
      "help": "Size of the orthophoto in MB (0: a small file)."},
+    {"name": "fake-memory-mb", "type": "int", "value": "0", "domain": "positive integer",
+     "help": "Memory a worker process holds while the stages run."},
 ]
 
 
@@ -76,6 +79,11 @@ def run(project: Path, options_file: Path) -> int:
     fake.mkdir(exist_ok=True)
     (fake / "options.json").write_text(json.dumps(pairs))
     (fake / "pid").write_text(str(os.getpid()))
+    (fake / "memory_limit").write_text(os.environ.get("AEROMAP_MEMORY_LIMIT", ""))
+    memory_mb = int(opts.get("fake-memory-mb", 0))
+    if memory_mb:
+        # A worker, as the engine's pools start them: its memory counts as the run's.
+        subprocess.Popen([sys.executable, "-c", f"import time; held = b'1' * {memory_mb * 2**20}; time.sleep(3600)"])
     print(f"[INFO] Fake engine on {project.name} with {len(pairs)} options", flush=True)
     print(f"[INFO] gcp_list.txt: {'present' if (project / 'gcp_list.txt').exists() else 'absent'}", flush=True)
     print(f"[INFO] geo.txt: {'present' if (project / 'geo.txt').exists() else 'absent'}", flush=True)
