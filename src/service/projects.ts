@@ -140,8 +140,9 @@ function definition(dataDir: string): ResourceDefinition<ProjectRow, ProjectItem
       if (ctx.user.superuser || project.owner_id === ctx.user.id) {
         await destroyProjects(ctx.db, dataDir, [project.id]);
       } else {
-        // As in WebODM: someone the project is shared with removes it from their own list only, so that
-        // a shared project cannot be destroyed by accident.
+        // As in WebODM: someone the project is shared with, holding "delete", removes it from their own list only,
+        // so that a shared project cannot be destroyed by accident.
+        await requireProjectPermission(ctx.db, ctx.user, project, 'delete');
         await revokeUser(ctx.db, project.id, ctx.user.id);
       }
     },

@@ -1,0 +1,248 @@
+// Every operation of /api/openapi.json called by six callers: anonymous, the owner of a project, another user, a
+// member of a group the project is shared with (view only), a staff user and a superuser. Each operation has a
+// rule (who may) and the status its success answers; a caller the rule refuses gets 403 when it may know that the
+// object exists (or for admin-only routes) and 404 when it may not. An operation added to the API without a row
+// here fails the test.
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BACKENDS, type Client, type Reply, type TestService, startService } from './helpers.ts';
+import { ENGINE_PYTHON, TaskStatus, finished, imageForm, makeJpegs, postForm, python, waitForTask } from './taskhelpers.ts';
+
+const ROLES = ['anonymous', 'owner', 'other', 'member', 'staff', 'superuser'] as const;
+type Role = (typeof ROLES)[number];
+
+/** open: anyone; user: any signed-in user; admin: staff and superusers; view, change, delete: that permission on
+ * the project; own: the owner of a preset, who alone sees it. */
+type Rule = 'open' | 'user' | 'admin' | 'view' | 'change' | 'delete' | 'own';
+
+const REFUSED: Record<Rule, Partial<Record<Role, number>>> = {
+  open: {},
+  user: { anonymous: 403 },
+  admin: { anonymous: 403, owner: 403, other: 403, member: 403 },
+  view: { anonymous: 403, other: 404, staff: 404 },
+  change: { anonymous: 403, other: 404, staff: 404, member: 403 },
+  delete: { anonymous: 403, other: 404, staff: 404, member: 403 },
+  own: { anonymous: 403, other: 404, member: 404, staff: 404, superuser: 404 },
+};
+
+interface Fixtures {
+  project: number;
+  /** A new task of the shared project: partial, with two photographs uploaded by the owner. */
+  partialTask(): Promise<number>;
+  /** A new task waiting for a processing node (there is none), and one canceled. */
+  queuedTask(): Promise<number>;
+  canceledTask(): Promise<number>;
+  /** A completed task of the shared project, with an orthophoto and its tiles (imported once). */
+  completed: number;
+  tile: string;
+  newProject(): Promise<number>;
+  newPreset(): Promise<number>;
+  newNode(): Promise<number>;
+  newUser(): Promise<number>;
+  newGroup(): Promise<number>;
+  photo: string;
+}
+
+type Call = (client: Client, fx: Fixtures) => Promise<Reply>;
+interface Row {
+  rule: Rule;
+  ok: number;
+  call: Call;
+}
+
+const tasksOf = (fx: Fixtures) => `/api/projects/${fx.project}/tasks/`;
+const onNew = (task: 'partialTask' | 'queuedTask' | 'canceledTask', method: 'post' | 'patch' | 'put', suffix: string, body?: unknown): Call =>
+  async (client, fx) => client[method](`${tasksOf(fx)}${await fx[task]()}/${suffix}`, body);
+const onCompleted = (suffix: string): Call => (client, fx) => client.get(`${tasksOf(fx)}${fx.completed}/${suffix}`);
+
+const MATRIX: Record<string, Row> = {
+  'POST /api/token-auth/': { rule: 'open', ok: 400, call: (c) => c.post('/api/token-auth/', { username: 'nobody', password: 'wrong' }) },
+  'GET /api/health': { rule: 'open', ok: 200, call: (c) => c.get('/api/health') },
+
+  'GET /api/projects/': { rule: 'user', ok: 200, call: (c) => c.get('/api/projects/') },
+  'POST /api/projects/': { rule: 'user', ok: 201, call: (c) => c.post('/api/projects/', { name: 'New' }) },
+  'GET /api/projects/{id}/': { rule: 'view', ok: 200, call: (c, fx) => c.get(`/api/projects/${fx.project}/`) },
+  'PUT /api/projects/{id}/': { rule: 'change', ok: 200, call: (c, fx) => c.put(`/api/projects/${fx.project}/`, { name: 'Field', description: 'put' }) },
+  'PATCH /api/projects/{id}/': { rule: 'change', ok: 200, call: (c, fx) => c.patch(`/api/projects/${fx.project}/`, { description: 'patched' }) },
+  'DELETE /api/projects/{id}/': { rule: 'delete', ok: 204, call: async (c, fx) => c.delete(`/api/projects/${await fx.newProject()}/`) },
+  'GET /api/projects/{id}/permissions/': { rule: 'change', ok: 200, call: (c, fx) => c.get(`/api/projects/${fx.project}/permissions/`) },
+  'POST /api/projects/{id}/edit/': { rule: 'change', ok: 200, call: (c, fx) => c.post(`/api/projects/${fx.project}/edit/`, { description: 'edited' }) },
+
+  'GET /api/presets/': { rule: 'user', ok: 200, call: (c) => c.get('/api/presets/') },
+  'POST /api/presets/': { rule: 'user', ok: 201, call: (c) => c.post('/api/presets/', { name: 'Mine', options: [] }) },
+  'GET /api/presets/{id}/': { rule: 'own', ok: 200, call: async (c, fx) => c.get(`/api/presets/${await fx.newPreset()}/`) },
+  'PUT /api/presets/{id}/': { rule: 'own', ok: 200, call: async (c, fx) => c.put(`/api/presets/${await fx.newPreset()}/`, { name: 'Put' }) },
+  'PATCH /api/presets/{id}/': { rule: 'own', ok: 200, call: async (c, fx) => c.patch(`/api/presets/${await fx.newPreset()}/`, { name: 'Patched' }) },
+  'DELETE /api/presets/{id}/': { rule: 'own', ok: 204, call: async (c, fx) => c.delete(`/api/presets/${await fx.newPreset()}/`) },
+  'PATCH /presets/{id}/': { rule: 'own', ok: 200, call: async (c, fx) => c.patch(`/presets/${await fx.newPreset()}/`, { name: 'Patched' }) },
+
+  'GET /api/processingnodes/options/': { rule: 'user', ok: 200, call: (c) => c.get('/api/processingnodes/options/') },
+  'GET /api/processingnodes/': { rule: 'user', ok: 200, call: (c) => c.get('/api/processingnodes/') },
+  'GET /api/processingnodes/{id}/': { rule: 'user', ok: 200, call: async (c, fx) => c.get(`/api/processingnodes/${await fx.newNode()}/`) },
+  'POST /api/processingnodes/': { rule: 'admin', ok: 201, call: (c) => c.post('/api/processingnodes/', { hostname: 'node.example.org', port: 3000 }) },
+  'PUT /api/processingnodes/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.put(`/api/processingnodes/${await fx.newNode()}/`, { hostname: 'other.example.org', port: 3001 }) },
+  'PATCH /api/processingnodes/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.patch(`/api/processingnodes/${await fx.newNode()}/`, { port: 3002 }) },
+  'DELETE /api/processingnodes/{id}/': { rule: 'admin', ok: 204, call: async (c, fx) => c.delete(`/api/processingnodes/${await fx.newNode()}/`) },
+
+  'GET /api/admin/users/': { rule: 'admin', ok: 200, call: (c) => c.get('/api/admin/users/') },
+  'POST /api/admin/users/': { rule: 'admin', ok: 201, call: (c) => c.post('/api/admin/users/', { username: `u${Math.random().toString(36).slice(2, 10)}`, password: 'a-password' }) },
+  'GET /api/admin/users/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.get(`/api/admin/users/${await fx.newUser()}/`) },
+  'PUT /api/admin/users/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => {
+    const id = await fx.newUser();
+    return c.put(`/api/admin/users/${id}/`, { username: `put${id}`, password: 'another-password' });
+  } },
+  'PATCH /api/admin/users/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.patch(`/api/admin/users/${await fx.newUser()}/`, { first_name: 'Ada' }) },
+  'DELETE /api/admin/users/{id}/': { rule: 'admin', ok: 204, call: async (c, fx) => c.delete(`/api/admin/users/${await fx.newUser()}/`) },
+  'GET /api/admin/groups/': { rule: 'admin', ok: 200, call: (c) => c.get('/api/admin/groups/') },
+  'POST /api/admin/groups/': { rule: 'admin', ok: 201, call: (c) => c.post('/api/admin/groups/', { name: `g${Math.random().toString(36).slice(2, 10)}` }) },
+  'GET /api/admin/groups/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.get(`/api/admin/groups/${await fx.newGroup()}/`) },
+  'PUT /api/admin/groups/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => {
+    const id = await fx.newGroup();
+    return c.put(`/api/admin/groups/${id}/`, { name: `put${id}` });
+  } },
+  'PATCH /api/admin/groups/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => {
+    const id = await fx.newGroup();
+    return c.patch(`/api/admin/groups/${id}/`, { name: `patched${id}` });
+  } },
+  'DELETE /api/admin/groups/{id}/': { rule: 'admin', ok: 204, call: async (c, fx) => c.delete(`/api/admin/groups/${await fx.newGroup()}/`) },
+
+  'GET /api/projects/{project_id}/tasks/': { rule: 'view', ok: 200, call: (c, fx) => c.get(tasksOf(fx)) },
+  'POST /api/projects/{project_id}/tasks/': { rule: 'change', ok: 201, call: (c, fx) => c.post(tasksOf(fx), { partial: true, name: 'new' }) },
+  'GET /api/projects/{project_id}/tasks/{task_id}/': { rule: 'view', ok: 200, call: onCompleted('') },
+  'PATCH /api/projects/{project_id}/tasks/{task_id}/': { rule: 'change', ok: 200, call: onNew('partialTask', 'patch', '', { name: 'renamed' }) },
+  'PUT /api/projects/{project_id}/tasks/{task_id}/': { rule: 'change', ok: 200, call: onNew('partialTask', 'put', '', { name: 'replaced' }) },
+  'POST /api/projects/{project_id}/tasks/{task_id}/upload/': { rule: 'change', ok: 200, call: async (c, fx) =>
+    postForm(c, `${tasksOf(fx)}${await fx.partialTask()}/upload/`, await imageForm([fx.photo])) },
+  'POST /api/projects/{project_id}/tasks/{task_id}/commit/': { rule: 'change', ok: 200, call: onNew('partialTask', 'post', 'commit/') },
+  'POST /api/projects/{project_id}/tasks/{task_id}/cancel/': { rule: 'change', ok: 200, call: onNew('queuedTask', 'post', 'cancel/') },
+  'POST /api/projects/{project_id}/tasks/{task_id}/remove/': { rule: 'delete', ok: 200, call: onNew('partialTask', 'post', 'remove/') },
+  'POST /api/projects/{project_id}/tasks/{task_id}/restart/': { rule: 'change', ok: 200, call: onNew('canceledTask', 'post', 'restart/') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/output/': { rule: 'view', ok: 200, call: onCompleted('output/') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/download/{asset}': { rule: 'view', ok: 200, call: onCompleted('download/orthophoto.tif') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/assets/{*}': { rule: 'view', ok: 200, call: onCompleted('assets/odm_orthophoto/odm_orthophoto.tif') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles.json': { rule: 'view', ok: 200, call: onCompleted('orthophoto/tiles.json') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles/{z}/{x}/{y}': { rule: 'view', ok: 200, call: (c, fx) => onCompleted(`orthophoto/tiles/${fx.tile}.png`)(c, fx) },
+  'POST /api/projects/{project_id}/tasks/import': { rule: 'change', ok: 200, call: (c, fx) => postForm(c, `${tasksOf(fx)}import`, chunkForm()) },
+};
+
+/** The first of two Dropzone chunks of an import: accepted ({"uploaded": true}) without a task yet. */
+function chunkForm(): FormData {
+  const form = new FormData();
+  form.append('dzuuid', `c${Math.random().toString(36).slice(2)}`);
+  form.append('dzchunkindex', '0');
+  form.append('dztotalchunkcount', '2');
+  form.append('dzchunkbyteoffset', '0');
+  form.append('file', new Blob([Buffer.from('PK\x03\x04')]), 'all.zip');
+  return form;
+}
+
+/** An all.zip in ODM's layout with a small georeferenced orthophoto and its tile pyramid, made by the engine. */
+function orthophotoZip(dir: string): string {
+  python(
+    `import sys, subprocess, zipfile, numpy as np, rasterio
+from rasterio.transform import from_origin
+d, engine = sys.argv[1], sys.argv[2]
+tif, mbtiles = f"{d}/odm_orthophoto.tif", f"{d}/odm_orthophoto.mbtiles"
+rgba = np.full((4, 256, 256), 255, np.uint8); rgba[0] = np.arange(256, dtype=np.uint8)
+with rasterio.open(tif, "w", driver="GTiff", width=256, height=256, count=4, dtype="uint8", crs="EPSG:32615",
+                   transform=from_origin(576000, 4565000, 0.5, 0.5)) as out:
+    out.write(rgba)
+subprocess.run([engine, "tiles", tif, mbtiles], check=True, stdout=subprocess.DEVNULL)
+with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
+    z.write(tif, "odm_orthophoto/odm_orthophoto.tif")
+    z.write(mbtiles, "odm_orthophoto/odm_orthophoto.mbtiles")`,
+    dir,
+    path.join(path.dirname(ENGINE_PYTHON), 'aeromap-engine'),
+  );
+  return path.join(dir, 'all.zip');
+}
+
+/** A tile inside the layer: the one under the middle of its bounds at its lowest zoom. */
+function middleTile(layer: { bounds: number[]; minzoom: number }): string {
+  const [west, south, east, north] = layer.bounds;
+  const lon = (west + east) / 2;
+  const lat = ((south + north) / 2) * (Math.PI / 180);
+  const n = 2 ** layer.minzoom;
+  const x = Math.floor(((lon + 180) / 360) * n);
+  const y = Math.floor(((1 - Math.log(Math.tan(lat) + 1 / Math.cos(lat)) / Math.PI) / 2) * n);
+  return `${layer.minzoom}/${x}/${y}`;
+}
+
+describe.each(BACKENDS)('the permission matrix over the whole API (%s)', (backend) => {
+  let t: TestService;
+  let callers: Record<Role, Client>;
+  let fx: Fixtures;
+
+  beforeAll(async () => {
+    t = await startService(backend);
+    const work = path.join(t.dataDir, 'matrix');
+    await mkdir(work, { recursive: true });
+    const group = (await t.admin.post('/api/admin/groups/', { name: 'surveyors' })).body.id;
+    callers = {
+      anonymous: t.anonymous,
+      owner: (await t.createUser('owner')).client,
+      other: (await t.createUser('other')).client,
+      member: (await t.createUser('member', { groups: [group] })).client,
+      staff: (await t.createUser('staff', { is_staff: true })).client,
+      superuser: (await t.createUser('root', { is_superuser: true, is_staff: true })).client,
+    };
+    const { owner } = callers;
+    const shared = async () => {
+      const id = (await owner.post('/api/projects/', { name: 'Field' })).body.id as number;
+      await owner.post(`/api/projects/${id}/edit/`, { permissions: [{ groupname: 'surveyors', permissions: ['view'] }] });
+      return id;
+    };
+    const project = await shared();
+    const photos = await makeJpegs(path.join(work, 'photos'), 2);
+    const imported = await postForm(owner, `/api/projects/${project}/tasks/import`, await imageForm([orthophotoZip(work)], { name: 'done' }, 'file'));
+    const done = await waitForTask(owner, `/api/projects/${project}/tasks/${imported.body.id}/`, finished);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    const layer = (await owner.get(`/api/projects/${project}/tasks/${done.id}/orthophoto/tiles.json`)).body;
+    let counter = 0;
+    fx = {
+      project,
+      completed: done.id,
+      tile: middleTile(layer),
+      photo: photos[0],
+      async partialTask() {
+        const id = (await owner.post(`/api/projects/${project}/tasks/`, { partial: true, name: 'flight' })).body.id as number;
+        expect((await postForm(owner, `/api/projects/${project}/tasks/${id}/upload/`, await imageForm(photos))).status).toBe(200);
+        return id;
+      },
+      async queuedTask() {
+        const id = await this.partialTask();
+        expect((await owner.post(`/api/projects/${project}/tasks/${id}/commit/`)).status).toBe(200);
+        return id;
+      },
+      async canceledTask() {
+        const id = await this.queuedTask();
+        expect((await owner.post(`/api/projects/${project}/tasks/${id}/cancel/`)).status).toBe(200);
+        await waitForTask(owner, `/api/projects/${project}/tasks/${id}/`, finished);
+        return id;
+      },
+      newProject: shared,
+      newPreset: async () => (await owner.post('/api/presets/', { name: 'Owner preset' })).body.id,
+      newNode: async () => (await t.admin.post('/api/processingnodes/', { hostname: `n${++counter}.example.org`, port: 3000 })).body.id,
+      newUser: async () => (await t.admin.post('/api/admin/users/', { username: `target${++counter}`, password: 'a-password' })).body.id,
+      newGroup: async () => (await t.admin.post('/api/admin/groups/', { name: `team${++counter}` })).body.id,
+    };
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  it('has a row for every operation of the OpenAPI document', async () => {
+    const doc = (await t.anonymous.get('/api/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
+    const operations = Object.entries(doc.paths).flatMap(([route, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${route}`));
+    expect(operations.sort()).toEqual(Object.keys(MATRIX).sort());
+  });
+
+  it.each(Object.entries(MATRIX))('%s', async (operation, { rule, ok, call }) => {
+    const answers: Record<string, number> = {};
+    const expected: Record<string, number> = {};
+    for (const role of ROLES) {
+      answers[role] = (await call(callers[role], fx)).status;
+      expected[role] = REFUSED[rule][role] ?? ok;
+    }
+    expect(answers, `${operation} (${rule})`).toEqual(expected);
+  }, 60_000);
+});
