@@ -20,7 +20,7 @@ export async function startService(settings: Record<string, string>): Promise<Ru
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
+      const match = /Aeromap is listening on (http:\/\/\S+)/.exec(output);
       if (match) resolve(match[1]);
     });
     child.once('exit', (code) => reject(new Error(`aeromap serve exited with ${code}: ${output}`)));

@@ -51,8 +51,10 @@ function guardedLookup(hostname: string, options: { all?: boolean }, callback: L
   });
 }
 
-const guarded = new Agent({ connect: { lookup: guardedLookup as never } });
-const open = new Agent();
+// A peer that stops answering is given up on: 30 s for the headers, 60 s of silence inside a body.
+const STALL_LIMITS = { headersTimeout: 30_000, bodyTimeout: 60_000 };
+const guarded = new Agent({ ...STALL_LIMITS, connect: { lookup: guardedLookup as never } });
+const open = new Agent(STALL_LIMITS);
 
 function checkUrl(url: URL, policy: OutboundPolicy): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new OutboundError(`only http and https URLs are allowed (${url.protocol})`);

@@ -20,6 +20,8 @@ const SEED = /^seed\.zip$/i;
 const GEO_FILE = 'geo.txt';
 const GCP_FILE = 'gcp_list.txt';
 const NOT_GCP = /^(geo|image_groups)\.txt$/i;
+/** The whole download of a zipurl, from its request to its last byte (its size is bounded by the disk's room). */
+const ZIPURL_DEADLINE_MS = 60 * 60_000;
 
 export interface AssembledTask {
   dir: string;
@@ -106,7 +108,7 @@ export class UploadArea {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new Error(`Invalid zipurl: only http and https are supported (${url})`);
     }
-    const response = await outboundFetch(parsed, {}, this.outbound).catch((err: Error) => {
+    const response = await outboundFetch(parsed, { signal: AbortSignal.timeout(ZIPURL_DEADLINE_MS) }, this.outbound).catch((err: Error) => {
       const reason = (err.cause as Error | undefined)?.message ?? err.message;
       throw new Error(`Cannot download ${url}: ${reason}${refusal(err) ? ' (start the node with --allow-private-urls to allow it)' : ''}`);
     });

@@ -1,5 +1,6 @@
 // The service's app factory: opens and migrates the database, makes sure an admin exists, and assembles the
 // HTTP API. `aeromap serve` and the tests start the service through buildService.
+import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -90,6 +91,12 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
 
   const app: App = Fastify({
     logger: { level: config.logLevel, serializers: { req: requestForLog } },
+    // Every log line of a request carries its id (reqId), which the answer's X-Request-Id gives back; a proxy's id
+    // of a sane shape is kept, so that one request is followed from the load balancer to the logs.
+    genReqId: (raw) => {
+      const given = raw.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
     bodyLimit: config.bodyLimitBytes,
     // A path parameter of any length reaches its route, which answers 400 or 404 as documented (the router's own
     // limit of 100 characters answers an undocumented 414).
@@ -131,6 +138,9 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
 
   const tiles = new TileService(enginePath);
 
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
   installErrorHandling(app);
   const finishMethodRoutes = methodNotAllowedRoutes(app);
   await app.register(formbody);

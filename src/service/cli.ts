@@ -53,7 +53,7 @@ async function serve(): Promise<void> {
 
 async function startEmbedded(settings: NonNullable<ServiceConfig['embeddedNode']>, service: Service) {
   const { startEmbeddedNode } = await import('./embedded-node.ts');
-  const log = (message: string) => service.app.log.info(message);
+  const log = (message: string) => service.app.log.info(`embedded node: ${message}`);
   const started = await startEmbeddedNode(settings, service.db, service.refresher, log).catch(async (error: Error) => {
     process.stderr.write(`aeromap: cannot start the embedded processing node: ${error.message}\n`);
     await service.close();

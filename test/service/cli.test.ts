@@ -43,7 +43,7 @@ async function serve(env: Record<string, string>): Promise<{ url: string; output
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
+      const match = /Aeromap is listening on (http:\/\/\S+)/.exec(output);
       if (match) resolve(match[1]);
     });
     child.stderr.on('data', (chunk: Buffer) => {
@@ -110,6 +110,17 @@ describe('aeromap serve on a fresh DATA_DIR', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(log).toContain('/api/projects/?jwt=[redacted]&page=1');
     expect(log).not.toContain(token);
+
+    // Each request's lines carry its id, which the answer gives back; a proxy's id is kept, a malformed one replaced.
+    const mine = await fetch(`${url}/api/health`, { headers: { 'x-request-id': 'lb-4242' } });
+    expect(mine.headers.get('x-request-id')).toBe('lb-4242');
+    const bad = await fetch(`${url}/api/health`, { headers: { 'x-request-id': 'two words' } });
+    const id = bad.headers.get('x-request-id');
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const lines = log.split('\n').filter((line) => line.includes('"reqId":"lb-4242"'));
+    expect(lines.map((line) => JSON.parse(line).msg)).toEqual(['incoming request', 'request completed']);
+    expect(log).toContain(`"reqId":"${id}"`);
   });
 
   it('takes the first admin from AEROMAP_ADMIN_USERNAME and AEROMAP_ADMIN_PASSWORD', async () => {
