@@ -13,9 +13,10 @@ const CHECKS = 'not_a_server_error,status_code_conformance,response_schema_confo
 const MIN_REQUESTS = 1000; // per user and database: 2,000 per database
 
 async function fuzz(url: string, token: string, workDir: string): Promise<{ passed: boolean; generated: number; report: string }> {
-  // A fixed seed: every run sends the same requests, so that a failure is reproducible.
+  // A fixed seed: every run sends the same requests, so that a failure is reproducible. One worker: Hypothesis
+  // describing its strategies from two threads at once trips CPython 3.11's ast module now and then.
   const args = ['run', `${url}/api/openapi.json`, '--header', `Authorization: JWT ${token}`, '--checks', CHECKS,
-    '--max-examples', '12', '--seed', '1', '--no-color', '--request-timeout', '20', '--workers', '2',
+    '--max-examples', '12', '--seed', '1', '--no-color', '--request-timeout', '20', '--workers', '1',
     '--generation-database', 'none'];
   const { stdout, stderr, code } = await promisify(execFile)(st, args, { maxBuffer: 64 * 2 ** 20, cwd: workDir, env: { ...process.env, NO_COLOR: '1' } })
     .then((out) => ({ ...out, code: 0 }))

@@ -171,3 +171,20 @@ export async function startService(backend: Backend, overrides: Partial<ServiceC
 }
 
 export const ISO_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+/** The six callers of the permission tests: anonymous, a project's future owner, another user, a member of the
+ * group `surveyors` (created here), a staff user and a superuser. */
+export const ROLES = ['anonymous', 'owner', 'other', 'member', 'staff', 'superuser'] as const;
+export type Role = (typeof ROLES)[number];
+
+export async function createCallers(t: TestService): Promise<Record<Role, Client>> {
+  const group = (await t.admin.post('/api/admin/groups/', { name: 'surveyors' })).body.id;
+  return {
+    anonymous: t.anonymous,
+    owner: (await t.createUser('owner')).client,
+    other: (await t.createUser('other')).client,
+    member: (await t.createUser('member', { groups: [group] })).client,
+    staff: (await t.createUser('staff', { is_staff: true })).client,
+    superuser: (await t.createUser('root', { is_superuser: true, is_staff: true })).client,
+  };
+}

@@ -6,11 +6,9 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, type Client, type Reply, type TestService, startService } from './helpers.ts';
+import { BACKENDS, type Client, ROLES, type Reply, type Role, type TestService, createCallers, startService } from './helpers.ts';
 import { ENGINE_PYTHON, TaskStatus, finished, imageForm, makeJpegs, postForm, python, waitForTask } from './taskhelpers.ts';
 
-const ROLES = ['anonymous', 'owner', 'other', 'member', 'staff', 'superuser'] as const;
-type Role = (typeof ROLES)[number];
 
 /** open: anyone; user: any signed-in user; admin: staff and superusers; view, change, delete: that permission on
  * the project; own: the owner of a preset, who alone sees it. */
@@ -178,15 +176,7 @@ describe.each(BACKENDS)('the permission matrix over the whole API (%s)', (backen
     t = await startService(backend);
     const work = path.join(t.dataDir, 'matrix');
     await mkdir(work, { recursive: true });
-    const group = (await t.admin.post('/api/admin/groups/', { name: 'surveyors' })).body.id;
-    callers = {
-      anonymous: t.anonymous,
-      owner: (await t.createUser('owner')).client,
-      other: (await t.createUser('other')).client,
-      member: (await t.createUser('member', { groups: [group] })).client,
-      staff: (await t.createUser('staff', { is_staff: true })).client,
-      superuser: (await t.createUser('root', { is_superuser: true, is_staff: true })).client,
-    };
+    callers = await createCallers(t);
     const { owner } = callers;
     const shared = async () => {
       const id = (await owner.post('/api/projects/', { name: 'Field' })).body.id as number;

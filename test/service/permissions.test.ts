@@ -1,27 +1,18 @@
 // Who may do what with a project: anonymous, the owner, another user, a member of a group the project is
 // shared with, a staff user and a superuser.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BACKENDS, type Client, type TestService, startService } from './helpers.ts';
+import { BACKENDS, type Client, type Role, type TestService, createCallers, startService } from './helpers.ts';
 
 const ALL = ['add', 'change', 'delete', 'view'];
 
 describe.each(BACKENDS)('project permissions (%s)', (backend) => {
   let t: TestService;
-  let callers: Record<'anonymous' | 'owner' | 'other' | 'member' | 'staff' | 'superuser', Client>;
-  let groupId: number;
+  let callers: Record<Role, Client>;
   let projectId: number;
 
   beforeAll(async () => {
     t = await startService(backend);
-    groupId = (await t.admin.post('/api/admin/groups/', { name: 'surveyors' })).body.id;
-    callers = {
-      anonymous: t.anonymous,
-      owner: (await t.createUser('owner')).client,
-      other: (await t.createUser('other')).client,
-      member: (await t.createUser('member', { groups: [groupId] })).client,
-      staff: (await t.createUser('staff', { is_staff: true })).client,
-      superuser: (await t.createUser('root', { is_superuser: true, is_staff: true })).client,
-    };
+    callers = await createCallers(t);
   });
   afterAll(() => t?.close());
 
