@@ -9,13 +9,13 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-import psutil
 
 from .errors import OptionsError
 from .files import read_json, write_json
 from .log import emit_progress, log
 from .options import Option, Options, default_concurrency, resolve
 from .project import Project
+from .resources import resident_bytes
 from .stages import STAGE_NAMES, implemented_stages, split
 
 PIPELINE_OPTIONS = [
@@ -74,14 +74,7 @@ class PeakMemory:
         self._measure()
 
     def _measure(self) -> None:
-        proc = psutil.Process()
-        total = proc.memory_info().rss
-        for child in proc.children(recursive=True):
-            try:
-                total += child.memory_info().rss
-            except psutil.Error:
-                pass
-        self.peak_bytes = max(self.peak_bytes, total)
+        self.peak_bytes = max(self.peak_bytes, resident_bytes())
 
     def _sample(self) -> None:
         while not self._stop.wait(self._interval):

@@ -37,19 +37,22 @@ def available_memory(cgroup: Path = CGROUP) -> int:
     return available
 
 
+def resident_bytes() -> int:
+    """Resident memory of this process and all its children, now."""
+    process = psutil.Process()
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:  # ended since it was listed
+            pass
+    return total
+
+
 def _run_memory_room() -> int | None:
     """The run's memory limit less what this process and its children hold; None without one."""
     limit = os.environ.get("AEROMAP_MEMORY_LIMIT", "")
-    if not limit.isdigit():
-        return None
-    process = psutil.Process()
-    held = process.memory_info().rss
-    for child in process.children(recursive=True):
-        try:
-            held += child.memory_info().rss
-        except psutil.NoSuchProcess:  # ended since it was listed
-            pass
-    return int(limit) - held
+    return int(limit) - resident_bytes() if limit.isdigit() else None
 
 
 def _read(path: Path) -> str | None:

@@ -56,7 +56,6 @@ function sameHost(origin: string, host: string | undefined): boolean {
   }
 }
 
-
 export async function startNode(options: NodeOptions): Promise<RunningNode> {
   const log = options.log ?? ((message: string) => console.error(message));
   const dataDir = path.resolve(options.dataDir);

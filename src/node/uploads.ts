@@ -80,13 +80,13 @@ export class UploadArea {
     const room = await this.room();
     if (room <= 0) throw this.diskFull();
     const tmp = partialName(this.layout.uploadDir(uuid));
-    const full = () => this.diskFull();
+    const full = this.diskFull();
     let written = 0;
     try {
       await pipeline(content, async function* (chunks: AsyncIterable<string | Buffer>) {
         for await (const chunk of chunks) {
           written += chunk.length;
-          if (written > room) throw full();
+          if (written > room) throw full;
           yield chunk;
         }
       }, fs.createWriteStream(tmp));
