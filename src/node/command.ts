@@ -101,7 +101,9 @@ export function registerNodeCommand(program: Command): void {
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      // A parent killed just now may not have been noticed yet: the message then fails (EPIPE) rather than 'disconnect'
+      // firing first, and the node goes all the same.
       if (parentGone) stop();
-      else process.send?.({ listening: node.port } satisfies NodeReady);
+      else process.send?.({ listening: node.port } satisfies NodeReady, undefined, undefined, (error) => error && stop());
     });
 }
