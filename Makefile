@@ -6,18 +6,29 @@ PY := $(VENV)/bin/python
 NODE_STAMP := node_modules/.aeromap-installed
 ENGINE_STAMP := $(VENV)/.aeromap-installed
 BUILD_STAMP := dist/.built
+WEB_STAMP := dist/web/index.html
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: install build run test test-ts test-engine test-pyodm typecheck
 
 install: $(NODE_STAMP) $(ENGINE_STAMP)
 
-# bin/aeromap runs this JavaScript, compiled from src/, whenever it is newer than every source file.
-build: $(BUILD_STAMP)
+# bin/aeromap runs this JavaScript, compiled from src/, whenever it is newer than every source file; the service
+# serves the web application that Vite builds into dist/web.
+build: $(BUILD_STAMP) $(WEB_STAMP)
 
 $(BUILD_STAMP): $(NODE_STAMP) tsconfig.json tsconfig.build.json $(shell find src -name '*.ts')
-	rm -rf dist
+	find dist -mindepth 1 -maxdepth 1 ! -name web ! -name screenshots -exec rm -rf {} + 2>/dev/null || true
 	npx tsc -p tsconfig.build.json
 	touch $@
+
+$(WEB_STAMP): $(NODE_STAMP) $(shell find web -type f)
+	npx vite build --config web/vite.config.ts --logLevel warn
+
+# The web application's end-to-end tests drive Debian's Chromium.
+$(CHROMIUM):
+	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "The browser tests need Chromium: run 'sudo apt-get install chromium'" >&2; exit 1; fi
 
 $(NODE_STAMP): package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
@@ -34,8 +45,9 @@ run: install build
 
 typecheck: $(NODE_STAMP)
 	npx tsc --noEmit
+	npx tsc --noEmit -p web
 
-test-ts: install
+test-ts: install $(CHROMIUM)
 	npx vitest run
 
 test-engine: $(ENGINE_STAMP)

@@ -17,6 +17,7 @@ import { type FirstAdmin, ensureFirstAdmin } from './bootstrap.ts';
 import { installErrorHandling, methodNotAllowed } from './errors.ts';
 import { GroupSchema, groupRoutes } from './groups.ts';
 import { registerOpenApi } from './openapi.ts';
+import { registerWebApp, webAppBuilt } from './web.ts';
 import { ProcessingNodeSchema, processingNodeRoutes } from './processingnodes.ts';
 import { PresetSchema, presetRoutes } from './presets.ts';
 import { ProjectSchema, projectRoutes } from './projects.ts';
@@ -141,7 +142,8 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  installErrorHandling(app);
+  const pages = webAppBuilt();
+  installErrorHandling(app, pages);
   const finishMethodRoutes = methodNotAllowedRoutes(app);
   await app.register(formbody);
   for (const schema of [ErrorReply, ProjectSchema, PresetSchema, ProcessingNodeSchema, UserSchema, GroupSchema]) {
@@ -166,6 +168,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     });
   });
   finishMethodRoutes();
+  if (pages) await registerWebApp(app);
   await app.ready();
   if (config.nodeRefreshIntervalMs > 0) refresher.start();
   if (taskSettings.scheduler) scheduler.start();

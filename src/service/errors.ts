@@ -2,6 +2,7 @@
 // fixes: {"detail": "..."} for 403/404/405/413 and for validation that concerns no single field, and
 // {"field": ["message"]} for field errors. Anything else is a bug: logged, and answered 500.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
+import { isPageRequest, sendPage } from './web.ts';
 
 export type ErrorBody = Record<string, unknown>;
 
@@ -128,13 +129,16 @@ function describe(error: FastifyError, request: FastifyRequest): { status: numbe
   return { status: 500, body: { detail: 'A server error occurred.' } };
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+/** Error replies as WebODM gives them; with `pages`, a GET outside the API that matches no route is a page of the web application. */
+export function installErrorHandling(app: FastifyInstance, pages = false): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const { status, body } = describe(error, request);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     return reply.code(status).send(body);
   });
-  app.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not found.' }));
+  app.setNotFoundHandler((request, reply) =>
+    pages && isPageRequest(request) ? sendPage(reply) : reply.code(404).send({ detail: 'Not found.' }),
+  );
   // Strings with NUL would pass the schemas but fail in PostgreSQL; refuse them for both databases.
   app.addHook('preValidation', async (request) => {
     const field = findField(request.query, holdsNul) ?? findField(request.body, holdsNul);

@@ -1,0 +1,318 @@
+// The web application end to end, in a real Chromium, against the real service and the real engine: sign in,
+// create a project, upload Brighton Beach photographs (scaled down) through the chunked upload, watch the task
+// complete, see the orthophoto drawn on the map, measure a distance, see the point cloud in 3D, download an
+// asset, restart, cancel and remove a task, and the administration pages. Screenshots of every screen at desktop
+// and phone sizes go to dist/screenshots.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
+import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
+import { ADMIN, type TestService, startService } from '../service/helpers.ts';
+import { TaskStatus, brightonCopies, download, finished, python, waitForTask } from '../service/taskhelpers.ts';
+import { type ViewportName, accessibilityFailures, launchBrowser, openPage, screenshot } from './browser.ts';
+
+const PHOTOS = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG', 'DJI_0032.JPG'];
+
+/** Colour statistics of a region of a PNG: how many distinct colours, and how far from one flat colour. */
+async function pixelStats(png: Buffer) {
+  const { data, info } = await sharp(png).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const colours = new Set<number>();
+  let sum = 0;
+  let sumSq = 0;
+  for (let i = 0; i < data.length; i += 3) {
+    colours.add((data[i] >> 3) * 1024 + (data[i + 1] >> 3) * 32 + (data[i + 2] >> 3));
+    const grey = (data[i] + data[i + 1] + data[i + 2]) / 3;
+    sum += grey;
+    sumSq += grey * grey;
+  }
+  const n = info.width * info.height;
+  return { colours: colours.size, spread: Math.sqrt(sumSq / n - (sum / n) ** 2) };
+}
+
+/** Where the map draws a longitude and latitude, in the canvas's pixels. */
+function pixelOf(page: Page, lonLat: number[]): Promise<{ x: number; y: number }> {
+  return page.evaluate((p) => {
+    const pixel = (window as unknown as { __aeromapMap: { project(p: number[]): { x: number; y: number } } }).__aeromapMap.project(p);
+    return { x: pixel.x, y: pixel.y };
+  }, lonLat);
+}
+
+/** The DSM's height at a longitude and latitude, read with rasterio (the engine's own reader). */
+const SAMPLE_DSM = `
+import sys, rasterio
+from pyproj import Transformer
+with rasterio.open(sys.argv[1]) as dsm:
+    x, y = Transformer.from_crs("EPSG:4326", dsm.crs, always_xy=True).transform(float(sys.argv[2]), float(sys.argv[3]))
+    print(next(dsm.sample([(x, y)]))[0])
+`;
+
+/** Great-circle distance in metres (a sphere of the mean Earth radius is within 0.5 % of the ellipsoid). */
+function haversine([lon1, lat1]: number[], [lon2, lat2]: number[]): number {
+  const rad = Math.PI / 180;
+  const a = Math.sin(((lat2 - lat1) * rad) / 2) ** 2 + Math.cos(lat1 * rad) * Math.cos(lat2 * rad) * Math.sin(((lon2 - lon1) * rad) / 2) ** 2;
+  return 2 * 6_371_008.8 * Math.asin(Math.sqrt(a));
+}
+
+describe('web application in Chromium', () => {
+  let t: TestService;
+  let work: string;
+  let browser: Browser;
+  let token: string;
+  let projectId: number;
+  let taskId: number;
+  const errors: string[] = [];
+  const accessibility: string[] = [];
+  let checkedPages = 0;
+  const closers: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
+    t = await startService('sqlite');
+    work = await mkdtemp(path.join(tmpdir(), 'aeromap-web-'));
+    const embedded = await startEmbeddedNode({ port: 0, dataDir: path.join(work, 'node') }, t.service.db, t.service.refresher, () => {});
+    closers.push(() => embedded.node.close());
+    await t.service.refresher.refreshAll();
+    browser = await launchBrowser();
+    closers.push(() => browser.close());
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    await t?.close();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  /** A page at each size, signed in; the screenshot of each under `name`. */
+  async function eachViewport(url: string, name: string, ready: (page: Page) => Promise<void>) {
+    for (const viewport of ['desktop', 'phone'] as ViewportName[]) {
+      const { page, errors: pageErrors } = await openPage(browser, viewport, token);
+      await page.goto(`${t.url}${url}`);
+      await ready(page);
+      await screenshot(page, `${name}-${viewport}`);
+      if (viewport === 'desktop') {
+        accessibility.push(...(await accessibilityFailures(page)).map((failure) => `${url}: ${failure}`));
+        checkedPages++;
+      }
+      errors.push(...pageErrors);
+      await page.context().close();
+    }
+  }
+
+  it('signs in, creates a project, uploads photographs and follows the task to its end', async () => {
+    const { page, errors: pageErrors } = await openPage(browser, 'desktop');
+    await page.goto(`${t.url}/`);
+    await screenshot(page, 'sign-in-desktop');
+    await page.getByLabel('Username').fill(ADMIN.username);
+    await page.getByLabel('Password').fill('wrong password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/Unable to log in/);
+    await page.getByLabel('Password').fill(ADMIN.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Projects' }).waitFor();
+    token = (await page.evaluate(() => localStorage.getItem('aeromap.token')))!;
+    expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+
+    await page.getByRole('button', { name: 'New project' }).click();
+    await page.getByLabel('Name').fill('Brighton Beach');
+    await page.getByLabel('Description').fill('Shore survey, 6 photographs');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: 'Brighton Beach' }).waitFor();
+    projectId = (await t.admin.get('/api/projects/')).body.results[0].id;
+
+    const photos = await brightonCopies(path.join(work, 'photos'), PHOTOS, 1000);
+    await page.getByRole('button', { name: 'New task' }).click();
+    await page.getByTestId('file-input').setInputFiles(photos);
+    await expect.poll(() => page.getByTestId('file-count').textContent()).toMatch(/6\s*photographs/);
+    await expect.poll(() => page.locator('.thumbnails img').count()).toBe(6);
+    await page.getByLabel('Task name').fill('Shore');
+    await page.getByLabel('Preset').selectOption({ label: 'DSM + DTM' });
+    await page.getByText(/^Options \(/).click();
+    // At a quarter of the full size, "ultra" keeps enough features to tie the photographs together.
+    await page.getByLabel('feature-quality', { exact: true }).selectOption('ultra');
+    await screenshot(page, 'new-task-desktop');
+    await page.getByRole('button', { name: /Upload and process/ }).click();
+    await page.getByRole('link', { name: 'Shore' }).waitFor({ timeout: 60_000 });
+
+    const task = (await t.admin.get(`/api/projects/${projectId}/tasks/`)).body[0];
+    taskId = task.id;
+    expect(task.images_count).toBe(6);
+    expect(task.options).toEqual(expect.arrayContaining([{ name: 'dsm', value: true }, { name: 'dtm', value: true }, { name: 'feature-quality', value: 'ultra' }]));
+
+    await page.getByRole('link', { name: 'Shore' }).click();
+    await page.getByTestId('task-status').waitFor();
+    await expect.poll(() => page.getByTestId('console').textContent(), { timeout: 120_000 }).toMatch(/Running stage/);
+    await screenshot(page, 'task-running-desktop');
+    const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${taskId}/`, finished, 300_000);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    await expect.poll(() => page.getByTestId('task-status').textContent(), { timeout: 10_000 }).toBe('Completed');
+    await page.getByTestId('quality').waitFor();
+    expect(await page.getByTestId('quality').textContent()).toMatch(/Photographs placed\s*6 of 6/);
+    errors.push(...pageErrors);
+    await page.context().close();
+  }, 420_000);
+
+  it('shows every screen at desktop and phone sizes', async () => {
+    await eachViewport('/dashboard/', 'dashboard', (page) => page.getByRole('heading', { name: 'Brighton Beach' }).waitFor());
+    await eachViewport(`/project/${projectId}/task/${taskId}/`, 'task', (page) => page.getByTestId('quality').waitFor());
+    for (const section of ['users', 'groups', 'nodes', 'presets']) {
+      await eachViewport(`/admin/${section}/`, `admin-${section}`, (page) => page.getByTestId(`admin-${section}-table`).waitFor());
+    }
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('draws the orthophoto on the map and measures a distance of known length', async () => {
+    const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
+    await page.goto(`${t.url}/map/project/${projectId}/task/${taskId}/`);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 60_000 });
+    await screenshot(page, 'map-desktop');
+    // The orthophoto's pixels, not a blank canvas: a beach photographed from the air has many colours.
+    const box = (await page.locator('#map canvas').boundingBox())!;
+    const centre = await page.screenshot({ clip: { x: box.x + box.width / 2 - 100, y: box.y + box.height / 2 - 100, width: 200, height: 200 } });
+    const drawn = await pixelStats(centre);
+    expect(drawn.colours).toBeGreaterThan(200);
+    expect(drawn.spread).toBeGreaterThan(5);
+
+    // Two points 40 m apart near the middle of the task, clicked where the map draws them.
+    const extent = (await t.admin.get(`/api/projects/${projectId}/tasks/${taskId}/`)).body.extent as number[];
+    const mid = [(extent[0] + extent[2]) / 2, (extent[1] + extent[3]) / 2];
+    const a = [mid[0] - 0.00026, mid[1]];
+    const b = [mid[0] + 0.00026, mid[1]];
+    const known = haversine(a, b);
+    await page.getByRole('button', { name: 'Measure distance' }).click();
+    for (const point of [a, b]) await page.locator('#map canvas').click({ position: await pixelOf(page, point) });
+    await page.getByRole('button', { name: 'Finish' }).click();
+    const result = page.getByTestId('measure-result');
+    await expect.poll(() => result.getAttribute('data-kind')).toBe('distance');
+    const measured = Number(await result.getAttribute('data-value'));
+    // Clicks land on whole pixels: at this zoom a pixel is a few centimetres, far below 2 % of 40 m.
+    expect(Math.abs(measured - known) / known).toBeLessThan(0.02);
+    expect(await result.textContent()).toMatch(/^Distance: \d+(\.\d+)? m/);
+    await screenshot(page, 'map-distance-desktop');
+
+    // The height the map reads from the DSM in the browser is the DSM's own, read here with rasterio.
+    await page.getByRole('button', { name: 'Elevation at a point' }).click();
+    await page.locator('#map canvas').click({ position: await pixelOf(page, mid) });
+    await expect.poll(() => result.getAttribute('data-kind'), { timeout: 30_000 }).toBe('elevation');
+    const height = Number(await result.getAttribute('data-value'));
+    const dsm = path.join(work, 'dsm.tif');
+    await writeFile(dsm, (await download(t.admin, `/api/projects/${projectId}/tasks/${taskId}/download/dsm.tif`)).bytes);
+    const sampled = Number(python(SAMPLE_DSM, dsm, String(mid[0]), String(mid[1])));
+    expect(Math.abs(height - sampled)).toBeLessThan(0.3);
+    await page.getByLabel('Surface model (DSM)').check();
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 60_000 });
+    await screenshot(page, 'map-dsm-desktop');
+    errors.push(...pageErrors);
+    await page.context().close();
+    await eachViewport(`/map/project/${projectId}/task/${taskId}/`, 'map', (p) => p.locator('#map[data-idle="true"]').waitFor({ timeout: 60_000 }));
+    expect(errors).toEqual([]);
+  }, 180_000);
+
+  it('streams the point cloud into the 3D view, with the textured model', async () => {
+    await eachViewport(`/3d/project/${projectId}/task/${taskId}/`, '3d', async (page) => {
+      await expect.poll(async () => Number(await page.locator('#viewer3d').getAttribute('data-points')), { timeout: 60_000 }).toBeGreaterThan(10_000);
+      const canvas = await page.locator('#viewer3d canvas').screenshot();
+      expect((await pixelStats(canvas)).colours).toBeGreaterThan(100);
+    });
+    const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
+    await page.goto(`${t.url}/3d/project/${projectId}/task/${taskId}/`);
+    await page.getByLabel('Textured model').check();
+    await page.locator('#viewer3d[data-model-loaded="true"]').waitFor({ timeout: 120_000 });
+    await screenshot(page, '3d-model-desktop');
+    errors.push(...pageErrors);
+    await page.context().close();
+    expect(errors).toEqual([]);
+  }, 300_000);
+
+  it('downloads an asset, restarts, cancels and removes the task', async () => {
+    const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
+    await page.goto(`${t.url}/project/${projectId}/task/${taskId}/`);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Orthophoto (GeoTIFF)' }).click()]);
+    const tiff = await readFile((await download.path())!);
+    expect(tiff.subarray(0, 4).toString('latin1')).toMatch(/^(II\*\0|MM\0\*|II\+\0)/);
+    expect(tiff.length).toBeGreaterThan(100_000);
+
+    await page.getByLabel('Restart from stage').selectOption('opensfm');
+    await page.getByRole('button', { name: 'Restart' }).click();
+    await expect.poll(async () => (await t.admin.get(`/api/projects/${projectId}/tasks/${taskId}/`)).body.status, { timeout: 60_000 }).toBe(TaskStatus.RUNNING);
+    const restarted = (await t.admin.get(`/api/projects/${projectId}/tasks/${taskId}/`)).body;
+    expect(restarted.options).toEqual(expect.arrayContaining([{ name: 'rerun-from', value: 'opensfm' }]));
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel task' }).click();
+    await expect.poll(() => page.getByTestId('task-status').textContent(), { timeout: 60_000 }).toBe('Canceled');
+    await screenshot(page, 'task-canceled-desktop');
+
+    await page.getByRole('button', { name: 'Remove' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove task' }).click();
+    await page.getByRole('heading', { name: 'Projects' }).waitFor();
+    await expect.poll(async () => (await t.admin.get(`/api/projects/${projectId}/tasks/`)).body.length, { timeout: 30_000 }).toBe(0);
+    errors.push(...pageErrors);
+    await page.context().close();
+    expect(errors).toEqual([]);
+  }, 180_000);
+
+  it('keeps an upload going through dropped connections, and resumes it after a reload with only the missing files', async () => {
+    const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
+    const photos = PHOTOS.map((name) => path.join(work, 'photos', name));
+    let phase: 'first' | 'resumed' = 'first';
+    let dropped = 0;
+    const resent: string[] = [];
+    await page.route('**/upload/', async (route) => {
+      const name = /filename="([^"]+)"/.exec(route.request().postDataBuffer()?.toString('latin1') ?? '')?.[1];
+      if (phase === 'resumed') resent.push(name ?? '');
+      // One connection drops once; another never gets through until the page is reloaded.
+      else if (name === PHOTOS[0] && dropped++ === 0) return route.abort('connectionreset');
+      else if (name === PHOTOS[3]) return route.abort('connectionreset');
+      return route.continue();
+    });
+    await page.goto(`${t.url}/dashboard/`);
+    await page.getByRole('button', { name: 'New task' }).click();
+    await page.getByTestId('file-input').setInputFiles(photos);
+    await page.getByLabel('Task name').fill('Interrupted');
+    await page.getByRole('button', { name: /Upload and process/ }).click();
+    const sent = () => page.evaluate(() => {
+      const key = Object.keys(localStorage).find((k) => k.startsWith('aeromap.upload.'));
+      return key ? (JSON.parse(localStorage.getItem(key)!).done as string[]).length : -1;
+    });
+    await expect.poll(sent, { timeout: 60_000 }).toBe(5);
+    await expect.poll(() => page.getByText(/trying again/).count()).toBeGreaterThan(0);
+    await screenshot(page, 'upload-retrying-desktop');
+
+    phase = 'resumed';
+    await page.reload();
+    await page.getByText(/was interrupted \(5 of 6 files sent\)/).waitFor();
+    await page.getByRole('button', { name: 'Resume it' }).click();
+    await page.getByTestId('file-input').setInputFiles(photos);
+    await expect.poll(() => page.getByTestId('file-count').textContent()).toMatch(/5 already sent/);
+    await screenshot(page, 'upload-resume-desktop');
+    await page.getByRole('button', { name: 'Resume upload' }).click();
+    const tasks = async () => (await t.admin.get(`/api/projects/${projectId}/tasks/`)).body as { id: number; partial: boolean; images_count: number }[];
+    await expect.poll(async () => (await tasks())[0]?.partial, { timeout: 30_000 }).toBe(false);
+    const [task] = await tasks();
+    expect(task.images_count).toBe(6);
+    expect(dropped).toBeGreaterThan(1);
+    expect(resent).toEqual([PHOTOS[3]]);
+    await t.admin.post(`/api/projects/${projectId}/tasks/${task.id}/remove/`, {});
+    errors.push(...pageErrors);
+    await page.context().close();
+    expect(errors).toEqual([]);
+  }, 180_000);
+
+  it('meets the serious and critical accessibility rules on every screen (axe-core)', () => {
+    expect(checkedPages).toBeGreaterThanOrEqual(8);
+    expect(accessibility).toEqual([]);
+  });
+
+  it('brings the sign-in page back when the token has expired', async () => {
+    const [header, , signature] = token.split('.');
+    const claims = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString());
+    const expired = `${header}.${Buffer.from(JSON.stringify({ ...claims, exp: 1 })).toString('base64url')}.${signature}`;
+    const { page } = await openPage(browser, 'desktop', expired);
+    await page.goto(`${t.url}/dashboard/`);
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.context().close();
+  });
+});

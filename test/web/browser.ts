@@ -1,0 +1,52 @@
+// A real Chromium (Debian's package) driven by playwright-core, for the web application's end-to-end tests.
+// Pages that throw are failures: every page error is collected and checked by the tests.
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type Browser, type Page, chromium } from 'playwright-core';
+
+export const CHROMIUM = process.env.AEROMAP_CHROMIUM ?? '/usr/bin/chromium';
+/** Where the tests leave their screenshots, for people to look at. */
+export const SCREENSHOTS = fileURLToPath(new URL('../../dist/screenshots', import.meta.url));
+export const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+export type ViewportName = keyof typeof VIEWPORTS;
+
+export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`No Chromium at ${CHROMIUM}: \`make install\` installs Debian's chromium package`);
+  await mkdir(SCREENSHOTS, { recursive: true });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--disable-background-networking'],
+  });
+}
+
+/** A page that records its errors; signed in with `token` when given. */
+export async function openPage(browser: Browser, viewport: ViewportName, token?: string): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: VIEWPORTS[viewport], acceptDownloads: true });
+  if (token) await context.addInitScript((value) => localStorage.setItem('aeromap.token', value), token);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  return { page, errors };
+}
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: false });
+}
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/** The page's serious and critical accessibility failures by axe-core's rules (labels, contrast, roles...). */
+export async function accessibilityFailures(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
+  const violations = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: Document): Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+    return (await axe.run(document)).violations;
+  });
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.help}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`);
+}

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { boxIntersectsFrustum, distanceParts, distanceToBox, frustumPlanes, projectedSize } from '../../web/src/viewer3d/geometry.ts';
+import { pickPoint } from '../../web/src/viewer3d/pick.ts';
+import { dollyPosition, orbitPosition } from '../../web/src/viewer3d/orbit.ts';
+
+/** OpenGL perspective matrix, column-major, camera at the origin looking down -z. */
+function perspective(fovYDeg: number, aspect: number, near: number, far: number): number[] {
+  const f = 1 / Math.tan((fovYDeg * Math.PI) / 360);
+  return [f / aspect, 0, 0, 0, 0, f, 0, 0, 0, 0, (far + near) / (near - far), -1, 0, 0, (2 * far * near) / (near - far), 0];
+}
+const identity = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1];
+
+describe('frustum planes', () => {
+  it('of the identity matrix bound the clip cube', () => {
+    const planes = frustumPlanes(identity);
+    expect(planes).toHaveLength(6);
+    expect(planes[0]).toEqual([1, 0, 0, 1]); // x ≥ -1
+    expect(planes[1]).toEqual([-1, 0, 0, 1]); // x ≤ 1
+    expect(boxIntersectsFrustum(planes, { min: [-0.5, -0.5, -0.5], max: [0.5, 0.5, 0.5] })).toBe(true);
+    expect(boxIntersectsFrustum(planes, { min: [2, 0, 0], max: [3, 1, 1] })).toBe(false);
+    // Straddling a face counts as in view.
+    expect(boxIntersectsFrustum(planes, { min: [0.9, 0, 0], max: [3, 1, 1] })).toBe(true);
+  });
+
+  it('of a 90° perspective keep what is ahead and within 45° of the axis', () => {
+    const planes = frustumPlanes(perspective(90, 1, 1, 100));
+    const at = (x: number, y: number, z: number) => boxIntersectsFrustum(planes, { min: [x - 0.1, y - 0.1, z - 0.1], max: [x + 0.1, y + 0.1, z + 0.1] });
+    expect(at(0, 0, -10)).toBe(true);
+    expect(at(0, 0, 10)).toBe(false); // behind
+    expect(at(5, 0, -10)).toBe(true);
+    expect(at(20, 0, -10)).toBe(false); // beyond the 45° side plane
+    expect(at(0, 0, -150)).toBe(false); // beyond far
+    expect(at(0, 0, -0.5)).toBe(false); // before near
+  });
+});
+
+describe('distances', () => {
+  it('to a box is zero inside and Euclidean outside', () => {
+    const box = { min: [-1, -1, -1] as const, max: [1, 1, 1] as const };
+    expect(distanceToBox([0, 0.5, 0], box)).toBe(0);
+    expect(distanceToBox([3, 0, 0], box)).toBe(2);
+    expect(distanceToBox([2, 2, 2], box)).toBeCloseTo(Math.sqrt(3), 12);
+  });
+
+  it('projected size: 1 m at 10 m with a 90° view 800 px high covers 40 px', () => {
+    expect(projectedSize(1, 10, 90, 800)).toBeCloseTo(40, 9);
+    expect(projectedSize(1, 20, 90, 800)).toBeCloseTo(20, 9);
+  });
+
+  it('splits a 3D distance into horizontal and signed vertical parts', () => {
+    expect(distanceParts([0, 0, 0], [3, 4, 12])).toEqual({ distance: 13, horizontal: 5, vertical: 12 });
+    expect(distanceParts([1, 1, 5], [1, 1, 2]).vertical).toBe(-3);
+  });
+});
+
+describe('screen picking', () => {
+  it('finds the point under the pointer within the pixel tolerance', () => {
+    // With the identity matrix clip = position: (0,0) is the viewport centre, (0.5,0.5) is up-right.
+    const positions = new Float32Array([0.5, 0.5, 0, 0, 0, 0]);
+    expect(pickPoint(positions, 2, identity, 200, 100, 100, 50, 3)?.index).toBe(1);
+    expect(pickPoint(positions, 2, identity, 200, 100, 150, 25, 3)?.index).toBe(0);
+    expect(pickPoint(positions, 2, identity, 200, 100, 120, 50, 3)).toBeNull();
+  });
+
+  it('prefers the point nearest to the camera on the same ray', () => {
+    const positions = new Float32Array([0, 0, -10, 0, 0, -5, 0, 0, 5]);
+    const hit = pickPoint(positions, 3, perspective(90, 1, 1, 100), 100, 100, 50, 50, 2);
+    expect(hit?.index).toBe(1);
+    expect(hit?.depth).toBeCloseTo(5, 9);
+  });
+});
+
+describe('keyboard orbit', () => {
+  it('turns around the vertical axis through the target', () => {
+    const p = orbitPosition([11, 1, 1], [1, 1, 1], Math.PI / 2, 0);
+    expect(p[0]).toBeCloseTo(1, 9);
+    expect(p[1]).toBeCloseTo(11, 9);
+    expect(p[2]).toBeCloseTo(1, 9);
+  });
+
+  it('tilts without passing over the pole', () => {
+    const p = orbitPosition([0, -10, 0], [0, 0, 0], 0, -Math.PI);
+    expect(Math.hypot(...p)).toBeCloseTo(10, 9);
+    expect(p[2]).toBeGreaterThan(9.99);
+    expect(p[2]).toBeLessThan(10);
+  });
+
+  it('zooms along the line of sight, not through the target', () => {
+    expect(dollyPosition([10, 0, 0], [0, 0, 0], 0.5)).toEqual([5, 0, 0]);
+    expect(dollyPosition([1, 0, 0], [0, 0, 0], 0.01, 0.5)).toEqual([0.5, 0, 0]);
+  });
+});

@@ -1,0 +1,156 @@
+// The API client of the web application: every call goes through the public API with the JWT that
+// /api/token-auth/ issued, kept in localStorage so that a reload stays signed in.
+import { signal } from '@preact/signals';
+
+const TOKEN_KEY = 'aeromap.token';
+
+/** The signed-in user's token; null when signed out (the app then shows the sign-in page). */
+export const token = signal<string | null>(validToken(localStorage.getItem(TOKEN_KEY)));
+
+/** A token whose expiry has passed is dropped at once: the sign-in page, not a page of failed requests. */
+function validToken(value: string | null): string | null {
+  if (!value) return null;
+  const exp = tokenClaims(value)?.exp;
+  return typeof exp === 'number' && exp * 1000 <= Date.now() ? null : value;
+}
+
+export function tokenClaims(value: string): Record<string, unknown> | null {
+  try {
+    const payload = value.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(atob(payload)) as Record<string, unknown>;
+  } catch {
+    return null;
+  }
+}
+
+export function signIn(value: string): void {
+  localStorage.setItem(TOKEN_KEY, value);
+  token.value = value;
+}
+
+export function signOut(): void {
+  localStorage.removeItem(TOKEN_KEY);
+  token.value = null;
+}
+
+/** An error reply of the API, with the message a person can act on. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(describeError(status, body));
+  }
+}
+
+/** {"detail": "..."} or field errors {"field": ["message"]}, as one line. */
+export function describeError(status: number, body: unknown): string {
+  if (body && typeof body === 'object') {
+    const entries = Object.entries(body as Record<string, unknown>);
+    const detail = (body as { detail?: unknown }).detail;
+    if (typeof detail === 'string') return detail;
+    if (entries.length) {
+      return entries
+        .map(([field, value]) => `${field === 'non_field_errors' ? '' : `${field}: `}${Array.isArray(value) ? value.join(' ') : String(value)}`)
+        .join('; ');
+    }
+  }
+  return `The server answered ${status}`;
+}
+
+// The API answers 403 with these details when the token itself fails (WebODM's clients sign in again on them).
+const TOKEN_FAILURES = /^(Signature has expired|Invalid signature|Error decoding signature|Invalid payload|User account is disabled|Authentication credentials were not provided)/;
+
+/** Adds the token to a URL that a library loads by itself (tiles, downloads, the point cloud). */
+export function withToken(url: string): string {
+  if (!token.value) return url;
+  return `${url}${url.includes('?') ? '&' : '?'}jwt=${encodeURIComponent(token.value)}`;
+}
+
+export function authHeaders(): Record<string, string> {
+  return token.value ? { Authorization: `JWT ${token.value}` } : {};
+}
+
+/** Calls the API; JSON in and out (FormData and URLSearchParams bodies go as they are). */
+export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
+  const headers: Record<string, string> = { ...authHeaders(), Accept: 'application/json' };
+  let body: BodyInit | undefined;
+  if (init.body instanceof FormData || init.body instanceof URLSearchParams) body = init.body;
+  else if (init.body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(init.body);
+  }
+  const response = await fetch(path, { method: init.method ?? 'GET', headers, body, signal: init.signal });
+  const text = await response.text();
+  // The console comes as plain text; everything else as JSON.
+  const json = /json/.test(response.headers.get('content-type') ?? '');
+  const parsed: unknown = !text ? null : json || !response.ok ? safeJson(text) : text;
+  if (!response.ok) {
+    const detail = (parsed as { detail?: unknown } | null)?.detail;
+    if ((response.status === 401 || response.status === 403) && typeof detail === 'string' && TOKEN_FAILURES.test(detail)) signOut();
+    throw new ApiError(response.status, parsed);
+  }
+  return parsed as T;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { detail: text.slice(0, 200) };
+  }
+}
+
+/** Every page of a paginated list (WebODM's {count, next, results}) or a plain list. */
+export async function listAll<T>(path: string): Promise<T[]> {
+  const first = await api<T[] | { results: T[]; next: string | null }>(path);
+  if (Array.isArray(first)) return first;
+  const items = [...first.results];
+  let next = first.next;
+  while (next) {
+    const page: { results: T[]; next: string | null } = await api(new URL(next, location.href).pathname + new URL(next, location.href).search);
+    items.push(...page.results);
+    next = page.next;
+  }
+  return items;
+}
+
+/** The task as the API shows it. */
+export interface Task {
+  id: number;
+  project: number;
+  processing_node: number | null;
+  processing_node_name: string | null;
+  images_count: number;
+  can_rerun_from: string[];
+  available_assets: string[];
+  uuid: string;
+  name: string;
+  processing_time: number;
+  auto_processing_node: boolean;
+  status: number | null;
+  last_error: string | null;
+  options: { name: string; value: unknown }[];
+  created_at: string;
+  pending_action: number | null;
+  upload_progress: number;
+  resize_progress: number;
+  running_progress: number;
+  partial: boolean;
+  extent: number[] | null;
+  statistics: Record<string, unknown>;
+  size: number;
+}
+
+export interface Project {
+  id: number;
+  tasks: number[];
+  created_at: string;
+  name: string;
+  description: string;
+  permissions: string[];
+  owner?: number;
+  [key: string]: unknown;
+}
+
+export const taskPath = (projectId: number, taskId: number) => `/api/projects/${projectId}/tasks/${taskId}`;

@@ -1,0 +1,37 @@
+// The application's frame: sign-in when signed out, otherwise the header and the page of the address. The
+// paths are WebODM's where it has them (/dashboard/, /map/project/{pid}/task/{tid}/, /3d/project/{pid}/task/{tid}/),
+// so that links people already share keep working. Map and 3D code load only when opened.
+import { ErrorBoundary, LocationProvider, Route, Router, lazy } from 'preact-iso';
+import { token } from './api.ts';
+import { Header } from './components/header.tsx';
+import { Dashboard } from './pages/dashboard.tsx';
+import { NotFound } from './pages/not-found.tsx';
+import { SignIn } from './pages/sign-in.tsx';
+import { TaskPage } from './pages/task.tsx';
+
+const MapPage = lazy(() => import('./map/map-page.tsx'));
+const ModelPage = lazy(() => import('./viewer3d/model-page.tsx'));
+const AdminPage = lazy(() => import('./pages/admin.tsx'));
+
+export function App() {
+  if (!token.value) return <SignIn />;
+  return (
+    <LocationProvider>
+      <Header />
+      <main id="main">
+        <ErrorBoundary>
+          <Router>
+            <Route path="/" component={Dashboard} />
+            <Route path="/dashboard/" component={Dashboard} />
+            <Route path="/project/:pid/task/:tid/" component={TaskPage} />
+            <Route path="/map/project/:pid/" component={MapPage} />
+            <Route path="/map/project/:pid/task/:tid/" component={MapPage} />
+            <Route path="/3d/project/:pid/task/:tid/" component={ModelPage} />
+            <Route path="/admin/:section?/" component={AdminPage} />
+            <Route default component={NotFound} />
+          </Router>
+        </ErrorBoundary>
+      </main>
+    </LocationProvider>
+  );
+}

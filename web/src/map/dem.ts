@@ -1,0 +1,115 @@
+// Heights straight from the task's DSM GeoTIFF: geotiff.js reads only the header, then the tiles a query
+// needs, over HTTP Range requests; proj4 takes map coordinates to the raster's projected CRS.
+import { type GeoTIFFImage, fromUrl } from 'geotiff';
+import proj4 from 'proj4';
+import { epsgFromGeoKeys, proj4Definition } from './crs.ts';
+import type { LonLat } from './geodesy.ts';
+import { type Grid, type XY, bbox, isValid, pickLevel, windowFor } from './raster.ts';
+import { type VolumeResult, computeVolume } from './volume.ts';
+
+/** About 64 MB of float32: beyond this a volume window is read from an overview instead. */
+const MAX_WINDOW_PIXELS = 16_000_000;
+
+interface Level {
+  image: GeoTIFFImage;
+  originX: number;
+  originY: number;
+  res: number;
+  resY: number;
+  width: number;
+  height: number;
+}
+
+export interface Dem {
+  epsg: number;
+  nodata: number | null;
+  levels: Level[];
+  toCrs: (point: LonLat) => XY;
+}
+
+export interface DemVolume extends VolumeResult {
+  /** Pixel size used, in CRS units (metres), and that of the full-resolution image. */
+  res: number;
+  fullRes: number;
+  overview: boolean;
+}
+
+const opened = new Map<string, Promise<Dem>>();
+
+/** The DEM at the URL, opened once per page (its header and overview list are reused). */
+export function openDem(url: string): Promise<Dem> {
+  let dem = opened.get(url);
+  if (!dem) {
+    dem = loadDem(url);
+    dem.catch(() => opened.delete(url));
+    opened.set(url, dem);
+  }
+  return dem;
+}
+
+async function loadDem(url: string): Promise<Dem> {
+  const tiff = await fromUrl(url);
+  const first = await tiff.getImage(0);
+  const epsg = epsgFromGeoKeys(first.getGeoKeys() ?? {});
+  const definition = epsg === null ? null : proj4Definition(epsg);
+  if (epsg === null || definition === null) {
+    throw new Error(`The surface model is in a coordinate system this viewer cannot convert to (${epsg === null ? 'no EPSG code' : `EPSG:${epsg}`}).`);
+  }
+  const [originX, originY] = first.getOrigin();
+  const levels: Level[] = [];
+  const count = await tiff.getImageCount();
+  for (let index = 0; index < count; index++) {
+    const image = index === 0 ? first : await tiff.getImage(index);
+    // Internal masks are images too (NewSubfileType bit 4); only reduced-resolution copies are levels.
+    if (index > 0 && (Number(image.fileDirectory.getValue('NewSubfileType') ?? 0) & 4) !== 0) continue;
+    const [resX, resY] = image.getResolution(first);
+    levels.push({ image, originX, originY, res: Math.abs(resX), resY: Math.abs(resY), width: image.getWidth(), height: image.getHeight() });
+  }
+  levels.sort((p, q) => p.res - q.res);
+  const converter = proj4('EPSG:4326', definition);
+  return { epsg, nodata: first.getGDALNoData(), levels, toCrs: (point) => converter.forward(point) as XY };
+}
+
+async function readGrid(dem: Dem, level: Level, window: [number, number, number, number]): Promise<Grid> {
+  const [col0, row0, col1, row1] = window;
+  const bands = await level.image.readRasters({ window, samples: [0] });
+  const values = bands[0];
+  if (typeof values === 'number') throw new Error('The surface model returned no pixels.');
+  return {
+    values,
+    width: col1 - col0,
+    height: row1 - row0,
+    originX: level.originX + col0 * level.res,
+    originY: level.originY - row0 * level.resY,
+    resX: level.res,
+    resY: level.resY,
+    nodata: dem.nodata,
+  };
+}
+
+/** The height of the full-resolution pixel under the point; null outside the model or on nodata. */
+export async function elevationAt(dem: Dem, point: LonLat): Promise<number | null> {
+  const [x, y] = dem.toCrs(point);
+  const level = dem.levels[0];
+  const col = Math.floor((x - level.originX) / level.res);
+  const row = Math.floor((level.originY - y) / level.resY);
+  if (col < 0 || row < 0 || col >= level.width || row >= level.height) return null;
+  const grid = await readGrid(dem, level, [col, row, col + 1, row + 1]);
+  const value = grid.values[0];
+  return isValid(grid, value) ? value : null;
+}
+
+/** Fill, cut and net volume over the polygon (lon/lat ring), at full resolution unless the window is huge. */
+export async function volumeOver(dem: Dem, ring: LonLat[]): Promise<DemVolume> {
+  const crsRing = ring.map(dem.toCrs);
+  const [minX, minY, maxX, maxY] = bbox(crsRing);
+  const index = pickLevel(dem.levels, maxX - minX, maxY - minY, MAX_WINDOW_PIXELS);
+  const level = dem.levels[index];
+  // One pixel of margin so that the boundary's pixels are in the window.
+  const window = windowFor(level, [minX - level.res, minY - level.resY, maxX + level.res, maxY + level.resY]);
+  if (!window) throw new Error('The polygon is outside the surface model.');
+  const grid = await readGrid(dem, level, window);
+  const result = computeVolume(grid, crsRing);
+  if (result.pixels === 0) throw new Error('The surface model has no heights inside this polygon.');
+  return { ...result, res: level.res, fullRes: dem.levels[0].res, overview: index > 0 };
+}

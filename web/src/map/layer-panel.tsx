@@ -1,0 +1,132 @@
+// The list of layers per task: a visibility checkbox, opacity, and for elevation models the colour ramp,
+// hillshade and legend.
+import type { Task } from '../api.ts';
+import { LAYER_KINDS, type LayerKind, type LayerSettings, type TileJson, isElevation } from './layers.ts';
+import { RAMPS, legendTicks, rampByName, rampGradient } from './ramps.ts';
+
+export interface LayerEntry {
+  tilejson?: TileJson;
+  settings: LayerSettings;
+  error?: string;
+}
+
+export interface CameraEntry {
+  visible: boolean;
+  loaded: boolean;
+  error?: string;
+}
+
+export interface TaskLayers {
+  task: Task;
+  kinds: LayerKind[];
+}
+
+interface Props {
+  tasks: TaskLayers[];
+  layers: Record<string, LayerEntry>;
+  cameras: Record<number, CameraEntry>;
+  onLayer: (taskId: number, kind: LayerKind, change: Partial<LayerSettings>) => void;
+  onCameras: (taskId: number, visible: boolean) => void;
+}
+
+export const layerKey = (taskId: number, kind: LayerKind) => `${taskId}:${kind}`;
+
+export function LayerPanel({ tasks, layers, cameras, onLayer, onCameras }: Props) {
+  return (
+    <>
+      {tasks.map(({ task, kinds }) => (
+        <fieldset class="map-task" key={task.id}>
+          <legend>{task.name || `Task ${task.id}`}</legend>
+          {kinds.map((kind) => (
+            <LayerControl key={kind} task={task} kind={kind} entry={layers[layerKey(task.id, kind)]} onChange={(change) => onLayer(task.id, kind, change)} />
+          ))}
+          {cameras[task.id] && <CameraControl task={task} entry={cameras[task.id]} onChange={(visible) => onCameras(task.id, visible)} />}
+        </fieldset>
+      ))}
+    </>
+  );
+}
+
+function LayerControl({ task, kind, entry, onChange }: { task: Task; kind: LayerKind; entry?: LayerEntry; onChange: (change: Partial<LayerSettings>) => void }) {
+  const label = LAYER_KINDS.find((layer) => layer.kind === kind)!.label;
+  if (!entry) return null;
+  const id = `layer-${task.id}-${kind}`;
+  const { settings } = entry;
+  const ready = Boolean(entry.tilejson);
+  return (
+    <div class="map-layer">
+      <label class="map-check" for={id}>
+        <input id={id} type="checkbox" checked={settings.visible} disabled={!ready} onChange={(event) => onChange({ visible: event.currentTarget.checked })} />
+        <span id={`${id}-name`}>{label}</span>
+      </label>
+      {entry.error && <p class="error map-note" role="alert">{label}: {entry.error}</p>}
+      {!entry.error && !ready && <p class="muted map-note">Loading…</p>}
+      {ready && settings.visible && (
+        // The controls' names stay short ("Opacity"), so that the layer's name labels its checkbox alone (tests find
+        // it by that name); the layer's name describes them instead.
+        <div class="map-layer-settings">
+          <label class="map-range">
+            <span>Opacity</span>
+            <input
+              type="range"
+              min={0}
+              max={100}
+              value={Math.round(settings.opacity * 100)}
+              aria-describedby={`${id}-name`}
+              onInput={(event) => onChange({ opacity: Number(event.currentTarget.value) / 100 })}
+            />
+            <span class="map-range-value" aria-hidden="true">{Math.round(settings.opacity * 100)} %</span>
+          </label>
+          {isElevation(kind) && (
+            <>
+              <div class="row">
+                <label class="map-check">
+                  <span>Colours</span>
+                  <select value={settings.ramp} aria-describedby={`${id}-name`} onChange={(event) => onChange({ ramp: event.currentTarget.value })}>
+                    {RAMPS.map((ramp) => (
+                      <option key={ramp.name} value={ramp.name}>{ramp.label}</option>
+                    ))}
+                  </select>
+                </label>
+                <label class="map-check">
+                  <input type="checkbox" checked={settings.hillshade} aria-describedby={`${id}-name`} onChange={(event) => onChange({ hillshade: event.currentTarget.checked })} />
+                  Hillshade
+                </label>
+              </div>
+              {entry.tilejson?.value_range && <Legend ramp={settings.ramp} range={entry.tilejson.value_range} />}
+            </>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}
+
+function Legend({ ramp, range: [min, max] }: { ramp: string; range: [number, number] }) {
+  const definition = rampByName(ramp);
+  const ticks = legendTicks(min, max, 5);
+  return (
+    <figure class="map-legend" data-testid="legend">
+      <div class="map-legend-bar" style={{ background: rampGradient(definition) }} role="img" aria-label={`${definition.label} colour ramp from ${min.toFixed(1)} m to ${max.toFixed(1)} m`} />
+      <div class="map-legend-ticks" aria-hidden="true">
+        {ticks.map(({ value, at }) => (
+          <span key={value} style={{ left: `${at * 100}%` }}>{value}</span>
+        ))}
+      </div>
+      <figcaption class="muted">Elevation, m ({min.toFixed(1)} – {max.toFixed(1)})</figcaption>
+    </figure>
+  );
+}
+
+function CameraControl({ task, entry, onChange }: { task: Task; entry: CameraEntry; onChange: (visible: boolean) => void }) {
+  const id = `layer-${task.id}-cameras`;
+  return (
+    <div class="map-layer">
+      <label class="map-check" for={id}>
+        <input id={id} type="checkbox" checked={entry.visible} disabled={!entry.loaded} onChange={(event) => onChange(event.currentTarget.checked)} />
+        Cameras
+      </label>
+      {entry.error && <p class="error map-note" role="alert">Cameras: {entry.error}</p>}
+    </div>
+  );
+}

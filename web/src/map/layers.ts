@@ -1,0 +1,66 @@
+// The map layers of a task, as the tile API offers them, and the tile URLs for a layer's current settings.
+import type { Task } from '../api.ts';
+import { withToken } from '../api.ts';
+import { DEFAULT_RAMP } from './ramps.ts';
+
+export type LayerKind = 'orthophoto' | 'dsm' | 'dtm';
+
+export const LAYER_KINDS: { kind: LayerKind; asset: string; label: string }[] = [
+  { kind: 'orthophoto', asset: 'orthophoto.tif', label: 'Orthophoto' },
+  { kind: 'dsm', asset: 'dsm.tif', label: 'Surface model (DSM)' },
+  { kind: 'dtm', asset: 'dtm.tif', label: 'Terrain model (DTM)' },
+];
+
+export interface TileJson {
+  tiles: string[];
+  minzoom: number;
+  maxzoom: number;
+  bounds: [number, number, number, number];
+  center?: [number, number, number];
+  value_range?: [number, number];
+  color_map?: string;
+}
+
+export interface LayerSettings {
+  visible: boolean;
+  opacity: number;
+  ramp: string;
+  hillshade: boolean;
+}
+
+export function defaultSettings(kind: LayerKind): LayerSettings {
+  // The orthophoto is what people open a map for; elevation layers would hide it, so they start hidden.
+  return { visible: kind === 'orthophoto', opacity: 1, ramp: DEFAULT_RAMP, hillshade: false };
+}
+
+export const isElevation = (kind: LayerKind) => kind !== 'orthophoto';
+
+export function availableKinds(task: Task): LayerKind[] {
+  return LAYER_KINDS.filter(({ asset }) => task.available_assets.includes(asset)).map(({ kind }) => kind);
+}
+
+export const sourceId = (taskId: number, kind: LayerKind | 'cameras') => `task-${taskId}-${kind}`;
+
+/** Vertical exaggeration of the hillshade: DEMs of drone surveys are small and fairly flat. */
+const HILLSHADE_EXAGGERATION = 3;
+
+/**
+ * The tile URL template for the layer's settings: absolute (MapLibre fetches tiles from a worker, where a path
+ * has no origin to resolve against) and carrying the token, since tile requests cannot set headers everywhere.
+ */
+export function tileUrl(tilejson: TileJson, kind: LayerKind, settings: LayerSettings): string {
+  const url = new URL(tilejson.tiles[0], location.origin);
+  url.searchParams.set('size', '256');
+  if (isElevation(kind)) {
+    url.searchParams.set('color_map', settings.ramp);
+    if (tilejson.value_range) url.searchParams.set('rescale', tilejson.value_range.join(','));
+    if (settings.hillshade) url.searchParams.set('hillshade', String(HILLSHADE_EXAGGERATION));
+    else url.searchParams.delete('hillshade');
+  }
+  // URL encodes { and } of the template; MapLibre needs them literal.
+  return withToken(url.toString().replace(/%7B/g, '{').replace(/%7D/g, '}'));
+}
+
+export function downloadUrl(task: Task, asset: string): string {
+  return withToken(`/api/projects/${task.project}/tasks/${task.id}/download/${asset}`);
+}

@@ -1,0 +1,221 @@
+// The measuring tools: distance, area, elevation at a point and volume, each drawn on the map with Sketch and
+// reported with units in one result element that the end-to-end tests read.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { elevationAt, openDem, volumeOver } from './dem.ts';
+import { type SketchMode, Sketch, clearShape } from './draw.ts';
+import { formatArea, formatElevation, formatLength, formatResolution, formatVolume } from './format.ts';
+import { type LonLat, pathLength, polygonArea } from './geodesy.ts';
+import type { MapController } from './map-controller.ts';
+
+export type Tool = 'distance' | 'area' | 'elevation' | 'volume';
+
+interface Result {
+  kind: Tool;
+  /** SI units: m, m², m, net m³. */
+  value: number;
+  text: string;
+  details: string[];
+  provisional: boolean;
+}
+
+/** A DSM the elevation and volume tools can read. */
+export interface DemSource {
+  taskName: string;
+  url: string;
+  bounds: [number, number, number, number] | null;
+}
+
+const TOOLS: { tool: Tool; label: string; mode: SketchMode; hint: string }[] = [
+  { tool: 'distance', label: 'Measure distance', mode: 'line', hint: 'Click to add points; double-click or Finish to end, Escape to cancel.' },
+  { tool: 'area', label: 'Measure area', mode: 'polygon', hint: 'Click to add corners; double-click or Finish to close the polygon, Escape to cancel.' },
+  { tool: 'elevation', label: 'Elevation at a point', mode: 'point', hint: 'Click a point on the map.' },
+  { tool: 'volume', label: 'Measure volume', mode: 'polygon', hint: 'Draw around the stockpile or pit; double-click or Finish to end, Escape to cancel.' },
+];
+
+export type Measure = ReturnType<typeof useMeasure>;
+
+/** The state of the measuring tools, shared by the panel (tools, result) and the bar over the map (Finish). */
+export function useMeasure(controller: MapController | null, dems: DemSource[]) {
+  const [tool, setTool] = useState<Tool | null>(null);
+  const [result, setResult] = useState<Result | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [vertices, setVertices] = useState(0);
+  const sketch = useRef<Sketch | null>(null);
+  // Each measurement gets a number; a slow DSM read that finishes after a newer one started is dropped.
+  const generation = useRef(0);
+
+  useEffect(() => () => sketch.current?.detach(), []);
+
+  const stopSketch = () => {
+    sketch.current?.detach();
+    sketch.current = null;
+    controller?.setCameraClicks(true);
+    setTool(null);
+    setVertices(0);
+  };
+
+  const start = (next: Tool) => {
+    if (!controller) return;
+    const wasActive = tool === next;
+    stopSketch();
+    generation.current++;
+    clearShape(controller.map);
+    setError(null);
+    setBusy(null);
+    if (wasActive) return; // pressing the active tool again turns it off
+    if ((next === 'elevation' || next === 'volume') && dems.length === 0) {
+      setResult(null);
+      setError(`${next === 'volume' ? 'Volume' : 'Elevation'} needs a surface model (DSM), and no task on this map has one. Process the task with a DSM (the dsm option) to measure it.`);
+      return;
+    }
+    const definition = TOOLS.find((entry) => entry.tool === next)!;
+    const current = new Sketch(controller.map, definition.mode, {
+      onChange: (points, cursor) => {
+        setVertices(points.length);
+        const shown = cursor ? [...points, cursor] : points;
+        if (next === 'distance' && shown.length >= 2) setResult(lengthResult(shown, true));
+        if (next === 'area' && shown.length >= 3) setResult(areaResult(shown, true));
+      },
+      onFinish: (points) => {
+        sketch.current = null;
+        controller.setCameraClicks(true);
+        setTool(null);
+        setVertices(0);
+        void finishMeasurement(next, points);
+      },
+      onCancel: () => {
+        stopSketch();
+        setResult(null);
+      },
+    });
+    sketch.current = current;
+    controller.setCameraClicks(false);
+    setTool(next);
+    setResult(null);
+    current.start();
+  };
+
+  const finishMeasurement = async (kind: Tool, points: LonLat[]) => {
+    const id = ++generation.current;
+    if (kind === 'distance') return setResult(lengthResult(points, false));
+    if (kind === 'area') return setResult(areaResult(points, false));
+    const dem = demFor(dems, points);
+    setBusy(kind === 'volume' ? 'Reading the surface model inside the polygon…' : 'Reading the surface model…');
+    try {
+      const model = await openDem(dem.url);
+      const measured = kind === 'volume' ? volumeResult(await volumeOver(model, points), dem) : elevationResult(await elevationAt(model, points[0]), model.epsg, dem);
+      if (id === generation.current) setResult(measured);
+    } catch (failure) {
+      if (id === generation.current) setError(failure instanceof Error ? failure.message : String(failure));
+    } finally {
+      if (id === generation.current) setBusy(null);
+    }
+  };
+
+  const clear = () => {
+    stopSketch();
+    generation.current++;
+    if (controller) clearShape(controller.map);
+    setResult(null);
+    setError(null);
+    setBusy(null);
+  };
+
+  const active = TOOLS.find((entry) => entry.tool === tool) ?? null;
+  const needed = active ? (active.mode === 'line' ? 2 : active.mode === 'polygon' ? 3 : 1) : 0;
+  return {
+    controller, tool, active, needed, vertices, result, busy, error, start, clear,
+    finish: () => sketch.current?.finish(),
+    cancel: () => sketch.current?.cancel(),
+  };
+}
+
+export function MeasurePanel({ measure }: { measure: Measure }) {
+  const { controller, tool, result, busy, error } = measure;
+  return (
+    <section class="map-section" aria-labelledby="measure-heading">
+      <h2 id="measure-heading">Measure</h2>
+      <div class="map-tools">
+        {TOOLS.map((entry) => (
+          <button key={entry.tool} type="button" aria-pressed={tool === entry.tool} disabled={!controller} onClick={() => measure.start(entry.tool)}>
+            {entry.label}
+          </button>
+        ))}
+      </div>
+      {busy && <p class="muted map-note" role="status">{busy}</p>}
+      {error && <p class="error map-note" role="alert">{error}</p>}
+      {result && (
+        <div class="map-result" data-testid="measure-result" data-kind={result.kind} data-value={String(result.value)} data-provisional={String(result.provisional)} aria-live="polite">
+          <strong>{result.text}</strong>
+          {result.details.map((line) => (
+            <span key={line} class="muted">{line}</span>
+          ))}
+        </div>
+      )}
+      {(result || error || tool) && (
+        <button type="button" onClick={measure.clear}>Clear measurement</button>
+      )}
+    </section>
+  );
+}
+
+/**
+ * Over the map while drawing, so that Finish is at hand even where the panel is closed (phones) and the
+ * running value is seen next to the shape.
+ */
+export function DrawingBar({ measure }: { measure: Measure }) {
+  const { active, vertices, needed, result } = measure;
+  if (!active) return null;
+  return (
+    <div class="map-drawing" role="region" aria-label="Drawing">
+      <p class="map-note">
+        {active.hint} <span class="muted">Keyboard: focus the map, move with the arrow keys, Enter adds the centre.</span>
+      </p>
+      {result?.provisional && <p class="map-note map-live">{result.text}</p>}
+      {active.mode !== 'point' && (
+        <div class="row">
+          <button type="button" class="primary" disabled={vertices < needed} onClick={measure.finish}>Finish</button>
+          <button type="button" onClick={measure.cancel}>Cancel</button>
+        </div>
+      )}
+      {active.mode === 'point' && <button type="button" onClick={measure.cancel}>Cancel</button>}
+    </div>
+  );
+}
+
+function lengthResult(points: LonLat[], provisional: boolean): Result {
+  const metres = pathLength(points);
+  return { kind: 'distance', value: metres, text: `Distance: ${formatLength(metres)}`, details: [`${points.length} points, along the ground (geodesic)`], provisional };
+}
+
+function areaResult(points: LonLat[], provisional: boolean): Result {
+  const squareMetres = polygonArea(points);
+  const perimeter = pathLength([...points, points[0]]);
+  return { kind: 'area', value: squareMetres, text: `Area: ${formatArea(squareMetres)}`, details: [`Perimeter ${formatLength(perimeter)}`], provisional };
+}
+
+function elevationResult(height: number | null, epsg: number, dem: DemSource): Result {
+  if (height === null) throw new Error('No height here: the point is outside the surface model or on a gap in it.');
+  return { kind: 'elevation', value: height, text: `Elevation: ${formatElevation(height)}`, details: [`Surface model of ${dem.taskName} (EPSG:${epsg})`], provisional: false };
+}
+
+function volumeResult(volume: Awaited<ReturnType<typeof volumeOver>>, dem: DemSource): Result {
+  const resolution = volume.overview
+    ? `${formatResolution(volume.res)} (an overview: the full ${formatResolution(volume.fullRes)} window would be too large)`
+    : `${formatResolution(volume.res)} (full resolution)`;
+  const details = [
+    `Above the base: ${formatVolume(volume.above)} (to cut)`,
+    `Below the base: ${formatVolume(volume.below)} (to fill)`,
+    `Over ${formatArea(volume.area)}, ${volume.pixels.toLocaleString('en-US')} pixels at ${resolution}`,
+    `Base: plane fitted to ${volume.boundarySamples.toLocaleString('en-US')} heights along the boundary; surface model of ${dem.taskName}`,
+  ];
+  if (volume.nodataPixels > 0) details.push(`${volume.nodataPixels.toLocaleString('en-US')} pixels without data left out`);
+  return { kind: 'volume', value: volume.net, text: `Net volume: ${formatVolume(volume.net)}`, details, provisional: false };
+}
+
+/** The DSM whose bounds hold the first point; the first DSM when none does (its read then says "outside"). */
+function demFor(dems: DemSource[], points: LonLat[]): DemSource {
+  const [lon, lat] = points[0];
+  return dems.find(({ bounds }) => bounds && lon >= bounds[0] && lon <= bounds[2] && lat >= bounds[1] && lat <= bounds[3]) ?? dems[0];
+}

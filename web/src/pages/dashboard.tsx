@@ -1,0 +1,226 @@
+// The projects the user sees, with their tasks: search, create, rename, share, delete, and a new task.
+import { useEffect, useState } from 'preact/hooks';
+import { type Project, type Task, api, listAll } from '../api.ts';
+import { Confirm, Modal } from '../components/confirm.tsx';
+import { NewTask } from '../components/new-task.tsx';
+import { ShareDialog } from '../components/share-dialog.tsx';
+import { TaskRow } from '../components/task-row.tsx';
+import { isActive } from '../format.ts';
+import { type PendingUpload, pendingUploads } from '../upload.ts';
+
+const POLL_MS = 3000;
+
+export function Dashboard() {
+  const [projects, setProjects] = useState<Project[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [search, setSearch] = useState('');
+  const [creating, setCreating] = useState(false);
+
+  const load = () => listAll<Project>('/api/projects/?ordering=-created_at').then(setProjects, (e: Error) => setError(e.message));
+  useEffect(() => {
+    void load();
+  }, []);
+
+  const term = search.trim().toLowerCase();
+  const shown = (projects ?? []).filter((p) => !term || p.name.toLowerCase().includes(term) || p.description.toLowerCase().includes(term));
+  return (
+    <div class="page">
+      <div class="toolbar">
+        <h1 class="grow">Projects</h1>
+        <input type="search" aria-label="Search projects" placeholder="Search projects" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+        <button type="button" class="primary" onClick={() => setCreating(true)}>
+          New project
+        </button>
+      </div>
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      {projects === null && !error && <p class="muted">Loading…</p>}
+      {projects !== null && projects.length === 0 && <p>No project yet. Create one, then add a task with your photographs.</p>}
+      {projects !== null && projects.length > 0 && shown.length === 0 && <p>No project matches “{search}”.</p>}
+      {shown.map((project) => (
+        <ProjectCard key={project.id} project={project} onChanged={load} />
+      ))}
+      {creating && (
+        <ProjectForm
+          title="New project"
+          onClose={() => setCreating(false)}
+          onSave={async (body) => {
+            await api('/api/projects/', { method: 'POST', body });
+            setCreating(false);
+            await load();
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+function ProjectForm({ title, project, onSave, onClose }: { title: string; project?: Project; onSave: (body: { name: string; description: string }) => Promise<void>; onClose: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    setBusy(true);
+    try {
+      await onSave({ name: String(form.get('name')), description: String(form.get('description') ?? '') });
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+  return (
+    <Modal title={title} onClose={onClose}>
+      <form class="stack" onSubmit={submit}>
+        <label>
+          Name
+          <input name="name" required maxLength={255} value={project?.name} autofocus />
+        </label>
+        <label>
+          Description
+          <textarea name="description" rows={3} value={project?.description} />
+        </label>
+        {error && (
+          <p role="alert" class="error">
+            {error}
+          </p>
+        )}
+        <div class="actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="primary" disabled={busy}>
+            Save
+          </button>
+        </div>
+      </form>
+    </Modal>
+  );
+}
+
+function ProjectCard({ project, onChanged }: { project: Project; onChanged: () => Promise<unknown> }) {
+  const [tasks, setTasks] = useState<Task[] | null>(null);
+  const [dialog, setDialog] = useState<'rename' | 'share' | 'delete' | null>(null);
+  const [adding, setAdding] = useState(false);
+  const [resume, setResume] = useState<PendingUpload | undefined>(() => pendingUploads().find((u) => u.projectId === project.id));
+  const [error, setError] = useState<string | null>(null);
+  const can = (permission: string) => project.permissions.includes(permission);
+
+  const loadTasks = () => api<Task[]>(`/api/projects/${project.id}/tasks/`).then(setTasks, (e: Error) => setError(e.message));
+  useEffect(() => {
+    void loadTasks();
+  }, [project.id]);
+  // Tasks that can still change are polled; the others are left alone.
+  useEffect(() => {
+    if (!tasks?.some(isActive)) return;
+    const timer = setTimeout(loadTasks, POLL_MS);
+    return () => clearTimeout(timer);
+  }, [tasks]);
+
+  const mappable = (tasks ?? []).some((t) => t.available_assets.some((a) => /^(orthophoto|dsm|dtm)\.tif$/.test(a)));
+  return (
+    <article class="panel project" aria-labelledby={`project-${project.id}`}>
+      <div class="toolbar">
+        <div class="grow">
+          <h2 id={`project-${project.id}`}>{project.name}</h2>
+          {project.description && <p class="muted">{project.description}</p>}
+        </div>
+        {can('add') && (
+          <button type="button" class="primary" onClick={() => setAdding(true)} disabled={adding}>
+            New task
+          </button>
+        )}
+        {mappable && (
+          <a class="button" href={`/map/project/${project.id}/`}>
+            Map
+          </a>
+        )}
+        {can('change') && (
+          <button type="button" onClick={() => setDialog('rename')}>
+            Edit
+          </button>
+        )}
+        {can('change') && (
+          <button type="button" onClick={() => setDialog('share')}>
+            Share
+          </button>
+        )}
+        {can('delete') && (
+          <button type="button" class="danger" onClick={() => setDialog('delete')}>
+            Delete
+          </button>
+        )}
+      </div>
+      {resume && !adding && (
+        <p class="notice">
+          The upload of “{resume.taskName}” was interrupted ({resume.done.length} of {resume.total} files sent).{' '}
+          <button type="button" class="link" onClick={() => setAdding(true)}>
+            Resume it
+          </button>
+        </p>
+      )}
+      {adding && (
+        <NewTask
+          projectId={project.id}
+          resume={resume}
+          onDone={() => {
+            setAdding(false);
+            setResume(undefined);
+            void loadTasks();
+          }}
+          onCancel={() => {
+            setAdding(false);
+            setResume(pendingUploads().find((u) => u.projectId === project.id));
+            void loadTasks();
+          }}
+        />
+      )}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      {tasks && tasks.length > 0 && (
+        <ul class="task-list" aria-label={`Tasks of ${project.name}`}>
+          {tasks.map((task) => (
+            <TaskRow key={task.id} task={task} />
+          ))}
+        </ul>
+      )}
+      {tasks && tasks.length === 0 && !adding && <p class="muted">No task yet.</p>}
+      {dialog === 'rename' && (
+        <ProjectForm
+          title="Edit project"
+          project={project}
+          onClose={() => setDialog(null)}
+          onSave={async (body) => {
+            await api(`/api/projects/${project.id}/`, { method: 'PATCH', body });
+            setDialog(null);
+            await onChanged();
+          }}
+        />
+      )}
+      {dialog === 'share' && <ShareDialog project={project} onClose={() => setDialog(null)} />}
+      {dialog === 'delete' && (
+        <Confirm
+          title="Delete project"
+          message={`Delete “${project.name}” with its ${tasks?.length ?? 0} tasks and all their files? This cannot be undone.`}
+          action="Delete project"
+          onCancel={() => setDialog(null)}
+          onConfirm={async () => {
+            setDialog(null);
+            try {
+              await api(`/api/projects/${project.id}/`, { method: 'DELETE' });
+              await onChanged();
+            } catch (err) {
+              setError((err as Error).message);
+            }
+          }}
+        />
+      )}
+    </article>
+  );
+}

@@ -1,0 +1,279 @@
+// One task: its state and progress, the quality of its result, its console, its downloads, and what can be done
+// with it (map, 3D, cancel, restart from a stage, remove).
+import { useLocation } from 'preact-iso';
+import { useEffect, useState } from 'preact/hooks';
+import { type Task, api, taskPath, withToken } from '../api.ts';
+import { Confirm } from '../components/confirm.tsx';
+import { Console } from '../components/console.tsx';
+import { STATUS, bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
+
+const POLL_MS = 2000;
+
+export function TaskPage({ pid, tid }: { pid: string; tid: string }) {
+  const projectId = Number(pid);
+  const taskId = Number(tid);
+  const [task, setTask] = useState<Task | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = () => api<Task>(`${taskPath(projectId, taskId)}/`).then(setTask, (e: Error) => setError(e.message));
+
+  useEffect(() => {
+    void load();
+  }, [projectId, taskId]);
+  useEffect(() => {
+    if (!task || !isActive(task)) return;
+    const timer = setTimeout(load, POLL_MS);
+    return () => clearTimeout(timer);
+  }, [task]);
+
+  if (error && !task) {
+    return (
+      <div class="page">
+        <p role="alert" class="error">
+          {error}
+        </p>
+        <a href="/dashboard/">Back to the projects</a>
+      </div>
+    );
+  }
+  if (!task) return <div class="page muted">Loading…</div>;
+  return (
+    <div class="page task-page">
+      <p>
+        <a href="/dashboard/">← Projects</a>
+      </p>
+      <div class="toolbar">
+        <h1 class="grow">{task.name || `Task #${task.id}`}</h1>
+        <span class={`badge ${statusClass(task)}`} data-testid="task-status">
+          {statusText(task)}
+        </span>
+      </div>
+      {task.last_error && (
+        <p role="alert" class="error">
+          {task.last_error}
+        </p>
+      )}
+      <Progress task={task} />
+      <Actions task={task} onChanged={load} />
+      <Quality task={task} />
+      <Downloads task={task} />
+      <section class="panel">
+        <h2>Console</h2>
+        <Console projectId={projectId} taskId={taskId} live={isActive(task)} />
+      </section>
+    </div>
+  );
+}
+
+function Progress({ task }: { task: Task }) {
+  // Photographs are resized only when a task asks for it: the bar would otherwise sit at 0 %.
+  const bars: [string, number][] = [
+    ['Upload', task.upload_progress],
+    ...(task.resize_progress > 0 ? [['Resize', task.resize_progress] as [string, number]] : []),
+    ['Processing', task.running_progress],
+  ];
+  return (
+    <section class="panel">
+      <dl class="facts">
+        <dt>Photographs</dt>
+        <dd>{task.images_count}</dd>
+        <dt>Processing time</dt>
+        <dd>{task.processing_time > 0 ? duration(task.processing_time) : '–'}</dd>
+        <dt>Node</dt>
+        <dd>{task.processing_node_name ?? (task.auto_processing_node ? 'automatic' : '–')}</dd>
+        <dt>Created</dt>
+        <dd>{new Date(task.created_at).toLocaleString()}</dd>
+        <dt>Size</dt>
+        <dd>{task.size ? bytes(task.size * 1e6) : '–'}</dd>
+        <dt>Options</dt>
+        <dd>{task.options.length ? task.options.map((o) => `${o.name}=${String(o.value)}`).join(', ') : 'defaults'}</dd>
+      </dl>
+      {bars.map(([label, value]) => (
+        <div class="progress-row" key={label}>
+          <span>{label}</span>
+          <progress max={1} value={value} aria-label={`${label} progress`} />
+          <span>{percent(value)}</span>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+type Stats = Record<string, Record<string, unknown> | undefined> & { gsd?: number; area?: number; pointcloud?: { points?: number } };
+
+function Quality({ task }: { task: Task }) {
+  const stats = task.statistics as Stats;
+  const reconstruction = stats.reconstruction as { images_registered?: number; images_total?: number; mean_reprojection_error_px?: number } | undefined;
+  const quality = stats.quality as { verdict?: string; checks?: Record<string, { passed: boolean; message: string }> } | undefined;
+  if (!reconstruction && stats.gsd == null) return null;
+  const failed = Object.values(quality?.checks ?? {}).filter((c) => !c.passed);
+  return (
+    <section class="panel" aria-label="Quality">
+      <h2>Result</h2>
+      <dl class="facts" data-testid="quality">
+        {reconstruction?.images_registered != null && (
+          <>
+            <dt>Photographs placed</dt>
+            <dd>
+              {reconstruction.images_registered} of {reconstruction.images_total}
+            </dd>
+          </>
+        )}
+        {reconstruction?.mean_reprojection_error_px != null && (
+          <>
+            <dt>Reprojection error</dt>
+            <dd>{reconstruction.mean_reprojection_error_px.toFixed(2)} px</dd>
+          </>
+        )}
+        {typeof stats.gsd === 'number' && (
+          <>
+            <dt>Ground sampling distance</dt>
+            <dd>{stats.gsd.toFixed(2)} cm/px</dd>
+          </>
+        )}
+        {typeof stats.area === 'number' && (
+          <>
+            <dt>Area</dt>
+            <dd>{stats.area >= 10_000 ? `${(stats.area / 10_000).toFixed(2)} ha` : `${Math.round(stats.area)} m²`}</dd>
+          </>
+        )}
+        {typeof stats.pointcloud?.points === 'number' && (
+          <>
+            <dt>Points</dt>
+            <dd>{stats.pointcloud.points.toLocaleString()}</dd>
+          </>
+        )}
+        {quality?.verdict && (
+          <>
+            <dt>Verdict</dt>
+            <dd>{quality.verdict}</dd>
+          </>
+        )}
+      </dl>
+      {failed.length > 0 && (
+        <ul class="checks">
+          {failed.map((c) => (
+            <li key={c.message}>{c.message}</li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+const ASSET_LABELS: Record<string, string> = {
+  'all.zip': 'All assets (zip)',
+  'orthophoto.tif': 'Orthophoto (GeoTIFF)',
+  'orthophoto.png': 'Orthophoto (PNG)',
+  'orthophoto.mbtiles': 'Orthophoto (MBTiles)',
+  'dsm.tif': 'Surface model (GeoTIFF)',
+  'dtm.tif': 'Terrain model (GeoTIFF)',
+  'georeferenced_model.laz': 'Point cloud (LAZ)',
+  'georeferenced_model.las': 'Point cloud (LAS)',
+  'georeferenced_model.ply': 'Point cloud (PLY)',
+  'georeferenced_model.csv': 'Point cloud (CSV)',
+  'textured_model.zip': 'Textured model (zip)',
+  'textured_model.glb': 'Textured model (GLB)',
+  'cameras.json': 'Cameras (JSON)',
+  'shots.geojson': 'Camera positions (GeoJSON)',
+  'report.pdf': 'Report (PDF)',
+};
+
+function Downloads({ task }: { task: Task }) {
+  if (!task.available_assets.length) return null;
+  return (
+    <section class="panel">
+      <h2>Downloads</h2>
+      <ul class="downloads">
+        {task.available_assets.map((asset) => (
+          <li key={asset}>
+            <a href={withToken(`${taskPath(task.project, task.id)}/download/${asset}`)} download={asset}>
+              {ASSET_LABELS[asset] ?? asset}
+            </a>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unknown> }) {
+  const { route } = useLocation();
+  const [confirm, setConfirm] = useState<'cancel' | 'remove' | null>(null);
+  const [from, setFrom] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const base = taskPath(task.project, task.id);
+  const act = async (action: string, body?: unknown) => {
+    setError(null);
+    try {
+      await api(`${base}/${action}/`, { method: 'POST', body });
+      await onChanged();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const running = task.status === STATUS.QUEUED || task.status === STATUS.RUNNING;
+  const ended = task.status === STATUS.FAILED || task.status === STATUS.CANCELED || task.status === STATUS.COMPLETED;
+  const layers = task.available_assets.some((a) => /^(orthophoto|dsm|dtm)\.tif$/.test(a));
+  const cloud = task.available_assets.includes('georeferenced_model.laz');
+  return (
+    <section class="panel row" aria-label="Actions">
+      {layers && (
+        <a class="button primary" href={`/map/project/${task.project}/task/${task.id}/`}>
+          Open map
+        </a>
+      )}
+      {cloud && (
+        <a class="button" href={`/3d/project/${task.project}/task/${task.id}/`}>
+          Open 3D view
+        </a>
+      )}
+      {running && task.pending_action === null && (
+        <button type="button" onClick={() => setConfirm('cancel')}>
+          Cancel
+        </button>
+      )}
+      {ended && task.pending_action === null && (
+        <span class="row">
+          <label class="inline">
+            Restart from
+            <select value={from} onChange={(e) => setFrom(e.currentTarget.value)} aria-label="Restart from stage">
+              <option value="">the beginning</option>
+              {task.can_rerun_from.filter(Boolean).map((stage) => (
+                <option key={stage} value={stage}>
+                  {stage}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="button" onClick={() => act('restart', from ? { options: [...task.options.filter((o) => o.name !== 'rerun-from'), { name: 'rerun-from', value: from }] } : undefined)}>
+            Restart
+          </button>
+        </span>
+      )}
+      <button type="button" class="danger" onClick={() => setConfirm('remove')} disabled={task.pending_action === 2}>
+        Remove
+      </button>
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
+      {confirm === 'cancel' && (
+        <Confirm title="Cancel task" message="Stop processing this task? It can be restarted later." action="Cancel task" onCancel={() => setConfirm(null)} onConfirm={() => (setConfirm(null), act('cancel'))} />
+      )}
+      {confirm === 'remove' && (
+        <Confirm
+          title="Remove task"
+          message={`Remove “${task.name}” and all its files? This cannot be undone.`}
+          action="Remove task"
+          onCancel={() => setConfirm(null)}
+          onConfirm={async () => {
+            setConfirm(null);
+            await act('remove');
+            route('/dashboard/');
+          }}
+        />
+      )}
+    </section>
+  );
+}

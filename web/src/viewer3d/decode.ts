@@ -1,0 +1,70 @@
+// Decoding of uncompressed LAS point records into what the GPU draws: float32 positions relative to an origin
+// (UTM coordinates are too large for float32 to keep centimetres) and 8-bit RGB.
+import type { Vec3 } from './geometry.ts';
+
+/** Byte offset of the red channel in each LAS point data record format; formats without colour are absent. */
+const RGB_OFFSET: Record<number, number> = { 2: 20, 3: 28, 5: 28, 7: 30, 8: 30, 10: 30 };
+
+export const hasColour = (format: number): boolean => format in RGB_OFFSET;
+
+export interface LasLayout {
+  format: number;
+  recordLength: number;
+  scale: Vec3;
+  offset: Vec3;
+}
+
+export interface DecodedPoints {
+  count: number;
+  positions: Float32Array;
+  colours: Uint8Array;
+  /** Scene-frame z range of these points. */
+  zMin: number;
+  zMax: number;
+}
+
+/**
+ * LAS says colours are 16-bit, yet some writers store 8-bit values: when no channel exceeds 255 the values are
+ * taken as 8-bit. Decided per file from its first node, so that all nodes agree.
+ */
+export function colourShift(bytes: Uint8Array, count: number, layout: LasLayout): 0 | 8 {
+  const at = RGB_OFFSET[layout.format];
+  if (at === undefined) return 8;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let i = 0; i < count; i++) {
+    const base = i * layout.recordLength + at;
+    if (view.getUint16(base, true) > 255 || view.getUint16(base + 2, true) > 255 || view.getUint16(base + 4, true) > 255) return 8;
+  }
+  return 0;
+}
+
+export function decodePoints(bytes: Uint8Array, count: number, layout: LasLayout, origin: Vec3, shift: 0 | 8): DecodedPoints {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const positions = new Float32Array(count * 3);
+  const colours = new Uint8Array(count * 3);
+  // The offset minus the origin in float64 first: the small remainder then survives float32.
+  const [sx, sy, sz] = layout.scale;
+  const ox = layout.offset[0] - origin[0];
+  const oy = layout.offset[1] - origin[1];
+  const oz = layout.offset[2] - origin[2];
+  const rgbAt = RGB_OFFSET[layout.format];
+  let zMin = Infinity;
+  let zMax = -Infinity;
+  for (let i = 0; i < count; i++) {
+    const base = i * layout.recordLength;
+    const z = view.getInt32(base + 8, true) * sz + oz;
+    positions[i * 3] = view.getInt32(base, true) * sx + ox;
+    positions[i * 3 + 1] = view.getInt32(base + 4, true) * sy + oy;
+    positions[i * 3 + 2] = z;
+    if (z < zMin) zMin = z;
+    if (z > zMax) zMax = z;
+    if (rgbAt === undefined) {
+      colours.fill(200, i * 3, i * 3 + 3);
+    } else {
+      colours[i * 3] = Math.min(255, view.getUint16(base + rgbAt, true) >> shift);
+      colours[i * 3 + 1] = Math.min(255, view.getUint16(base + rgbAt + 2, true) >> shift);
+      colours[i * 3 + 2] = Math.min(255, view.getUint16(base + rgbAt + 4, true) >> shift);
+    }
+  }
+  return { count, positions, colours, zMin, zMax };
+}

@@ -1,0 +1,149 @@
+// The 3D view of a task: its point cloud streamed from the COPC file, its textured model on demand, and a
+// distance measurement. Loaded only when opened, so three.js stays out of the other pages.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { ColourMode } from './point-material.ts';
+import { ViewerSession } from './session.ts';
+import './viewer3d.css';
+
+const metres = (v: number) => `${v.toFixed(2)} m`;
+
+export default function ModelPage({ pid, tid }: { pid: string; tid: string }) {
+  const container = useRef<HTMLDivElement>(null);
+  const [session, setSession] = useState<ViewerSession | null>(null);
+  const [failure, setFailure] = useState<string | null>(null);
+  const pressed = useRef<{ x: number; y: number } | null>(null);
+
+  useEffect(() => {
+    let opened: ViewerSession;
+    try {
+      opened = new ViewerSession(container.current!, pid, tid);
+    } catch {
+      setFailure('This browser cannot show 3D: WebGL is not available or is turned off.');
+      return;
+    }
+    setSession(opened);
+    void opened.start();
+    return () => {
+      opened.dispose();
+      setSession(null);
+    };
+  }, [pid, tid]);
+
+  const state = session?.state.value;
+  return (
+    <div class="viewer3d-page">
+      <div
+        id="viewer3d"
+        ref={container}
+        class={`viewer3d${state?.measuring ? ' measuring' : ''}`}
+        tabIndex={0}
+        role="application"
+        aria-label="3D view. Drag or use the arrow keys to orbit, + and - to zoom."
+        aria-describedby="viewer3d-status"
+        data-points={state?.points ?? 0}
+        data-nodes={state?.nodes ?? 0}
+        data-bytes={state?.bytes ?? 0}
+        data-first-points-ms={state?.firstPointsMs == null ? '' : Math.round(state.firstPointsMs)}
+        data-model-loaded={state?.modelLoaded ? 'true' : 'false'}
+        {...pointerClicks(session, pressed)}
+        onKeyDown={(e) => e.key === 'Escape' && session?.state.value.measuring && session.setMeasuring(false)}
+      />
+      {failure ? (
+        <div class="viewer3d-panel" role="alert">
+          <p class="viewer3d-error">{failure}</p>
+        </div>
+      ) : (
+        session && state && <Panel session={session} pid={pid} tid={tid} />
+      )}
+    </div>
+  );
+}
+
+/** A click is a press and release without a drag: dragging orbits, and must not drop measurement points. */
+function pointerClicks(session: ViewerSession | null, down: { current: { x: number; y: number } | null }) {
+  return {
+    onPointerDown: (e: PointerEvent) => {
+      down.current = e.isPrimary ? { x: e.clientX, y: e.clientY } : null;
+    },
+    onPointerUp: (e: PointerEvent) => {
+      const start = down.current;
+      down.current = null;
+      if (!session?.state.value.measuring || !start || Math.hypot(e.clientX - start.x, e.clientY - start.y) > 5) return;
+      const rect = (e.currentTarget as HTMLElement).getBoundingClientRect();
+      session.measureAt(e.clientX - rect.left, e.clientY - rect.top);
+    },
+  };
+}
+
+function Panel({ session, pid, tid }: { session: ViewerSession; pid: string; tid: string }) {
+  const state = session.state.value;
+  const [size, setSize] = useState(2);
+  const [mode, setMode] = useState<ColourMode>('rgb');
+  const cloudReady = state.cloudMessage === null || state.nodes > 0;
+  return (
+    <details class="viewer3d-panel" open>
+      <summary>
+        <span>{state.task?.name || `Task ${tid}`}</span>
+      </summary>
+      <p class="viewer3d-back">
+        <a href={`/project/${pid}/task/${tid}/`}>Task</a> · <a href={`/map/project/${pid}/task/${tid}/`}>Map</a>
+      </p>
+      <p id="viewer3d-status" class="viewer3d-status" aria-live="polite">
+        {status(state)}
+      </p>
+      {state.cloudMessage && <p class="viewer3d-error" role="alert">{state.cloudMessage}</p>}
+      <label class="viewer3d-check">
+        <input type="checkbox" checked={state.showCloud} disabled={!session.viewer.cloud} onChange={(e) => session.setShowCloud(e.currentTarget.checked)} />
+        Point cloud
+      </label>
+      {state.hasModel && (
+        <label class="viewer3d-check">
+          <input type="checkbox" checked={state.showModel} onChange={(e) => session.setShowModel(e.currentTarget.checked)} />
+          Textured model
+          {state.modelProgress !== null && <span class="viewer3d-muted">{state.modelProgress ? ` ${Math.round(state.modelProgress * 100)} %` : ' …'}</span>}
+        </label>
+      )}
+      {state.modelMessage && <p class="viewer3d-error" role="alert">{state.modelMessage}</p>}
+      {cloudReady && session.viewer.cloud && (
+        <>
+          <label class="viewer3d-field">
+            <span>Point size</span>
+            <input type="range" min={1} max={8} step={0.5} value={size} onInput={(e) => { const v = Number(e.currentTarget.value); setSize(v); session.setPointSize(v); }} />
+          </label>
+          <label class="viewer3d-field">
+            <span>Colour</span>
+            <select value={mode} onChange={(e) => { const v = e.currentTarget.value as ColourMode; setMode(v); session.setColourMode(v); }}>
+              <option value="rgb">RGB</option>
+              <option value="elevation">Elevation</option>
+            </select>
+          </label>
+        </>
+      )}
+      <button type="button" class={state.measuring ? 'primary' : ''} aria-pressed={state.measuring} onClick={() => session.setMeasuring(!state.measuring)}>
+        Measure distance
+      </button>
+      {state.measuring && <MeasureResult session={session} />}
+    </details>
+  );
+}
+
+function MeasureResult({ session }: { session: ViewerSession }) {
+  const { picks, measurement } = session.state.value;
+  if (!measurement) {
+    return <p class="viewer3d-muted">{picks.length === 0 ? 'Click the first point.' : 'Click the second point.'}</p>;
+  }
+  return (
+    <div class="viewer3d-result" data-testid="measure-result" data-kind="distance3d" data-value={measurement.distance.toFixed(3)} aria-live="polite">
+      <strong>{metres(measurement.distance)}</strong>
+      <span>horizontal {metres(measurement.horizontal)}</span>
+      <span>vertical {measurement.vertical >= 0 ? '+' : '−'}{metres(Math.abs(measurement.vertical))}</span>
+    </div>
+  );
+}
+
+function status(state: ViewerSession['state']['value']): string {
+  if (!state.task) return state.cloudMessage ? '' : 'Loading the task…';
+  if (!state.points && state.cloudLoading && !state.cloudMessage) return 'Loading the point cloud…';
+  if (!state.showCloud) return state.nodes ? 'Point cloud hidden.' : '';
+  return `${state.points.toLocaleString()} points in ${state.nodes} nodes${state.cloudLoading ? ', loading more…' : ''}`;
+}

@@ -1,0 +1,207 @@
+// One opened 3D view: the viewer, the task's point cloud and textured model, and the measurement, with the state
+// that the page shows kept in one signal.
+import { signal } from '@preact/signals';
+import * as THREE from 'three';
+import { type Task, api, authHeaders, taskPath } from '../api.ts';
+import { type ByteCounter, openCopc } from './copc-source.ts';
+import { type DistanceParts, type Vec3, distanceParts } from './geometry.ts';
+import { MeasureGraphic } from './measure.ts';
+import { downloadWithProgress, parseModel } from './model.ts';
+import { PointCloud } from './point-cloud.ts';
+import type { ColourMode } from './point-material.ts';
+import { Viewer } from './viewer.ts';
+
+export const COPC_ASSET = 'odm_georeferencing/odm_georeferenced_model.copc.laz';
+
+export interface ViewState {
+  task: Task | null;
+  /** Why there is nothing to see, or what went wrong; null when all is well. */
+  cloudMessage: string | null;
+  cloudLoading: boolean;
+  points: number;
+  nodes: number;
+  bytes: number;
+  firstPointsMs: number | null;
+  hasModel: boolean;
+  modelProgress: number | null;
+  modelLoaded: boolean;
+  modelMessage: string | null;
+  showCloud: boolean;
+  showModel: boolean;
+  measuring: boolean;
+  picks: Vec3[];
+  measurement: DistanceParts | null;
+}
+
+const initialState: ViewState = {
+  task: null,
+  cloudMessage: null,
+  cloudLoading: true,
+  points: 0,
+  nodes: 0,
+  bytes: 0,
+  firstPointsMs: null,
+  hasModel: false,
+  modelProgress: null,
+  modelLoaded: false,
+  modelMessage: null,
+  showCloud: true,
+  showModel: false,
+  measuring: false,
+  picks: [],
+  measurement: null,
+};
+
+export class ViewerSession {
+  readonly state = signal<ViewState>(initialState);
+  readonly viewer: Viewer;
+  private origin: Vec3 | null = null;
+  private readonly measure = new MeasureGraphic();
+  private readonly abort = new AbortController();
+  private modelRequested = false;
+  private readonly counter: ByteCounter = { bytes: 0 };
+
+  /** Throws when WebGL is missing: the page then says so. */
+  constructor(
+    container: HTMLElement,
+    private readonly pid: string,
+    private readonly tid: string,
+  ) {
+    this.viewer = new Viewer(container);
+    this.viewer.scene.add(this.measure.group);
+    (window as unknown as { __aeromapViewer: unknown }).__aeromapViewer = {
+      camera: this.viewer.camera,
+      scene: this.viewer.scene,
+      renderer: this.viewer.renderer,
+      controls: this.viewer.controls,
+      session: this,
+    };
+  }
+
+  private patch(changes: Partial<ViewState>): void {
+    this.state.value = { ...this.state.value, ...changes };
+  }
+
+  private get base(): string {
+    return `${taskPath(Number(this.pid), Number(this.tid))}`;
+  }
+
+  async start(): Promise<void> {
+    let task: Task;
+    try {
+      task = await api<Task>(`${this.base}/`, { signal: this.abort.signal });
+    } catch (error) {
+      if (!this.abort.signal.aborted) this.patch({ cloudLoading: false, cloudMessage: `The task could not be read: ${(error as Error).message}` });
+      return;
+    }
+    const hasCloud = task.available_assets.includes('georeferenced_model.laz');
+    const hasModel = task.available_assets.includes('textured_model.glb');
+    this.patch({ task, hasModel });
+    if (hasCloud) await this.openCloud();
+    else {
+      this.patch({ cloudLoading: false, showCloud: false, cloudMessage: task.status === 40 ? 'This task has no point cloud.' : 'The task has not finished: there is no point cloud yet.' });
+      // Without a cloud the model is all there is to see: show it at once.
+      if (hasModel) this.setShowModel(true);
+    }
+  }
+
+  private async openCloud(): Promise<void> {
+    try {
+      const source = await openCopc(`${this.base}/assets/${COPC_ASSET}`, authHeaders, this.counter);
+      if (this.abort.signal.aborted) return;
+      const { min, max } = source.bounds;
+      // A whole-metre origin near the centre: float32 then keeps sub-millimetre detail across the survey.
+      this.origin ??= [Math.round((min[0] + max[0]) / 2), Math.round((min[1] + max[1]) / 2), Math.round((min[2] + max[2]) / 2)];
+      const o = this.origin;
+      const cloud = new PointCloud(source, o, authHeaders, this.counter.bytes);
+      cloud.onChange = () => {
+        this.viewer.requestRender();
+        const s = cloud.stats;
+        this.patch({ points: this.state.value.showCloud ? s.points : 0, nodes: s.nodes, bytes: s.bytes, firstPointsMs: s.firstPointsMs, cloudLoading: s.loading > 0, cloudMessage: s.error });
+      };
+      this.viewer.setCloud(cloud);
+      this.viewer.frameBox([min[0] - o[0], min[1] - o[1], min[2] - o[2]], [max[0] - o[0], max[1] - o[1], max[2] - o[2]]);
+    } catch (error) {
+      if (this.abort.signal.aborted) return;
+      const message = (error as Error).message;
+      this.patch({ cloudLoading: false, showCloud: false, cloudMessage: `The point cloud could not be opened: ${message}` });
+      if (this.state.value.hasModel) this.setShowModel(true);
+    }
+  }
+
+  setShowCloud(show: boolean): void {
+    const cloud = this.viewer.cloud;
+    if (!cloud) return;
+    cloud.group.visible = show;
+    this.patch({ showCloud: show, points: show ? cloud.stats.points : 0 });
+    this.viewer.requestRender();
+  }
+
+  setShowModel(show: boolean): void {
+    this.patch({ showModel: show });
+    if (this.viewer.model) this.viewer.model.visible = show;
+    this.viewer.requestRender();
+    if (show && !this.modelRequested) void this.loadModel();
+  }
+
+  private async loadModel(): Promise<void> {
+    this.modelRequested = true;
+    this.patch({ modelProgress: 0, modelMessage: null });
+    try {
+      const buffer = await downloadWithProgress(`${this.base}/download/textured_model.glb`, authHeaders(), (f) => this.patch({ modelProgress: f }), this.abort.signal);
+      const hadOrigin = this.origin !== null;
+      const model = await parseModel(buffer, this.origin);
+      if (this.abort.signal.aborted) return;
+      this.origin = model.origin;
+      this.viewer.model = model.object;
+      model.object.visible = this.state.value.showModel;
+      this.viewer.scene.add(model.object);
+      if (!hadOrigin) {
+        const box = new THREE.Box3().setFromObject(model.object);
+        this.viewer.frameBox(box.min.toArray(), box.max.toArray());
+      }
+      this.viewer.requestRender();
+      this.patch({ modelProgress: null, modelLoaded: true });
+    } catch (error) {
+      if (this.abort.signal.aborted) return;
+      this.modelRequested = false;
+      this.patch({ modelProgress: null, showModel: false, modelMessage: `The textured model could not be loaded: ${(error as Error).message}` });
+    }
+  }
+
+  setPointSize(px: number): void {
+    this.viewer.setPointSize(px);
+  }
+
+  setColourMode(mode: ColourMode): void {
+    this.viewer.cloud?.setColourMode(mode);
+    this.viewer.requestRender();
+  }
+
+  setMeasuring(on: boolean): void {
+    this.patch({ measuring: on, picks: [], measurement: null });
+    this.measure.set([]);
+    this.viewer.requestRender();
+  }
+
+  /** A click while measuring, in CSS pixels from the canvas' top-left; false when nothing is under the pointer. */
+  measureAt(x: number, y: number): boolean {
+    const point = this.viewer.pick(x, y);
+    if (!point) return false;
+    const p = point.toArray() as Vec3;
+    // A third click starts a new measurement rather than extending the old one.
+    const picks = this.state.value.picks.length >= 2 ? [p] : [...this.state.value.picks, p];
+    this.patch({ picks, measurement: picks.length === 2 ? distanceParts(picks[0], picks[1]) : null });
+    this.measure.set(picks.map((v) => new THREE.Vector3(...v)));
+    this.viewer.requestRender();
+    return true;
+  }
+
+  dispose(): void {
+    this.abort.abort();
+    this.measure.dispose();
+    this.viewer.dispose();
+    const w = window as unknown as { __aeromapViewer?: unknown };
+    if ((w.__aeromapViewer as { session?: unknown } | undefined)?.session === this) delete w.__aeromapViewer;
+  }
+}
