@@ -301,6 +301,41 @@ describe('web application in Chromium', () => {
     expect(errors).toEqual([]);
   }, 180_000);
 
+  it('renames, finds, shares and deletes a project', async () => {
+    const surveyor = (await t.createUser('surveyor')).client;
+    expect((await surveyor.get(`/api/projects/${projectId}/`)).status).toBe(404);
+    const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
+    await page.goto(`${t.url}/dashboard/`);
+    await page.getByRole('article', { name: 'Brighton Beach' }).getByRole('button', { name: 'Edit' }).click();
+    await page.getByRole('dialog').getByLabel('Name').fill('Brighton Beach 2026');
+    await page.getByRole('dialog').getByRole('button', { name: 'Save' }).click();
+    const card = page.getByRole('article', { name: 'Brighton Beach 2026' });
+    await card.waitFor();
+
+    await card.getByRole('button', { name: 'Share' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Username').fill('surveyor');
+    await dialog.getByLabel('Access', { exact: true }).selectOption('view');
+    await dialog.getByRole('button', { name: 'Add', exact: true }).click();
+    await screenshot(page, 'share-desktop');
+    await dialog.getByRole('button', { name: 'Save' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const shared = await surveyor.get(`/api/projects/${projectId}/`);
+    expect(shared.status).toBe(200);
+    expect(shared.body).toMatchObject({ name: 'Brighton Beach 2026', permissions: ['view'] });
+
+    await page.getByLabel('Search projects').fill('no such survey');
+    await page.getByText('No project matches').waitFor();
+    await page.getByLabel('Search projects').fill('2026');
+    await card.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete project' }).click();
+    await page.getByText('No project yet').waitFor();
+    expect((await t.admin.get(`/api/projects/${projectId}/`)).status).toBe(404);
+    errors.push(...pageErrors);
+    await page.context().close();
+    expect(errors).toEqual([]);
+  }, 60_000);
+
   it('meets the serious and critical accessibility rules on every screen (axe-core)', () => {
     expect(checkedPages).toBeGreaterThanOrEqual(8);
     expect(accessibility).toEqual([]);
