@@ -36,12 +36,12 @@ type DriverStatement = Pick<SqliteDatabase.Statement, 'reader' | 'all' | 'run' |
 type RowBuilder = ((values: unknown[]) => Record<string, unknown>) & { width: number };
 
 /**
- * A function that makes a row's values the object literal of the statement's columns. V8 makes literals of one
- * shape fastest; setting properties by name in a loop goes through its slow generic path once rows of many
- * statements pass the same code. The names are quoted (JSON), as computed keys, so that no name is code.
+ * A function that makes a row's values the object literal of a statement's columns. V8 makes literals of one
+ * shape fastest; setting properties by name in a loop (as both drivers do) goes through its slow generic path
+ * once rows of many statements pass the same code. The names are quoted (JSON), as computed keys, so that no
+ * name is code.
  */
-function rowBuilder(statement: SqliteDatabase.Statement): RowBuilder {
-  const names = statement.columns().map((column) => column.name);
+function rowBuilder(names: string[]): RowBuilder {
   const properties = names.map((name, i) => `[${JSON.stringify(name)}]: values[${i}]`);
   const build = new Function('values', `return { ${properties.join(', ')} };`) as RowBuilder;
   build.width = names.length;
@@ -56,9 +56,10 @@ function rowBuilder(statement: SqliteDatabase.Statement): RowBuilder {
  */
 function objectRows(statement: SqliteDatabase.Statement): DriverStatement {
   const arrays = statement.raw(true);
-  let toObject = rowBuilder(arrays);
+  const columns = () => rowBuilder(arrays.columns().map((column) => column.name));
+  let toObject = columns();
   const objects = (rows: unknown[][]) => {
-    if (rows.length > 0 && rows[0].length !== toObject.width) toObject = rowBuilder(arrays);
+    if (rows.length > 0 && rows[0].length !== toObject.width) toObject = columns();
     return rows.map(toObject);
   };
   return {
@@ -103,10 +104,12 @@ const DATA_QUERY = /^\s*(select|insert|update|delete|with)\b/i;
 /**
  * A client that has PostgreSQL prepare each query text once per connection (a named statement) and reuses it,
  * so that the few queries every request makes skip parsing and planning. Schema changes and transaction control
- * run unnamed, as do texts beyond the cap.
+ * run unnamed, as do texts beyond the cap. Rows of named statements come as arrays, made objects by the
+ * statement's row builder (as on SQLite: pg builds an object a property at a time).
  */
 class PreparingClient extends pg.Client {
   private readonly names = new Map<string, string>();
+  private readonly builders = new Map<string, RowBuilder>();
 
   override query(...args: unknown[]): never {
     const [text, values] = args;
@@ -116,9 +119,21 @@ class PreparingClient extends pg.Client {
         name = `aeromap_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
         this.names.set(text, name);
       }
-      if (name) return (super.query as unknown as (config: pg.QueryConfig) => never)({ name, text, values });
+      if (name) return this.namedQuery(name, text, values) as never;
     }
     return (super.query as unknown as (...rest: unknown[]) => never)(...args);
+  }
+
+  private async namedQuery(name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
+    const run = super.query as unknown as (config: pg.QueryArrayConfig) => Promise<pg.QueryArrayResult>;
+    const result = await run.call(this, { name, text, values, rowMode: 'array' });
+    let toObject = this.builders.get(name);
+    // A statement's columns change only with the schema (a `select *` after a migration).
+    if (!toObject || toObject.width !== result.fields.length) {
+      toObject = rowBuilder(result.fields.map((field) => field.name));
+      this.builders.set(name, toObject);
+    }
+    return Object.assign(result, { rows: result.rows.map(toObject) }) as unknown as pg.QueryResult;
   }
 }
 
