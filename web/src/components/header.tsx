@@ -1,17 +1,8 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, signOut, token, tokenClaims } from '../api.ts';
-
-/** Whether the signed-in user administers the system: the admin API answers staff only. */
-function useIsStaff(): boolean {
-  const [staff, setStaff] = useState(false);
-  useEffect(() => {
-    api('/api/admin/users/?page_size=1').then(() => setStaff(true), () => setStaff(false));
-  }, [token.value]);
-  return staff;
-}
+import { signOut, token, tokenClaims } from '../api.ts';
+import { useStaff } from '../staff.ts';
 
 export function Header() {
-  const staff = useIsStaff();
+  const staff = useStaff() === true;
   const username = token.value ? String(tokenClaims(token.value)?.username ?? '') : '';
   return (
     <header class="app-header">

@@ -2,7 +2,8 @@
 import { useRef, useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import { type Group, type User, membersOf, membershipChanges } from './admin-logic.ts';
-import { AdminSection, AdminTable, EditAndDelete, FormModal, StaffOnly, type UsersAndGroups, useUsersAndGroups } from './admin-shared.tsx';
+import { AdminSection, AdminTable, EditAndDelete, StaffOnly, type UsersAndGroups, useUsersAndGroups } from './admin-shared.tsx';
+import { FormModal } from '../components/form-modal.tsx';
 
 export function GroupsSection() {
   const loaded = useUsersAndGroups();

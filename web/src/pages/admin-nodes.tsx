@@ -5,7 +5,8 @@ import { useState } from 'preact/hooks';
 import { api, listAll } from '../api.ts';
 import { type NodeOption, formatValue } from '../options.ts';
 import type { ProcessingNode } from './admin-logic.ts';
-import { AdminSection, AdminTable, EditAndDelete, FormModal, formatTime, useLoad } from './admin-shared.tsx';
+import { AdminSection, AdminTable, EditAndDelete, formatTime, useLoad } from './admin-shared.tsx';
+import { FormModal } from '../components/form-modal.tsx';
 
 export function NodesSection({ staff }: { staff: boolean }) {
   const loaded = useLoad(() => listAll<ProcessingNode>('/api/processingnodes/'));

@@ -5,7 +5,8 @@ import { api, listAll } from '../api.ts';
 import { type NodeOption, formatValue } from '../options.ts';
 import type { Preset } from './admin-logic.ts';
 import { OptionsEditor, type OptionRow, optionsOf, rowsOf } from './admin-option-editor.tsx';
-import { AdminSection, AdminTable, EditAndDelete, FormModal, useLoad } from './admin-shared.tsx';
+import { AdminSection, AdminTable, EditAndDelete, useLoad } from './admin-shared.tsx';
+import { FormModal } from '../components/form-modal.tsx';
 
 interface Data {
   presets: Preset[];

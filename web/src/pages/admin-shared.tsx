@@ -1,9 +1,10 @@
-// Pieces every administration section uses: loading a list, the section's frame and table, a form in a modal,
-// and deleting with a question first.
+// Pieces every administration section uses: loading a list, the section's frame and table, and deleting with a
+// question first.
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { ApiError, api, listAll } from '../api.ts';
-import { Confirm, Modal } from '../components/confirm.tsx';
+import { Confirm } from '../components/confirm.tsx';
+import { ErrorLine, errorText } from '../components/form-modal.tsx';
 import type { Group, User } from './admin-logic.ts';
 
 export interface Loaded<T> {
@@ -132,63 +133,6 @@ export function AdminTable(props: { section: string; headers: string[]; emptyTex
         </tbody>
       </table>
     </div>
-  );
-}
-
-export function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-export function ErrorLine({ error }: { error: string | null }) {
-  return error ? (
-    <p class="error" role="alert">
-      {error}
-    </p>
-  ) : null;
-}
-
-/**
- * A form in a modal: Save runs `save`, which throws to keep the form open with the API's words shown.
- * The buttons stay disabled while it runs so that a second click cannot send the form twice.
- */
-export function FormModal(props: {
-  title: string;
-  saveLabel?: string;
-  onSave: () => Promise<void>;
-  onClose: () => void;
-  children: ComponentChildren;
-}) {
-  const [saving, setSaving] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  async function submit(event: Event) {
-    event.preventDefault();
-    setSaving(true);
-    setError(null);
-    try {
-      await props.onSave();
-      props.onClose();
-    } catch (failure) {
-      setError(errorText(failure));
-      setSaving(false);
-    }
-  }
-  return (
-    <Modal title={props.title} onClose={props.onClose}>
-      <form class="stack admin-form" onSubmit={submit}>
-        <fieldset class="stack" disabled={saving}>
-          {props.children}
-        </fieldset>
-        <ErrorLine error={error} />
-        <div class="actions">
-          <button type="button" onClick={props.onClose} disabled={saving}>
-            Cancel
-          </button>
-          <button type="submit" class="primary" disabled={saving}>
-            {saving ? 'Saving…' : (props.saveLabel ?? 'Save')}
-          </button>
-        </div>
-      </form>
-    </Modal>
   );
 }
 

@@ -2,7 +2,8 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.ts';
 import type { Group, User } from './admin-logic.ts';
-import { AdminSection, AdminTable, EditAndDelete, FormModal, StaffOnly, type UsersAndGroups, YesNo, useUsersAndGroups } from './admin-shared.tsx';
+import { AdminSection, AdminTable, EditAndDelete, StaffOnly, type UsersAndGroups, YesNo, useUsersAndGroups } from './admin-shared.tsx';
+import { FormModal } from '../components/form-modal.tsx';
 
 export function UsersSection() {
   const loaded = useUsersAndGroups();

@@ -1,7 +1,7 @@
 // The administration pages: users, groups, processing nodes and presets, one section per address
 // (/admin/users/ and so on) so that a section can be linked to and survives a reload.
-import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, token, tokenClaims } from '../api.ts';
+import { useEffect } from 'preact/hooks';
+import { useStaff } from '../staff.ts';
 import { GroupsSection } from './admin-groups.tsx';
 import { NodesSection } from './admin-nodes.tsx';
 import { PresetsSection } from './admin-presets.tsx';
@@ -53,25 +53,4 @@ function Section({ id, staff }: { id: SectionId; staff: boolean | null }) {
   }
   if (id === 'nodes') return <NodesSection staff={staff === true} />;
   return <PresetsSection />;
-}
-
-/**
- * Whether the signed-in user is staff: the token names the user but not their rights, and only staff may
- * read /api/admin/users/{id}/. Null until known (and when the question itself failed), so nothing flickers.
- */
-function useStaff(): boolean | null {
-  const [staff, setStaff] = useState<boolean | null>(null);
-  const userId = token.value ? tokenClaims(token.value)?.user_id : undefined;
-  useEffect(() => {
-    if (typeof userId !== 'number') return;
-    let current = true;
-    api<{ is_staff: boolean; is_superuser: boolean }>(`/api/admin/users/${userId}/`).then(
-      (user) => current && setStaff(user.is_staff || user.is_superuser),
-      (error: unknown) => current && setStaff(error instanceof ApiError && error.status === 403 ? false : null),
-    );
-    return () => {
-      current = false;
-    };
-  }, [userId]);
-  return staff;
 }

@@ -1,7 +1,8 @@
 // The projects the user sees, with their tasks: search, create, rename, share, delete, and a new task.
 import { useEffect, useState } from 'preact/hooks';
 import { type Project, type Task, api, listAll } from '../api.ts';
-import { Confirm, Modal } from '../components/confirm.tsx';
+import { Confirm } from '../components/confirm.tsx';
+import { FormModal } from '../components/form-modal.tsx';
 import { NewTask } from '../components/new-task.tsx';
 import { ShareDialog } from '../components/share-dialog.tsx';
 import { TaskRow } from '../components/task-row.tsx';
@@ -49,7 +50,6 @@ export function Dashboard() {
           onClose={() => setCreating(false)}
           onSave={async (body) => {
             await api('/api/projects/', { method: 'POST', body });
-            setCreating(false);
             await load();
           }}
         />
@@ -59,45 +59,19 @@ export function Dashboard() {
 }
 
 function ProjectForm({ title, project, onSave, onClose }: { title: string; project?: Project; onSave: (body: { name: string; description: string }) => Promise<void>; onClose: () => void }) {
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
-    setBusy(true);
-    try {
-      await onSave({ name: String(form.get('name')), description: String(form.get('description') ?? '') });
-    } catch (err) {
-      setError((err as Error).message);
-      setBusy(false);
-    }
-  };
+  const [name, setName] = useState(project?.name ?? '');
+  const [description, setDescription] = useState(project?.description ?? '');
   return (
-    <Modal title={title} onClose={onClose}>
-      <form class="stack" onSubmit={submit}>
-        <label>
-          Name
-          <input name="name" required maxLength={255} value={project?.name} autofocus />
-        </label>
-        <label>
-          Description
-          <textarea name="description" rows={3} value={project?.description} />
-        </label>
-        {error && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
-        <div class="actions">
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" class="primary" disabled={busy}>
-            Save
-          </button>
-        </div>
-      </form>
-    </Modal>
+    <FormModal title={title} onSave={() => onSave({ name, description })} onClose={onClose}>
+      <label>
+        Name
+        <input name="name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} autofocus />
+      </label>
+      <label>
+        Description
+        <textarea name="description" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      </label>
+    </FormModal>
   );
 }
 
@@ -198,7 +172,6 @@ function ProjectCard({ project, onChanged }: { project: Project; onChanged: () =
           onClose={() => setDialog(null)}
           onSave={async (body) => {
             await api(`/api/projects/${project.id}/`, { method: 'PATCH', body });
-            setDialog(null);
             await onChanged();
           }}
         />
