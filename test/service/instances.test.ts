@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { takeLease } from '../../src/db/leases.ts';
 import { countUsers } from '../../src/db/users.ts';
 import { type Service, buildService } from '../../src/service/app.ts';
-import { BACKENDS, isolatedDatabase, testConfig } from './helpers.ts';
+import { ADMIN, BACKENDS, Client, isolatedDatabase, testConfig } from './helpers.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -46,6 +46,28 @@ describe('instances on one PostgreSQL', () => {
     const services = (await Promise.all([buildService(config), buildService(config), buildService(config)])).map(keep);
     expect(await countUsers(services[0].db)).toBe(1);
     expect(services.filter((service) => service.firstAdmin !== undefined)).toHaveLength(1);
+  });
+
+  it('serve any request: a token signed by one is accepted by the other, which reads what the first wrote', async () => {
+    const handle = await database('postgres');
+    const config = testConfig(handle.dataDir, handle.databaseUrl);
+    const [a, b] = await Promise.all([buildService(config), buildService(config)]).then((both) => both.map(keep));
+    const [urlA, urlB] = await Promise.all([a.listen(), b.listen()]);
+    const login = await new Client(urlA).post('/api/token-auth/', { username: ADMIN.username, password: ADMIN.password });
+    expect(login.status).toBe(200);
+    const onA = new Client(urlA, login.body.token);
+    const onB = new Client(urlB, login.body.token);
+    const created = await onA.post('/api/projects/', { name: 'shared across instances' });
+    expect(created.status).toBe(201);
+    const read = await onB.get(`/api/projects/${created.body.id}/`);
+    expect(read.status).toBe(200);
+    expect(read.body.name).toBe('shared across instances');
+    expect((await onB.patch(`/api/projects/${created.body.id}/`, { name: 'renamed on B' })).status).toBe(200);
+    expect((await onA.get(`/api/projects/${created.body.id}/`)).body.name).toBe('renamed on B');
+    // A token signed with another key is refused (403 with a detail, as the spec has it for bad tokens).
+    const stranger = await buildService({ ...testConfig(handle.dataDir, handle.databaseUrl), secretKey: 'another key' }).then(keep);
+    const foreign = await new Client(await stranger.listen()).post('/api/token-auth/', { username: ADMIN.username, password: ADMIN.password });
+    expect((await new Client(urlB, foreign.body.token).get('/api/projects/')).body.detail).toBe('Error decoding signature.');
   });
 
   it('refresh the processing nodes from one instance at a time', async () => {
