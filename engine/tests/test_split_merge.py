@@ -21,7 +21,10 @@ from aeromap_engine.io.geotiff import RasterFormat
 from aeromap_engine.io.pointcloud import write_las
 from aeromap_engine.split import mosaic
 from aeromap_engine.split.blend import Owners, cutline_weights
+from aeromap_engine.options import resolve
+from aeromap_engine.pipeline import all_options
 from aeromap_engine.split.mosaic import merge_rasters, merged_cloud
+from aeromap_engine.stages.split import submodel_options
 from aeromap_engine.stages.odm_dem import NODATA
 
 CRS = "EPSG:32630"
@@ -243,3 +246,17 @@ def test_merged_cloud_keeps_each_location_from_its_owner_only(tmp_path: Path,
     write_las(tmp_path / "merged.laz", tiled.parts((X0, Y0)), merged.xyz.min(axis=0), CRS, compress=True)
     with laspy.open(tmp_path / "merged.laz") as reader:
         assert reader.header.point_count == len(expected) and reader.header.parse_crs().to_epsg() == 32630
+
+
+def test_submodels_keep_the_surveys_processing_options_but_make_only_what_the_merge_reads() -> None:
+    given = [{"name": "dsm", "value": True}, {"name": "pc-quality", "value": "high"}, {"name": "pc-las", "value": True},
+             {"name": "cog", "value": True}, {"name": "split", "value": 80}, {"name": "sm-cluster", "value": "http://a"},
+             {"name": "end-with", "value": "odm_report"}]
+    options, _ = resolve(all_options(), given)
+    submodel, dropped = resolve(all_options(), submodel_options(options))
+    assert dropped == []
+    assert submodel.dsm and submodel.pc_quality == "high"  # processed as the survey asked
+    assert submodel.split == 999999 and submodel.sm_cluster == ""  # a submodel is not split again
+    assert submodel.end_with == "odm_orthophoto" and submodel.skip_3dmodel
+    # The merge writes the survey's own LAS, COPC and COG from the joined products.
+    assert not (submodel.pc_las or submodel.pc_copc or submodel.pc_csv or submodel.cog or submodel.orthophoto_png)

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -121,6 +122,44 @@ describe('one node per data folder', () => {
     await second.close();
     expect(fs.existsSync(path.join(dataDir, 'node.lock'))).toBe(false);
   });
+});
+
+/** `aeromap node` with these flags, until it says where it listens: that line and what it wrote to stderr. */
+async function nodeCommand(flags: string[]): Promise<{ listening: string; warnings: string }> {
+  const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-command-'));
+  const child = spawn(bin, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE, ...flags]);
+  let stdout = '';
+  let warnings = '';
+  child.stderr.on('data', (chunk: Buffer) => (warnings += chunk.toString()));
+  try {
+    const listening = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString();
+        const line = /listening on \S+/.exec(stdout);
+        if (line) resolve(line[0]);
+      });
+      child.once('exit', (code) => reject(new Error(`aeromap node exited with ${code}: ${stdout}${warnings}`)));
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the warning follows the line
+    return { listening, warnings };
+  } finally {
+    child.kill('SIGTERM');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+describe('a standalone node on the network', () => {
+  it('listens on loopback unless told otherwise, and warns when it is opened without a token', async () => {
+    const local = await nodeCommand([]);
+    expect(local.listening).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+$/);
+    expect(local.warnings).toBe('');
+    const open = await nodeCommand(['--host', '0.0.0.0']);
+    expect(open.listening).toMatch(/^listening on http:\/\/0\.0\.0\.0:\d+$/);
+    expect(open.warnings).toMatch(/without --token, anyone who reaches 0\.0\.0\.0:\d+ can submit and remove tasks/);
+    const guarded = await nodeCommand(['--host', '0.0.0.0', '--token', 'secret']);
+    expect(guarded.warnings).toBe('');
+  }, 60_000);
 });
 
 describe('requests from web pages', () => {

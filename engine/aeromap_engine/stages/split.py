@@ -57,6 +57,13 @@ SUBMODEL_STAGES = ("opensfm", "openmvs", "odm_filterpoints", "odm_meshing", "mvs
 DONE_HERE = ("dataset", "split", "merge", "opensfm")  # a submodel's stages done before it is handed out
 # Options that concern the survey as a whole, not a submodel's run of the later stages.
 SURVEY_OPTIONS = {"split", "split-overlap", "sm-cluster", "merge", "rerun-from", "rerun-all", "end-with"}
+# What every submodel runs with: the merge joins its LAZ cloud, DEMs and orthophoto (read window by window, so
+# plain tiled GeoTIFFs), and writes the survey's COPC, LAS, CSV, PNG and overviews itself as the survey asks; the
+# textured model it does not join (as in ODM).
+SUBMODEL_SETTINGS: dict[str, Any] = {
+    "skip-3dmodel": True, "pc-copc": False, "pc-las": False, "pc-csv": False, "orthophoto-png": False,
+    "cog": False, "build-overviews": False, "end-with": "odm_orthophoto",
+}
 SFM_SHARE = 0.35  # of the stage's progress: structure from motion; the submodels' runs take the rest
 
 
@@ -167,10 +174,10 @@ def write_plan(project: "Project", parts: list[SubmodelModel]) -> None:
 
 def submodel_options(options: Options) -> list[dict[str, Any]]:
     """The options the submodels run with: the survey's as given, but those of the survey as a whole, up to the
-    orthophoto and without the textured model."""
-    pairs = [{"name": n, "value": options.values[n]} for n in sorted(options.given) if n not in SURVEY_OPTIONS]
-    pairs = [p for p in pairs if p["name"] != "skip-3dmodel"]
-    return pairs + [{"name": "skip-3dmodel", "value": True}, {"name": "end-with", "value": "odm_orthophoto"}]
+    orthophoto, and none of the products that the merge does not read."""
+    pairs = [{"name": n, "value": options.values[n]} for n in sorted(options.given)
+             if n not in SURVEY_OPTIONS and n not in SUBMODEL_SETTINGS]
+    return pairs + [{"name": n, "value": v} for n, v in SUBMODEL_SETTINGS.items()]
 
 
 def process_submodels(ctx: "StageContext", parts: list[SubmodelModel], urls: list[str]) -> None:
