@@ -49,9 +49,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_tiles(args: argparse.Namespace) -> int:
+    from .resources import cpu_limit
     from .tiles.pyramid import build_pyramid
 
-    info = build_pyramid(Path(args.raster), Path(args.output), args.elevation, args.name or Path(args.raster).stem)
+    info = build_pyramid(Path(args.raster), Path(args.output), args.elevation, args.name or Path(args.raster).stem,
+                         cpu_limit())
     json.dump({"min_zoom": info.min_zoom, "max_zoom": info.max_zoom, "bounds": info.bounds, "tiles": info.tiles,
                "value_range": info.value_range}, sys.stdout)
     sys.stdout.write("\n")

@@ -15,7 +15,7 @@ from .files import read_json, write_json
 from .log import emit_progress, log
 from .options import Option, Options, default_concurrency, resolve
 from .project import Project
-from .resources import resident_bytes
+from .resources import held_bytes
 from .stages import STAGE_NAMES, implemented_stages, split
 
 PIPELINE_OPTIONS = [
@@ -56,7 +56,7 @@ def all_options() -> list[Option]:
 
 
 class PeakMemory:
-    """Samples the resident memory of this process and its children while a stage runs."""
+    """Samples the memory this process and its children hold (resources.held_bytes) while a stage runs."""
 
     def __init__(self, interval: float = 0.2) -> None:
         self._interval = interval
@@ -74,7 +74,7 @@ class PeakMemory:
         self._measure()
 
     def _measure(self) -> None:
-        self.peak_bytes = max(self.peak_bytes, resident_bytes())
+        self.peak_bytes = max(self.peak_bytes, held_bytes())
 
     def _sample(self) -> None:
         while not self._stop.wait(self._interval):

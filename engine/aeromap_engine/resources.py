@@ -37,22 +37,37 @@ def available_memory(cgroup: Path = CGROUP) -> int:
     return available
 
 
-def resident_bytes() -> int:
-    """Resident memory of this process and all its children, now."""
+def held_bytes() -> int:
+    """Memory this process and all its children hold, now. With children, the sum of their proportional set sizes,
+    where a page shared by n processes counts 1/n: forked workers share their parent's pages, which their resident
+    sets would count again. Alone, its resident set, which the kernel gives at a fraction of the cost."""
     process = psutil.Process()
-    total = process.memory_info().rss
-    for child in process.children(recursive=True):
+    children = process.children(recursive=True)
+    if not children:
+        return process.memory_info().rss
+    total = _proportional_bytes(process)
+    for child in children:
         try:
-            total += child.memory_info().rss
+            total += _proportional_bytes(child)
         except psutil.Error:  # ended since it was listed
             pass
     return total
 
 
+def _proportional_bytes(process: psutil.Process) -> int:
+    """A process's proportional set size from the kernel's summary; its resident set where there is none (Linux
+    before 4.14, other systems)."""
+    summary = _read(Path(f"/proc/{process.pid}/smaps_rollup")) or ""
+    for line in summary.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return process.memory_info().rss
+
+
 def _run_memory_room() -> int | None:
     """The run's memory limit less what this process and its children hold; None without one."""
     limit = os.environ.get("AEROMAP_MEMORY_LIMIT", "")
-    return int(limit) - resident_bytes() if limit.isdigit() else None
+    return int(limit) - held_bytes() if limit.isdigit() else None
 
 
 def _read(path: Path) -> str | None:

@@ -27,6 +27,8 @@ from aeromap_engine.dem.grid import Grid
 from aeromap_engine.io.geojson import read_geometry, read_polygon
 from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.project import Project
+from aeromap_engine.stages import odm_dem, odm_orthophoto
+from aeromap_engine.stages.odm_orthophoto import sources_path
 
 DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
 SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
@@ -384,6 +386,26 @@ def test_orthophoto_compression(variant: Project, compression: str) -> None:
         assert meta["count"] == 3 and meta["masks"][0, 0] == 0 and meta["masks"].max() == 255
     else:
         assert meta["count"] == 4
+
+
+def test_tiles_made_in_several_processes_make_the_same_models_and_orthophoto(variant: Project,
+                                                                           monkeypatch: pytest.MonkeyPatch,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(odm_orthophoto, "TILE", 256)  # several tiles on this small survey
+    monkeypatch.setattr(odm_dem, "TILE", 256)
+    paths = (variant.path("odm_orthophoto", "odm_orthophoto.tif"), sources_path(variant),
+             variant.path("odm_dem", "dsm.tif"), variant.path("odm_dem", "dtm.tif"))
+    rasters = []
+    for concurrency in (1, 2):
+        with caplog.at_level("INFO", logger="aeromap"):
+            pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, end_with="odm_orthophoto",
+                                                   rerun_from="odm_dem", max_concurrency=concurrency))
+        rasters.append([read_raster(path)[0].filled(0) for path in paths])
+    counts = [message.split(" tiles in ")[1] for message in caplog.messages if " tiles in " in message]
+    assert counts == ["1 process", "2 processes"]
+    assert rasters[0][0][3].any() and rasters[0][2].max() > 0
+    for one, two in zip(*rasters):
+        assert np.array_equal(one, two)
 
 
 def test_plain_geotiff_with_and_without_overviews(variant: Project) -> None:

@@ -1,10 +1,12 @@
 """CPU and memory limits read from a container's cgroup files (written here into a fake cgroup tree)."""
 
+import multiprocessing
 from pathlib import Path
 
+import numpy as np
 import psutil
 
-from aeromap_engine.resources import available_memory, cpu_limit
+from aeromap_engine.resources import available_memory, cpu_limit, held_bytes
 
 
 def write(root: Path, name: str, text: str) -> None:
@@ -57,9 +59,27 @@ def test_cgroup_v1_memory_limit(tmp_path: Path) -> None:
 
 
 def test_a_processing_nodes_memory_limit_is_the_runs(tmp_path: Path, monkeypatch) -> None:
-    held = psutil.Process().memory_info().rss
-    monkeypatch.setenv("AEROMAP_MEMORY_LIMIT", str(held + 500 * 2**20))
+    monkeypatch.setenv("AEROMAP_MEMORY_LIMIT", str(held_bytes() + 500 * 2**20))
     room = available_memory(tmp_path / "none")
     assert 400 * 2**20 < room < 600 * 2**20  # the limit less what this process holds
     monkeypatch.setenv("AEROMAP_MEMORY_LIMIT", "")
     assert available_memory(tmp_path / "none") > room
+
+
+def test_pages_a_forked_worker_shares_with_its_parent_are_counted_once() -> None:
+    data = np.ones(300 * 2**20 // 8)  # 300 MB written
+    alone = held_bytes()
+    fork = multiprocessing.get_context("fork")
+    ready, done = fork.Event(), fork.Event()
+    worker = fork.Process(target=lambda: (ready.set(), done.wait(60)))
+    worker.start()
+    try:
+        assert ready.wait(30)
+        with_worker = held_bytes()
+        worker_resident = psutil.Process(worker.pid).memory_info().rss
+    finally:
+        done.set()
+        worker.join()
+    assert worker_resident > 250 * 2**20  # its resident set shows the parent's pages
+    assert with_worker - alone < 60 * 2**20
+    assert data.sum() > 0

@@ -19,7 +19,7 @@ from pyproj import Transformer
 from rasterio.transform import from_origin
 
 from aeromap_engine.tiles.mercator import HALF, native_zoom, tile_bounds, tiles_covering, top_tile
-from aeromap_engine.tiles.pyramid import downsample
+from aeromap_engine.tiles.pyramid import BLOCK_CHUNK, Pyramid, build_pyramid, downsample
 from aeromap_engine.tiles.style import colour, ramp
 
 ENGINE = [sys.executable, "-m", "aeromap_engine.cli"]
@@ -138,6 +138,27 @@ def test_elevation_with_holes_is_ramped_over_its_valid_range_and_transparent_in_
     # Low ground is drawn dark blue-violet, high ground yellow (the ramp's ends).
     opaque = np.concatenate([tile[tile[..., 3] == 255][:, :3] for tile in native.values()])
     assert opaque[:, 2].max() > 100 and opaque[:, 0].max() > 150
+
+
+def test_blocks_cut_in_several_processes_make_the_same_pyramid(tmp_path: Path) -> None:
+    rows, cols = np.indices((1000, 4000))
+    rgba = np.stack([rows % 256, cols % 256, (rows * cols) % 251, np.full_like(rows, 255)]).astype(np.uint8)
+    rgba[3, :, :400] = 0  # a transparent strip: its tiles are left out either way
+    raster = tmp_path / "ortho.tif"
+    write_raster(raster, "EPSG:32633", from_origin(500000.0, 5200000.0, 0.1, 0.1), rgba)
+    with rasterio.open(raster) as src:
+        pyramid = Pyramid(raster, src, False)
+    assert len(list(pyramid.blocks(*pyramid.top))) >= 1 + BLOCK_CHUNK  # work for both processes
+    pyramids = []
+    for workers in (1, 2):
+        target = tmp_path / f"{workers}.mbtiles"
+        info = build_pyramid(raster, target, False, "ortho", workers)
+        with sqlite3.connect(target) as db:
+            stored = {(z, x, y): data for z, x, y, data in
+                      db.execute("SELECT zoom_level, tile_column, tile_row, tile_data FROM tiles")}
+        assert info.tiles == len(stored) > 0
+        pyramids.append(stored)
+    assert pyramids[0] == pyramids[1]
 
 
 def test_a_file_that_is_not_a_raster_is_refused_clearly(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-// The memory an engine run holds: the resident sets of every process in its process group (the engine runs in a
-// group of its own, and its workers stay in it), read from /proc.
+// The memory an engine run holds: the proportional set sizes of every process in its process group (the engine runs
+// in a group of its own, and its workers stay in it), read from /proc. A page shared by n processes counts 1/n, so
+// the engine's forked workers, which share their parent's pages, are not counted twice as resident sets would be.
 import { readFile, readdir } from 'node:fs/promises';
 
 /** The process group of a /proc/<pid>/stat line: the fifth field, counted after the command name in parentheses,
@@ -14,16 +15,26 @@ export function residentBytesOf(status: string): number {
   return kilobytes === undefined ? 0 : Number(kilobytes) * 1024;
 }
 
+/** Proportional set size in bytes from /proc/<pid>/smaps_rollup (its Pss line, in kB); null without one. */
+export function proportionalBytesOf(rollup: string): number | null {
+  const kilobytes = /^Pss:\s+(\d+) kB/m.exec(rollup)?.[1];
+  return kilobytes === undefined ? null : Number(kilobytes) * 1024;
+}
+
 const gone = (): string => '';
 
-/** Bytes resident in the processes of group `pgid`, now. Processes that end while they are read count nothing. */
-export async function groupResidentBytes(pgid: number): Promise<number> {
+/** A process's share of memory; its resident set where the kernel gives no proportional figure (before 4.14). */
+async function heldBytesOf(pid: string): Promise<number> {
+  const proportional = proportionalBytesOf(await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(gone));
+  return proportional ?? residentBytesOf(await readFile(`/proc/${pid}/status`, 'utf8').catch(gone));
+}
+
+/** Bytes held by the processes of group `pgid`, now. Processes that end while they are read count nothing. */
+export async function groupHeldBytes(pgid: number): Promise<number> {
   const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
-  let total = 0;
-  await Promise.all(pids.map(async (pid) => {
+  const held = await Promise.all(pids.map(async (pid) => {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(gone);
-    if (!stat || processGroupOf(stat) !== pgid) return;
-    total += residentBytesOf(await readFile(`/proc/${pid}/status`, 'utf8').catch(gone));
+    return stat && processGroupOf(stat) === pgid ? heldBytesOf(pid) : 0;
   }));
-  return total;
+  return held.reduce((sum, bytes) => sum + bytes, 0);
 }

@@ -6,7 +6,7 @@ import { DEFAULT_OUTPUTS, buildArchive } from './archive.ts';
 import type { ConsoleLog } from './console-log.ts';
 import { failureMessage, spawnEngine, type EngineExit } from './engine.ts';
 import type { DataLayout } from './layout.ts';
-import { groupResidentBytes } from './memory.ts';
+import { groupHeldBytes } from './memory.ts';
 import { TaskStatus, type TaskRecord } from './model.ts';
 import { partialName } from '../files/safe-path.ts';
 import type { TaskStore } from './store.ts';
@@ -122,7 +122,7 @@ export class TaskProcessor {
     const { maxRuntimeMs, maxMemoryBytes } = this.ctx;
     const timer = maxRuntimeMs === null ? undefined : setTimeout(() => overrun('runtime'), maxRuntimeMs);
     const watch = maxMemoryBytes === null || engine.pid === undefined ? undefined : setInterval(() => {
-      void groupResidentBytes(engine.pid!).then((bytes) => {
+      void groupHeldBytes(engine.pid!).then((bytes) => {
         if (bytes > maxMemoryBytes) overrun('memory');
       });
     }, MEMORY_CHECK_MS);

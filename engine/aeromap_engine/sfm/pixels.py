@@ -3,7 +3,6 @@ a time, and the sparse points' colours, read as every stage reads the photograph
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,22 +13,13 @@ import pycolmap
 
 from ..io.images import Levels, read_scaled, resize_area
 from ..log import log, log_count
+from ..parallel import opencv_threads
 from ..photo import Photo
 from ..photometry import Frame, Observations, Photometry
 from ..resources import available_memory
 from .features import Features, extract_features, process_size, sift_memory
 
 SMOOTHING = 9  # px: the box a point's colour is averaged over for the photometric comparison
-
-
-@contextlib.contextmanager
-def opencv_threads(count: int) -> Iterator[None]:
-    previous = cv2.getNumThreads()
-    cv2.setNumThreads(count)
-    try:
-        yield
-    finally:
-        cv2.setNumThreads(previous)
 
 
 def extract_all(images_dir: Path, levels: Levels | None, photos: list[Photo], quality: str, count: int,

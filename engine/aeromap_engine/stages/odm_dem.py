@@ -7,20 +7,23 @@ SMRF finds go to a tiled cloud of their own, so memory does not grow with the su
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..cloud.area import SurveyArea
-from ..cloud.tiled import TiledCloud, tiled_writer
-from ..dem.grid import Grid
+from ..cloud.points import PointCloud
+from ..cloud.tiled import Tile, TiledCloud, tiled_writer
+from ..dem.grid import Grid, Window
 from ..dem.smrf import SmrfSettings, classify, terrain_margin
 from ..dem.surface import CoarseSurface, SurfaceSettings, surface
 from ..georef import Georef
 from ..io.geotiff import RasterFormat, TiledRaster
 from ..log import log
 from ..options import Option
+from ..parallel import forked_map
 from .odm_filterpoints import filtered_cloud_path, load_boundary
 
 if TYPE_CHECKING:
@@ -78,35 +81,65 @@ def area_mask(area: SurveyArea, grid: Grid) -> np.ndarray:
     return area.mask(grid, all_touched=True)
 
 
+@dataclass(frozen=True)
+class ModelTile:
+    """Computes one tile of an elevation model (None where the area leaves it empty); inherited by forked
+    workers."""
+
+    grid: Grid
+    cloud: TiledCloud
+    coarse: CoarseSurface
+    area: SurveyArea
+    settings: SurfaceSettings
+
+    def __call__(self, tile: tuple[Window, Window]) -> np.ndarray | None:
+        core, padded = tile
+        inside = area_mask(self.area, self.grid.sub(core))
+        if not inside.any():
+            return None
+        padded_grid = self.grid.sub(padded)
+        values = surface(self.cloud.near(padded_grid.bounds).xyz, padded_grid, self.coarse,
+                         self.settings)[core.inside(padded)]
+        values[~inside] = NODATA
+        return values
+
+
 def write_model(path: Path, cloud: TiledCloud, area: SurveyArea, resolution: float, settings: SurfaceSettings,
-                georef: Georef, fmt: RasterFormat) -> Grid:
-    """One elevation model of the cloud's points over the area, written tile by tile; tiles outside it are left
-    unwritten (nodata)."""
+                georef: Georef, fmt: RasterFormat, workers: int) -> Grid:
+    """One elevation model of the cloud's points over the area, written tile by tile, the tiles computed in
+    `workers` processes; tiles outside the area are left unwritten (nodata)."""
     grid = Grid.covering(area.bounds, resolution)
     coarse = CoarseSurface.of(cloud.xyz_by_tile(), grid.bounds, resolution * COARSE_FACTOR)
+    tiles = list(area.tiles(grid, TILE, MARGIN))
     with TiledRaster(path, grid, georef.crs, georef.offset, 1, "float32", fmt, nodata=NODATA) as out:
-        for core, padded in area.tiles(grid, TILE, MARGIN):
-            inside = area_mask(area, grid.sub(core))
-            if not inside.any():
-                continue
-            padded_grid = grid.sub(padded)
-            values = surface(cloud.near(padded_grid.bounds).xyz, padded_grid, coarse, settings)[core.inside(padded)]
-            values[~inside] = NODATA
-            out.write(core, values)
+        for (core, _), values in zip(tiles, forked_map(ModelTile(grid, cloud, coarse, area, settings), tiles,
+                                                       workers)):
+            if values is not None:
+                out.write(core, values)
     return grid
 
 
-def find_ground(cloud: TiledCloud, settings: SmrfSettings, path: Path, scratch: Path) -> TiledCloud:
-    """SMRF's ground points, written as a tiled cloud at `path`: the filter runs on each tile of the cloud with a
-    margin of its neighbours' points, over the extent of those points (a sparse cloud's tiles are large, and
-    mostly empty where the survey has gaps)."""
-    margin = terrain_margin(settings) * settings.cell
+@dataclass(frozen=True)
+class GroundTile:
+    """SMRF on one tile of the cloud with a margin of its neighbours' points, over the extent of those points;
+    answers the tile's own ground points. Inherited by forked workers."""
+
+    cloud: TiledCloud
+    settings: SmrfSettings
+
+    def __call__(self, tile: Tile) -> PointCloud:
+        points, own = self.cloud.with_margin(tile, terrain_margin(self.settings) * self.settings.cell)
+        xy = points.xyz[:, :2]
+        ground = classify(points.xyz, (*xy.min(axis=0), *xy.max(axis=0)), self.settings)
+        return points.subset(ground & own)
+
+
+def find_ground(cloud: TiledCloud, settings: SmrfSettings, path: Path, scratch: Path, workers: int) -> TiledCloud:
+    """SMRF's ground points, written as a tiled cloud at `path`, the tiles classified in `workers` processes (a
+    sparse cloud's tiles are large, and mostly empty where the survey has gaps: hence each tile's own extent)."""
     with tiled_writer(path, cloud.tiling, scratch) as write:
-        for tile in cloud.tiles:
-            points, own = cloud.with_margin(tile, margin)
-            xy = points.xyz[:, :2]
-            ground = classify(points.xyz, (*xy.min(axis=0), *xy.max(axis=0)), settings)
-            write(tile.col, tile.row, points.subset(ground & own))
+        for tile, ground in zip(cloud.tiles, forked_map(GroundTile(cloud, settings), cloud.tiles, workers)):
+            write(tile.col, tile.row, ground)
     return TiledCloud.open(path)
 
 
@@ -125,16 +158,17 @@ def run(ctx: "StageContext") -> None:
     figures: dict = {"resolution_cm": round(resolution * 100, 3)}
     if options.dsm:
         grid = write_model(dem_path(project, "dsm"), cloud, area, resolution,
-                           SurfaceSettings("max", options.dem_gapfill_steps), georef, fmt)
+                           SurfaceSettings("max", options.dem_gapfill_steps), georef, fmt, options.max_concurrency)
         figures["dsm"] = {"width": grid.width, "height": grid.height}
         ctx.progress(0.4)
     if options.dtm:
         smrf = SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
         with tempfile.TemporaryDirectory(prefix="dem.", dir=project.root) as tmp:
-            ground = find_ground(cloud, smrf, Path(tmp) / "ground.ply", Path(tmp))
+            ground = find_ground(cloud, smrf, Path(tmp) / "ground.ply", Path(tmp), options.max_concurrency)
             ctx.progress(0.7)
             grid = write_model(dem_path(project, "dtm"), ground, area, resolution,
-                               SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt)
+                               SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt,
+                               options.max_concurrency)
         figures["dtm"] = {"width": grid.width, "height": grid.height, "ground_points": len(ground),
                           "ground_fraction": round(len(ground) / max(len(cloud), 1), 3)}
     figures["bounds_wgs84"] = georef.wgs84_bounds(grid.bounds)

@@ -33,7 +33,9 @@ from ..io.geotiff import RasterFormat, TiledRaster
 from ..io.images import Levels, load_levels, read_scaled
 from ..log import log
 from ..options import Option
+from ..parallel import forked_map
 from ..photometry import Photometry
+from ..resources import available_memory
 from ..ortho.footprint import footprints
 from ..ortho.mosaic import Mosaic
 from ..ortho.seams import FORBIDDEN, SeamSettings, place_seams
@@ -66,7 +68,9 @@ OCCLUSION_POOL = 3  # the z-buffer surface is this many cells coarser (highest o
 SURFACE_CELLS = 4  # orthophoto pixels per cell of the surface, at least
 SPACING_SAMPLE = 20_000  # points drawn to measure the cloud's spacing
 SAMPLING = 1.5  # image pixels per orthophoto pixel at least, before a finer decoding of the image is used
-IMAGE_CACHE_BYTES = 768 * 2**20
+IMAGE_CACHE_BYTES = 768 * 2**20  # shared among the processes that render tiles
+TILE_WORKING_BYTES = 640 * 2**20  # what a process rendering tiles holds beside its images: about 600 MB at Brighton Beach
+TILE_CHUNKS = 4  # runs of neighbouring tiles per process: fewer keep more cached images useful, more balance the load
 PROBE_STRIDE = 61  # every so many cells tell whether a view reaches a tile at all
 HIDDEN = np.float32(1e6)  # score added to views that the surface hides a cell from (used only if none sees it)
 NO_SOURCE = 65535  # odm_orthophoto_sources.tif's nodata
@@ -90,6 +94,7 @@ class ViewImages:
     images_dir: Path
     levels: Levels | None
     photometry: Photometry | None
+    budget: int = IMAGE_CACHE_BYTES
     _cache: OrderedDict = field(default_factory=OrderedDict)
     _bytes: int = 0
 
@@ -102,7 +107,7 @@ class ViewImages:
             image = self.photometry.correct(image, view.name)
         self._cache[view.name] = image
         self._bytes += image.nbytes
-        while self._bytes > IMAGE_CACHE_BYTES and len(self._cache) > 1:
+        while self._bytes > self.budget and len(self._cache) > 1:
             self._bytes -= self._cache.popitem(last=False)[1].nbytes
         return image
 
@@ -298,6 +303,35 @@ def serpentine(tiles: list[tuple[Window, Window]]) -> list[tuple[Window, Window]
     return sorted(tiles, key=key)
 
 
+@dataclass
+class TileJob:
+    """Renders one tile; what it holds is inherited by the forked workers, each with its own image cache."""
+
+    grid: Grid
+    surface_model: SurfaceModel
+    views: list[View]
+    extents: list[tuple[float, float, float, float]]
+    scales: dict[str, float]
+    images: ViewImages
+    area: SurveyArea
+
+    def __call__(self, tile: tuple[Window, Window]) -> tuple[np.ndarray, np.ndarray]:
+        """The tile's RGBA and, per pixel, the index in `views` of the photograph that colours it (NO_SOURCE
+        where none)."""
+        core, padded = tile
+        reaching = [k for k, extent in enumerate(self.extents) if _overlaps(extent, self.grid.sub(core).bounds)]
+        rgba, sources = render_tile(self.grid, core, padded, self.surface_model, [self.views[k] for k in reaching],
+                                    self.scales, self.images, self.area, SeamSettings())
+        return rgba, np.array(reaching + [NO_SOURCE], np.uint16)[sources]  # -1 picks the last
+
+
+def tile_workers(concurrency: int, tiles: int) -> int:
+    """Processes rendering tiles: max-concurrency's, fewer where memory would not hold each one's working set
+    beside its share of the image cache, and at least one."""
+    by_memory = available_memory() // (TILE_WORKING_BYTES + IMAGE_CACHE_BYTES // max(1, concurrency))
+    return max(1, min(concurrency, tiles, int(by_memory)))
+
+
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     cv2.setNumThreads(options.max_concurrency)
@@ -313,12 +347,15 @@ def run(ctx: "StageContext") -> None:
     surface_model = SurfaceModel(cloud, CoarseSurface.of(cloud.xyz_by_tile(), reach, surface_res * COARSE_FACTOR),
                                  surface_res, SurfaceSettings("max", options.dem_gapfill_steps))
     scales = view_scales(model, resolution)
-    extents = footprints(model)
-    images = ViewImages(project.images_dir, load_levels(project.radiometry_file), photometry_of(ctx))
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
     png = orthophoto_path(project, "png")
     png.unlink(missing_ok=True)  # no stale PNG from a run with other options
     tiles = serpentine(list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution)))))
+    workers = tile_workers(options.max_concurrency, len(tiles))
+    images = ViewImages(project.images_dir, load_levels(project.radiometry_file), photometry_of(ctx),
+                        IMAGE_CACHE_BYTES // workers)
+    job = TileJob(grid, surface_model, model.views, footprints(model), scales, images, area)
+    log.info("Orthophoto: %d tiles in %d process%s", len(tiles), workers, "es" if workers > 1 else "")
     names = [view.name for view in model.views]
     covered = 0
     with TiledRaster(orthophoto_path(project), grid, georef.crs, georef.offset, 4, "uint8", fmt, alpha=True,
@@ -326,13 +363,11 @@ def run(ctx: "StageContext") -> None:
             TiledRaster(sources_path(project), grid, georef.crs, georef.offset, 1, "uint16",
                         RasterFormat("DEFLATE", cog=False), nodata=NO_SOURCE,
                         tags={"images": json.dumps(names)}) as sources_out:
-        for n, (core, padded) in enumerate(tiles):
-            reaching = [k for k, extent in enumerate(extents) if _overlaps(extent, grid.sub(core).bounds)]
-            rgba, sources = render_tile(grid, core, padded, surface_model, [model.views[k] for k in reaching],
-                                        scales, images, area, SeamSettings())
+        rendered = forked_map(job, tiles, workers, chunk=max(1, len(tiles) // (TILE_CHUNKS * workers)))
+        for n, ((core, _), (rgba, sources)) in enumerate(zip(tiles, rendered)):
             covered += int(np.count_nonzero(rgba[3]))
             out.write(core, rgba)
-            sources_out.write(core, np.array(reaching + [NO_SOURCE], np.uint16)[sources])  # -1: the last
+            sources_out.write(core, sources)
             ctx.progress(0.95 * (n + 1) / len(tiles))
     area = covered * resolution**2
     project.update_stats("orthophoto", {"resolution_cm": round(resolution * 100, 3), "width": grid.width,

@@ -42,7 +42,7 @@ def run(ctx: "StageContext") -> None:
         pyramid.unlink(missing_ok=True)  # no stale pyramid of a raster a later run did not make
         if not (georeferenced and raster.exists()):
             continue
-        info = build_pyramid(raster, pyramid, elevation, layer)
+        info = build_pyramid(raster, pyramid, elevation, layer, ctx.options.max_concurrency)
         figures[layer] = {"min_zoom": info.min_zoom, "max_zoom": info.max_zoom, "tiles": info.tiles,
                           "value_range": info.value_range}
         log.info("Tiles of the %s: zoom %d to %d, %d tiles", layer, info.min_zoom, info.max_zoom, info.tiles)

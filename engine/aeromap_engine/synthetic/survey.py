@@ -17,9 +17,7 @@ from __future__ import annotations
 import io
 import json
 import math
-import multiprocessing
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -34,6 +32,7 @@ from PIL.TiffImagePlugin import IFDRational
 from rasterio.transform import Affine
 
 from ..geo import crs_name, utm_crs
+from ..parallel import forked_map
 from .camera import FlightSpec, Lens, LensSpec, Pose, Shot, lawnmower
 from .render import RenderModel, observe_markers, render, to_photograph, true_orthophoto
 from .scene import HeightField, Marker, SceneSpec, build_scene
@@ -163,7 +162,7 @@ def generate(out_dir: Path, spec: SurveySpec, workers: int = 1) -> SurveyTruth:
                          scene.markers)
     photographs: list[Photograph] = []
     observations: dict[str, list[tuple[str, float, float]]] = {m.name: [] for m in scene.markers}
-    for photo, seen in _run_jobs(job, shots, workers):
+    for photo, seen in forked_map(job, list(enumerate(shots)), workers):
         photographs.append(photo)
         for marker_name, pixel in seen:
             observations[marker_name].append((photo.name, pixel[0], pixel[1]))
@@ -234,29 +233,6 @@ class _PhotographJob:
         seen = [(marker.name, (float(pixel[0]), float(pixel[1])))
                 for marker, pixel in observe_markers(self.model, self.lens, shot.pose, self.markers)]
         return photo, seen
-
-
-_JOB: _PhotographJob | None = None  # the job of a forked worker, inherited rather than pickled
-
-
-def _run_inherited(item: tuple[int, Shot]) -> tuple[Photograph, list[tuple[str, tuple[float, float]]]]:
-    assert _JOB is not None
-    return _JOB(item)
-
-
-def _run_jobs(job: _PhotographJob, shots: list[Shot], workers: int
-              ) -> Iterator[tuple[Photograph, list[tuple[str, tuple[float, float]]]]]:
-    items = list(enumerate(shots))
-    if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        yield from map(job, items)
-        return
-    global _JOB
-    _JOB = job
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            yield from pool.imap(_run_inherited, items)
-    finally:
-        _JOB = None
 
 
 @dataclass(frozen=True)

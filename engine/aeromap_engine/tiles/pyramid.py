@@ -1,6 +1,7 @@
 """A tile pyramid of a georeferenced raster, built once: blocks of 8 x 8 tiles are reprojected to Web Mercator at
 the native zoom (one GDAL warp each, so memory stays bounded whatever the raster's size), cut into 256 px tiles,
-and each lower zoom is made from the four tiles under it, down to the one tile that holds the whole area.
+and each lower zoom is made from the four tiles under it, down to the one tile that holds the whole area. Blocks
+are cut and their PNGs encoded in several processes; this one writes them and makes the zooms above the blocks.
 Orthophotos keep their colours and transparency; elevation models are drawn with a colour ramp and hillshade
 over their real range."""
 
@@ -8,7 +9,8 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,12 +22,14 @@ from rasterio.warp import transform_bounds
 
 from ..errors import InputError
 from ..io.mbtiles import MBTilesWriter
+from ..parallel import forked_map
 from .mercator import TILE, native_zoom, tile_bounds, top_tile
 from .render import check_georeferenced, elevation_range, intersects, mercator_bounds, shade_elevation, warp
 
 BLOCK_LEVELS = 3  # a block is 2^3 x 2^3 tiles at the native zoom
 
-Emit = Callable[[int, int, int, np.ndarray], None]
+BLOCK_CHUNK = 2  # blocks handed to a process at a time
+Emit = Callable[[int, int, int, bytes], None]
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,18 @@ def encode_png(rgba: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
+@dataclass
+class Block:
+    """The tiles of one block, encoded (empty ones left out), and its top tile for the zooms above it."""
+
+    tiles: list[tuple[int, int, int, bytes]]  # zoom, column, row, PNG
+    top: np.ndarray
+
+
 class Pyramid:
-    def __init__(self, src: rasterio.io.DatasetReader, elevation: bool) -> None:
+    def __init__(self, source: Path, src: rasterio.io.DatasetReader, elevation: bool) -> None:
         check_georeferenced(src)
-        self.src = src
+        self.source = source
         self.elevation = elevation
         self.lonlat = transform_bounds(src.crs, "EPSG:4326", *src.bounds, densify_pts=21)
         self.mercator = mercator_bounds(src)
@@ -64,75 +76,111 @@ class Pyramid:
         resolution = abs(src.res[0]) * (111_320 * math.cos(math.radians(latitude)) if src.crs.is_geographic else 1)
         self.max_zoom = native_zoom(resolution, latitude)
         self.top = top_tile(self.mercator, self.max_zoom)
+        self.block_zoom = max(self.top[0], self.max_zoom - BLOCK_LEVELS)
         self.range = elevation_range(src) if elevation else None
+        self._src: rasterio.io.DatasetReader | None = None  # this process's own: a forked worker opens its own
+        self._pid = 0
 
-    def _block(self, z: int, x: int, y: int) -> np.ndarray:
-        """The tiles under (z, x, y) at the native zoom, as one image."""
+    def blocks(self, z: int, x: int, y: int) -> Iterator[tuple[int, int, int]]:
+        """The blocks under (z, x, y) that hold some of the raster, in the order `assemble` takes them."""
+        if not intersects(tile_bounds(z, x, y), self.mercator):
+            return
+        if z >= self.block_zoom:
+            yield z, x, y
+            return
+        for row in range(2):
+            for col in range(2):
+                yield from self.blocks(z + 1, 2 * x + col, 2 * y + row)
+
+    def __call__(self, block: tuple[int, int, int]) -> Block:
+        """Cuts a block: the tiles under it at the native zoom from one warp, and each zoom up to the block's own
+        made from the one below."""
+        z, x, y = block
+        if self._pid != os.getpid():  # GDAL's file handles must not be shared across a fork
+            self._src, self._pid = rasterio.open(self.source), os.getpid()
         bounds = tile_bounds(z, x, y)
         size = TILE * 2 ** (self.max_zoom - z)
-        if not self.elevation:
-            return warp(self.src, False, bounds, size)
-        low, high = self.range or (0.0, 1.0)
-        return shade_elevation(warp(self.src, True, bounds, size, 1), bounds, size, low, high)
+        if self.elevation:
+            low, high = self.range or (0.0, 1.0)
+            data = shade_elevation(warp(self._src, True, bounds, size, 1), bounds, size, low, high)
+        else:
+            data = warp(self._src, False, bounds, size)
+        tiles = []
+        for level in range(self.max_zoom, z - 1, -1):
+            per_side = 2 ** (level - z)
+            for row in range(per_side):
+                for col in range(per_side):
+                    tile = data[row * TILE:(row + 1) * TILE, col * TILE:(col + 1) * TILE]
+                    if tile[..., 3].any():
+                        tiles.append((level, x * per_side + col, y * per_side + row,
+                                      encode_png(np.ascontiguousarray(tile))))
+            if level > z:
+                data = downsample(data)
+        return Block(tiles, data)
 
-    def render(self, z: int, x: int, y: int, emit: Emit) -> np.ndarray | None:
-        """Emits the tiles of (z, x, y) and everything under it; answers the tile itself (None when empty)."""
+    def close(self) -> None:
+        if self._src is not None and self._pid == os.getpid():
+            self._src.close()
+        self._src = None
+
+    def assemble(self, z: int, x: int, y: int, blocks: Iterator[Block], emit: Emit) -> np.ndarray | None:
+        """Emits the tiles of (z, x, y) and everything under it, taking the cut blocks in `blocks`' order; answers
+        the tile itself (None where the raster does not reach)."""
         if not intersects(tile_bounds(z, x, y), self.mercator):
             return None
-        if z >= self.max_zoom - BLOCK_LEVELS:
-            data = self._block(z, x, y)
-            for level in range(self.max_zoom, z - 1, -1):
-                per_side = 2 ** (level - z)
-                for row in range(per_side):
-                    for col in range(per_side):
-                        emit(level, x * per_side + col, y * per_side + row,
-                             data[row * TILE:(row + 1) * TILE, col * TILE:(col + 1) * TILE])
-                if level > z:
-                    data = downsample(data)
-            return data
+        if z >= self.block_zoom:
+            block = next(blocks)
+            for tile in block.tiles:
+                emit(*tile)
+            return block.top
         mosaic = np.zeros((2 * TILE, 2 * TILE, 4), dtype=np.uint8)
         found = False
         for row in range(2):
             for col in range(2):
-                child = self.render(z + 1, 2 * x + col, 2 * y + row, emit)
+                child = self.assemble(z + 1, 2 * x + col, 2 * y + row, blocks, emit)
                 if child is not None:
                     mosaic[row * TILE:(row + 1) * TILE, col * TILE:(col + 1) * TILE] = child
                     found = True
         if not found:
             return None
         tile = downsample(mosaic)
-        emit(z, x, y, tile)
+        if tile[..., 3].any():
+            emit(z, x, y, encode_png(tile))
         return tile
 
 
-def build_pyramid(source: Path, target: Path, elevation: bool, name: str) -> PyramidInfo:
-    """Writes the pyramid of a GeoTIFF as MBTiles 1.3 (PNG tiles; fully transparent tiles are left out)."""
+def build_pyramid(source: Path, target: Path, elevation: bool, name: str, workers: int = 1) -> PyramidInfo:
+    """Writes the pyramid of a GeoTIFF as MBTiles 1.3 (PNG tiles; fully transparent tiles are left out), its
+    blocks cut in `workers` processes."""
     try:
         src = rasterio.open(source)
     except rasterio.errors.RasterioIOError as exc:
         raise InputError(f"{source} is not a raster that can be read: {exc}") from None
     with src:
-        pyramid = Pyramid(src, elevation)
-        west, south, east, north = pyramid.lonlat
-        z, x, y = pyramid.top
-        metadata = {
-            "name": name, "format": "png", "type": "overlay", "version": "1.0",
-            "bounds": f"{west:.8f},{south:.8f},{east:.8f},{north:.8f}",
-            "center": f"{(west + east) / 2:.8f},{(south + north) / 2:.8f},{min(pyramid.max_zoom, z + 2)}",
-            "minzoom": str(z), "maxzoom": str(pyramid.max_zoom),
-            "description": f"{name}, made by Aeromap",
-        }
-        if pyramid.range:
-            metadata.update({"value_range": f"{pyramid.range[0]:.3f},{pyramid.range[1]:.3f}",
-                             "color_map": "viridis", "hillshade": "315,45"})
-        count = 0
+        pyramid = Pyramid(source, src, elevation)
+    west, south, east, north = pyramid.lonlat
+    z, x, y = pyramid.top
+    metadata = {
+        "name": name, "format": "png", "type": "overlay", "version": "1.0",
+        "bounds": f"{west:.8f},{south:.8f},{east:.8f},{north:.8f}",
+        "center": f"{(west + east) / 2:.8f},{(south + north) / 2:.8f},{min(pyramid.max_zoom, z + 2)}",
+        "minzoom": str(z), "maxzoom": str(pyramid.max_zoom),
+        "description": f"{name}, made by Aeromap",
+    }
+    if pyramid.range:
+        metadata.update({"value_range": f"{pyramid.range[0]:.3f},{pyramid.range[1]:.3f}",
+                         "color_map": "viridis", "hillshade": "315,45"})
+    count = 0
 
-        with MBTilesWriter(target, metadata) as out:
-            def emit(level: int, col: int, row: int, rgba: np.ndarray) -> None:
-                nonlocal count
-                if rgba[..., 3].any():
-                    out.add(level, col, row, encode_png(np.ascontiguousarray(rgba)))
-                    count += 1
+    with MBTilesWriter(target, metadata) as out:
+        def emit(level: int, col: int, row: int, png: bytes) -> None:
+            nonlocal count
+            out.add(level, col, row, png)
+            count += 1
 
-            pyramid.render(z, x, y, emit)
+        blocks = list(pyramid.blocks(z, x, y))
+        try:
+            pyramid.assemble(z, x, y, forked_map(pyramid, blocks, workers, chunk=BLOCK_CHUNK), emit)
+        finally:
+            pyramid.close()
     return PyramidInfo(z, pyramid.max_zoom, pyramid.lonlat, count, pyramid.range)

@@ -1,0 +1,52 @@
+"""forked_map: results in order, from other processes, with a job that could not have been pickled."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import cv2
+import numpy as np
+
+from aeromap_engine.parallel import forked_map
+
+
+def test_forked_workers_inherit_the_job_and_return_results_in_order() -> None:
+    lock = threading.Lock()  # unpicklable: only a forked worker can have this job
+
+    def job(item: int) -> tuple[int, int]:
+        with lock:
+            return item * item, os.getpid()
+
+    results = list(forked_map(job, list(range(40)), workers=2, chunk=3))
+    assert [square for square, _ in results] == [n * n for n in range(40)]
+    assert os.getpid() not in {pid for _, pid in results}
+
+
+def test_one_worker_or_one_item_runs_here() -> None:
+    assert list(forked_map(lambda n: (n, os.getpid()), [1, 2], workers=1)) == [(1, os.getpid()), (2, os.getpid())]
+    assert list(forked_map(lambda n: os.getpid(), [7], workers=4)) == [os.getpid()]
+
+
+def test_workers_use_opencv_after_the_parent_used_its_thread_pool() -> None:
+    # A forked child that touches the parent's OpenCV thread pool waits forever: the alarm turns that into a failure.
+    def hung(*_: object) -> None:
+        raise TimeoutError("a forked worker hung in OpenCV")
+
+    image = np.random.default_rng(1).integers(0, 255, (2000, 2000), dtype=np.uint8)
+    cv2.setNumThreads(2)
+    cv2.GaussianBlur(image, (31, 31), 0)  # starts the pool's threads here
+
+    def job(size: int) -> tuple[int, int]:
+        return int(cv2.resize(image, (size, size), interpolation=cv2.INTER_AREA).sum()), cv2.getNumThreads()
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        results = list(forked_map(job, [500, 700, 900, 1100], workers=2))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [total for total, _ in results] == [job(size)[0] for size in (500, 700, 900, 1100)]
+    assert {threads for _, threads in results} == {1} and cv2.getNumThreads() == 2
