@@ -4,6 +4,8 @@ given 2 CPUs on a 64-core host would start 64 threads and size its work by memor
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import math
 import os
 from pathlib import Path
@@ -62,6 +64,26 @@ def _proportional_bytes(process: psutil.Process) -> int:
         if line.startswith("Pss:"):
             return int(line.split()[1]) * 1024
     return process.memory_info().rss
+
+
+def release_free_memory() -> None:
+    """Hands the memory freed inside the C allocator's heaps back to the system. glibc keeps freed blocks of a few
+    MB (NumPy arrays) for reuse, so a process's memory after large temporary arrays stays at their high-water mark;
+    a no-op without glibc."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _glibc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+    return libc if libc is not None and hasattr(libc, "malloc_trim") else None
+
+
+_LIBC = _glibc()
 
 
 def _run_memory_room() -> int | None:
