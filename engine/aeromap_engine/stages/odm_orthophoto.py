@@ -68,7 +68,7 @@ OCCLUSION_POOL = 3  # the z-buffer surface is this many cells coarser (highest o
 SURFACE_CELLS = 4  # orthophoto pixels per cell of the surface, at least
 SPACING_SAMPLE = 20_000  # points drawn to measure the cloud's spacing
 SAMPLING = 1.5  # image pixels per orthophoto pixel at least, before a finer decoding of the image is used
-IMAGE_CACHE_BYTES = 768 * 2**20  # shared among the processes that render tiles
+IMAGE_CACHE_BYTES = 384 * 2**20  # shared among the processes that render tiles
 # What a process rendering tiles holds beside its images: measured 1.06 GB on a synthetic survey at 75 % and 65 %
 # overlap (about 20 views reach a tile), 0.6 GB at Brighton Beach.
 TILE_WORKING_BYTES = 1100 * 2**20
