@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -31,6 +32,12 @@ def opencv_threads(count: int) -> Iterator[None]:
         cv2.setNumThreads(previous)
 
 
+def _default_termination() -> None:
+    # The pool ends its workers with SIGTERM; the handler COLMAP's logging library installs would print a stack
+    # trace of each into the run's log, as if it had crashed.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _run_inherited(item: object) -> object:
     assert _JOB is not None
     return _JOB(item)
@@ -48,7 +55,7 @@ def forked_map(job: Callable[[Item], Result], items: Sequence[Item], workers: in
     global _JOB
     _JOB = job
     try:
-        with opencv_threads(1), multiprocessing.get_context("fork").Pool(workers) as pool:
+        with opencv_threads(1), multiprocessing.get_context("fork").Pool(workers, _default_termination) as pool:
             yield from pool.imap(_run_inherited, items, chunksize=max(1, chunk))
     finally:
         _JOB = None

@@ -39,6 +39,13 @@ def available_memory(cgroup: Path = CGROUP) -> int:
     return available
 
 
+def workers_within_memory(wanted: int, working_bytes: int, share: float = 1.0) -> int:
+    """At most `wanted` workers, fewer where `share` of the memory available would not hold each one's working
+    set, and at least one: a stage sizes its processes or threads before it starts them, rather than learn the
+    limit from the OOM killer."""
+    return max(1, min(wanted, int(available_memory() * share) // max(1, working_bytes)))
+
+
 def held_bytes() -> int:
     """Memory this process and all its children hold, now. With children, the sum of their proportional set sizes,
     where a page shared by n processes counts 1/n: forked workers share their parent's pages, which their resident

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 
 import cv2
@@ -50,3 +52,12 @@ def test_workers_use_opencv_after_the_parent_used_its_thread_pool() -> None:
         signal.signal(signal.SIGALRM, previous)
     assert [total for total, _ in results] == [job(size)[0] for size in (500, 700, 900, 1100)]
     assert {threads for _, threads in results} == {1} and cv2.getNumThreads() == 2
+
+
+def test_workers_end_without_a_crash_report_in_the_log() -> None:
+    # COLMAP's logging library reports a SIGTERM with a stack trace; the pool ends its workers with one.
+    script = ("import pycolmap\nfrom aeromap_engine.parallel import forked_map\n"
+              "print(sum(forked_map(abs, list(range(-20, 0)), workers=2)))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "210"
+    assert "SIGTERM" not in result.stderr and "Aborted" not in result.stderr

@@ -122,6 +122,20 @@ def test_pc_quality_sets_the_working_scale(variant: Project) -> None:
     assert figures["points"] < 0.5 * stats(variant)["point_cloud"]["input_points"]  # from the medium run
 
 
+def test_dense_cloud_made_in_several_processes_is_the_same(variant: Project,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    clouds = []
+    for concurrency in (1, 2):
+        with caplog.at_level("INFO", logger="aeromap"):
+            pipeline.run(variant, products_options(rerun_from="openmvs", end_with="openmvs",
+                                                   max_concurrency=concurrency))
+        clouds.append(variant.path("openmvs", "scene_dense.ply").read_bytes())
+    counts = [message.split("Dense matching in ")[1] for message in caplog.messages if "Dense matching in" in message]
+    assert counts == ["1 process", "2 processes"]
+    assert len(read_ply(variant.path("openmvs", "scene_dense.ply"))) > 10_000
+    assert clouds[0] == clouds[1]
+
+
 def test_water_and_weak_texture_produce_nothing_wild(products: Project) -> None:
     """The sea fills a third of two images: matching fails there, but no points may fly off the surface."""
     dense = read_ply(products.path("openmvs", "scene_dense.ply")).xyz.astype(np.float64)

@@ -24,8 +24,9 @@ from aeromap_engine.project import Project
 from aeromap_engine.report.document import Cell, Document
 from aeromap_engine.report.overlap import images_per_point, overlap_map
 from aeromap_engine.report.sections import BuiltReport, build_report
-from aeromap_engine.report.statistics import (DATE_FORMAT, UNKNOWN, ErrorStats, capture_dates, duration_text,
-                                              point_cloud_statistics, track_length_histogram, value_at_level)
+from aeromap_engine.report.statistics import (DATE_FORMAT, EMPTY_CLOUD, UNKNOWN, CloudMoments, ErrorStats,
+                                              capture_dates, duration_text, point_cloud_statistics,
+                                              track_length_histogram, value_at_level)
 from aeromap_engine.stages import odm_report
 
 DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
@@ -141,6 +142,21 @@ def test_report_prints_the_numbers_of_stats_json(products: Project) -> None:
         assert built.find(f"{stage} / Time").value == seconds
 
 
+def test_cloud_read_in_chunks_gives_the_whole_clouds_statistics(products: Project,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    path = products.path("odm_georeferencing", "odm_georeferenced_model.laz")
+    las = laspy.read(path)
+    xyz = np.column_stack([las.x, las.y, las.z])
+    monkeypatch.setattr(odm_report, "CHUNK_POINTS", 7_919)
+    monkeypatch.setattr(odm_report, "SAMPLE_POINTS", 5_000)
+    summary = odm_report.read_cloud(path)
+    assert summary.moments.count == len(xyz) > 5 * 7_919
+    np.testing.assert_allclose(summary.moments.mean, xyz.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(summary.moments.squares / len(xyz), xyz.var(axis=0), rtol=1e-9)
+    assert 2_500 < len(summary.sample) <= 5_000 + len(xyz) // 7_919 + 1
+    assert abs(summary.sample[:, 2].mean() - xyz[:, 2].mean()) < 0.2 * xyz[:, 2].std()
+
+
 def test_stats_json_has_the_sections_webodm_reads(products: Project) -> None:
     data = stats(products)
     with laspy.open(products.path("odm_georeferencing", "odm_georeferenced_model.laz")) as cloud:
@@ -253,10 +269,25 @@ def test_durations_and_capture_dates() -> None:
 
 def test_track_histogram_and_cloud_counts() -> None:
     assert track_length_histogram(np.array([2, 3, 3, 7])) == {"2": 1, "3": 2, "7": 1}
-    cloud = point_cloud_statistics(np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]]), dense=True)
+    cloud = point_cloud_statistics(CloudMoments.of(np.array([[1.0, 2.0, 3.0], [3.0, 4.0, 5.0]])), dense=True)
     assert [s["count"] for s in cloud["stats"]["statistic"]] == [2, 2, 2]
     assert cloud["stats"]["statistic"][2]["average"] == 4.0 and cloud["stats"]["bbox"]["native"]["bbox"]["maxx"] == 3
-    assert point_cloud_statistics(np.zeros((0, 3)), dense=False)["stats"]["statistic"][0]["count"] == 0
+    assert point_cloud_statistics(CloudMoments.of(np.zeros((0, 3))), dense=False)["stats"]["statistic"][0]["count"] == 0
+
+
+def test_cloud_moments_merged_in_parts_match_the_whole() -> None:
+    rng = np.random.default_rng(3)
+    xyz = rng.normal([500_000.0, 4_000_000.0, 150.0], [80.0, 60.0, 3.0], (10_001, 3))
+    whole = CloudMoments.of(xyz)
+    parts = EMPTY_CLOUD
+    for chunk in np.array_split(xyz, [1, 2_500, 2_501, 7_000]):
+        parts = parts.merge(CloudMoments.of(chunk))
+    assert parts.count == len(xyz)
+    np.testing.assert_array_equal(parts.low, xyz.min(axis=0))
+    np.testing.assert_array_equal(parts.high, xyz.max(axis=0))
+    np.testing.assert_allclose(parts.mean, xyz.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(parts.squares / parts.count, xyz.var(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(whole.squares, parts.squares, rtol=1e-9)
 
 
 def _nadir_view(name: str, x: float) -> View:

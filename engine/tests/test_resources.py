@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from aeromap_engine.resources import available_memory, cpu_limit, held_bytes
+from aeromap_engine.resources import available_memory, cpu_limit, held_bytes, workers_within_memory
 
 
 def write(root: Path, name: str, text: str) -> None:
@@ -64,6 +64,15 @@ def test_a_processing_nodes_memory_limit_is_the_runs(tmp_path: Path, monkeypatch
     assert 400 * 2**20 < room < 600 * 2**20  # the limit less what this process holds
     monkeypatch.setenv("AEROMAP_MEMORY_LIMIT", "")
     assert available_memory(tmp_path / "none") > room
+
+
+def test_workers_are_as_many_as_the_memory_holds(monkeypatch) -> None:
+    monkeypatch.setenv("AEROMAP_MEMORY_LIMIT", str(held_bytes() + 1000 * 2**20))  # about 1000 MB to spare
+    mib = 2**20
+    assert workers_within_memory(8, 300 * mib) == 3
+    assert workers_within_memory(8, 300 * mib, share=0.5) == 1
+    assert workers_within_memory(2, 100 * mib) == 2  # never more than asked
+    assert workers_within_memory(4, 5000 * mib) == 1  # one, however little room
 
 
 def test_pages_a_forked_worker_shares_with_its_parent_are_counted_once() -> None:

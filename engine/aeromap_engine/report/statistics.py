@@ -104,23 +104,58 @@ def odm_processing_statistics(total_seconds: float, gsd_cm: float | None) -> dic
             "average_gsd": gsd_cm}
 
 
-def point_cloud_statistics(xyz: np.ndarray, dense: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CloudMoments:
+    """Count, extremes, mean and sum of squared deviations per axis of a cloud read in parts: parts merge with
+    Chan's pairwise update, which stays exact where summing squares of CRS coordinates (millions of metres)
+    would lose the spread of a few metres."""
+
+    count: int
+    low: np.ndarray  # (3,)
+    high: np.ndarray
+    mean: np.ndarray
+    squares: np.ndarray  # sum of squared deviations from the mean
+
+    @staticmethod
+    def of(xyz: np.ndarray) -> "CloudMoments":
+        values = np.asarray(xyz, dtype=np.float64).reshape(-1, 3)
+        if not len(values):
+            return EMPTY_CLOUD
+        mean = values.mean(axis=0)
+        return CloudMoments(len(values), values.min(axis=0), values.max(axis=0), mean,
+                            ((values - mean) ** 2).sum(axis=0))
+
+    def merge(self, other: "CloudMoments") -> "CloudMoments":
+        if not other.count:
+            return self
+        if not self.count:
+            return other
+        count = self.count + other.count
+        delta = other.mean - self.mean
+        return CloudMoments(count, np.minimum(self.low, other.low), np.maximum(self.high, other.high),
+                            self.mean + delta * other.count / count,
+                            self.squares + other.squares + delta**2 * self.count * other.count / count)
+
+
+EMPTY_CLOUD = CloudMoments(0, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3))
+
+
+def point_cloud_statistics(cloud: CloudMoments, dense: bool) -> dict[str, Any]:
     """pdal info's statistics of a cloud (CRS coordinates): count, extremes, mean and spread per axis."""
     statistic = []
     for position, name in enumerate("XYZ"):
-        entry: dict[str, Any] = {"name": name, "position": position, "count": int(len(xyz))}
-        if len(xyz):
-            values = xyz[:, position].astype(np.float64)
-            entry.update({"minimum": float(values.min()), "maximum": float(values.max()),
-                          "average": float(values.mean()), "stddev": float(values.std()),
-                          "variance": float(values.var())})
+        entry: dict[str, Any] = {"name": name, "position": position, "count": cloud.count}
+        if cloud.count:
+            variance = float(cloud.squares[position] / cloud.count)
+            entry.update({"minimum": float(cloud.low[position]), "maximum": float(cloud.high[position]),
+                          "average": float(cloud.mean[position]), "stddev": math.sqrt(variance),
+                          "variance": variance})
         statistic.append(entry)
     stats: dict[str, Any] = {"statistic": statistic}
-    if len(xyz):
-        low, high = xyz.min(axis=0), xyz.max(axis=0)
-        stats["bbox"] = {"native": {"bbox": {"minx": float(low[0]), "miny": float(low[1]), "minz": float(low[2]),
-                                             "maxx": float(high[0]), "maxy": float(high[1]),
-                                             "maxz": float(high[2])}}}
+    if cloud.count:
+        (minx, miny, minz), (maxx, maxy, maxz) = cloud.low.tolist(), cloud.high.tolist()
+        stats["bbox"] = {"native": {"bbox": {"minx": minx, "miny": miny, "minz": minz,
+                                             "maxx": maxx, "maxy": maxy, "maxz": maxz}}}
     return {"dense": dense, "stats": stats}
 
 

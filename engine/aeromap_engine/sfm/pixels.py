@@ -16,7 +16,7 @@ from ..log import log, log_count
 from ..parallel import opencv_threads
 from ..photo import Photo
 from ..photometry import Frame, Observations, Photometry
-from ..resources import available_memory
+from ..resources import workers_within_memory
 from .features import Features, extract_features, process_size, sift_memory
 
 SMOOTHING = 9  # px: the box a point's colour is averaged over for the photometric comparison
@@ -35,7 +35,7 @@ def extract_all(images_dir: Path, levels: Levels | None, photos: list[Photo], qu
 
     # Large images at high quality take gigabytes each: run no more at once than half the free memory holds.
     largest = max(sift_memory(p.width, p.height, quality) for p in photos)
-    workers = max(1, min(threads, available_memory() // 2 // largest))
+    workers = workers_within_memory(threads, largest, share=0.5)
     total = 0
     with opencv_threads(1), ThreadPoolExecutor(workers) as pool:
         for i, features in enumerate(pool.map(extract, photos)):

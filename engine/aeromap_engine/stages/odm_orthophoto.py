@@ -35,7 +35,7 @@ from ..log import log
 from ..options import Option
 from ..parallel import forked_map
 from ..photometry import Photometry
-from ..resources import available_memory, release_free_memory
+from ..resources import release_free_memory, workers_within_memory
 from ..ortho.footprint import footprints
 from ..ortho.mosaic import Mosaic
 from ..ortho.seams import FORBIDDEN, SeamSettings, place_seams
@@ -69,9 +69,9 @@ SURFACE_CELLS = 4  # orthophoto pixels per cell of the surface, at least
 SPACING_SAMPLE = 20_000  # points drawn to measure the cloud's spacing
 SAMPLING = 1.5  # image pixels per orthophoto pixel at least, before a finer decoding of the image is used
 IMAGE_CACHE_BYTES = 384 * 2**20  # shared among the processes that render tiles
-# What a process rendering tiles holds beside its images: measured 1.06 GB on a synthetic survey at 75 % and 65 %
-# overlap (about 20 views reach a tile), 0.6 GB at Brighton Beach.
-TILE_WORKING_BYTES = 1100 * 2**20
+# What a process rendering tiles holds beside its images: measured up to 0.68 GB on a 153-image synthetic survey
+# at 75 % and 65 % overlap (about 27 views reach a tile).
+TILE_WORKING_BYTES = 800 * 2**20
 TILE_CHUNKS = 4  # runs of neighbouring tiles per process: fewer keep more cached images useful, more balance the load
 PROBE_STRIDE = 61  # every so many cells tell whether a view reaches a tile at all
 HIDDEN = np.float32(1e6)  # score added to views that the surface hides a cell from (used only if none sees it)
@@ -174,18 +174,34 @@ def _pooled(grid: Grid, heights: np.ndarray, factor: int) -> tuple[Grid, np.ndar
 
 @dataclass
 class Candidate:
-    """A view that may colour some of a tile's cells, and what it sees there."""
+    """A view that may colour some of a tile's cells, and what it sees there. Its figures are kept for the cells
+    in its frame only: a tile has a few dozen candidates, most of which frame part of it, and per-cell arrays of
+    each were most of what a tile held."""
 
     view: View
-    projection: Projection
-    sees: np.ndarray  # per cell: not hidden from the view by the surface
-    off: np.ndarray  # per cell: tan^2 of the off-nadir angle
+    in_image: np.ndarray  # per cell: inside the view's frame
+    u: np.ndarray  # per framed cell: image position, full-resolution pixels
+    v: np.ndarray
+    sees: np.ndarray  # per framed cell: not hidden from the view by the surface
+    off: np.ndarray  # per framed cell: tan^2 of the off-nadir angle
+
+    @staticmethod
+    def of(view: View, projection: Projection, sees: np.ndarray, cells: np.ndarray) -> "Candidate":
+        framed = projection.in_image
+        return Candidate(view, framed, projection.u[framed], projection.v[framed], sees[framed],
+                         off_nadir(view, cells[framed]))
+
+    def spread(self, framed: np.ndarray, fill: float | bool) -> np.ndarray:
+        """Values of the framed cells on every cell, `fill` elsewhere."""
+        full = np.full(len(self.in_image), fill, dtype=framed.dtype)
+        full[self.in_image] = framed
+        return full
 
     @property
     def score(self) -> np.ndarray:
         """The nearest-nadir rule's ranking per cell: lower is better, HIDDEN added where the view is hidden, inf
         outside its frame."""
-        return np.where(self.projection.in_image, np.where(self.sees, 0, HIDDEN) + self.off, np.inf)
+        return self.spread(np.where(self.sees, 0, HIDDEN) + self.off, np.inf)
 
 
 def seam_costs(candidates: list[Candidate], inside: np.ndarray, settings: SeamSettings) -> np.ndarray:
@@ -194,7 +210,7 @@ def seam_costs(candidates: list[Candidate], inside: np.ndarray, settings: SeamSe
     costs = np.zeros((len(candidates), *inside.shape), np.float32)
     for k, candidate in enumerate(candidates):
         cost = settings.nadir_weight * candidate.off + np.where(candidate.sees, 0, HIDDEN_COST)
-        costs[k][inside] = np.where(candidate.projection.in_image, cost, FORBIDDEN)
+        costs[k][inside] = candidate.spread(cost, FORBIDDEN)
     return costs
 
 
@@ -260,7 +276,7 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
             projection.depth[projection.in_image])))
         buffer = zbuffer(Projection.of(view, occluder_world), bucket, (view.camera.height, view.camera.width))
         sees = visible(projection, buffer, bucket)
-        seen_by.append(Candidate(view, projection, sees, off_nadir(view, cells)))
+        seen_by.append(Candidate.of(view, projection, sees, cells))
         np.minimum(best, seen_by[-1].score, out=best)
     # Scores are recomputed rather than kept: a tile's cells times its views, they would be its largest arrays.
     candidates = [c for c in seen_by if (c.score <= best + settings.corridor).any()]
@@ -270,13 +286,13 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
 
     colours = []
     for candidate in candidates:
-        view, projection = candidate.view, candidate.projection
+        view = candidate.view
         image = images.get(view, scales[view.name])
         sx, sy = image.shape[1] / view.camera.width, image.shape[0] / view.camera.height
         map_x = np.full(inside.shape, -1, np.float32)
         map_y = np.full(inside.shape, -1, np.float32)
-        map_x[inside] = np.where(projection.in_image, (projection.u + 0.5) * sx - 0.5, -1)
-        map_y[inside] = np.where(projection.in_image, (projection.v + 0.5) * sy - 0.5, -1)
+        map_x[inside] = candidate.spread((candidate.u + 0.5) * sx - 0.5, -1)
+        map_y[inside] = candidate.spread((candidate.v + 0.5) * sy - 0.5, -1)
         colours.append(cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT))
     labels = tile_labels(candidates, colours, inside, settings)
 
@@ -286,7 +302,7 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
         if not own.any():
             continue
         valid = np.zeros(inside.shape, bool)
-        valid[inside] = candidate.projection.in_image & candidate.sees
+        valid[inside] = candidate.spread(candidate.sees, False)
         mosaic.add(colour[:, :, ::-1].astype(np.float32), valid | own, labels, number)
         sources[own] = views.index(candidate.view)
     rgb, covered = mosaic.result()
@@ -332,9 +348,9 @@ class TileJob:
 
 def tile_workers(concurrency: int, tiles: int) -> int:
     """Processes rendering tiles: max-concurrency's, fewer where memory would not hold each one's working set
-    beside its share of the image cache, and at least one."""
-    by_memory = available_memory() // (TILE_WORKING_BYTES + IMAGE_CACHE_BYTES // max(1, concurrency))
-    return max(1, min(concurrency, tiles, int(by_memory)))
+    beside its share of the image cache."""
+    return workers_within_memory(min(concurrency, tiles),
+                                 TILE_WORKING_BYTES + IMAGE_CACHE_BYTES // max(1, concurrency))
 
 
 def run(ctx: "StageContext") -> None:

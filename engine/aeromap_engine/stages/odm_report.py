@@ -35,7 +35,7 @@ from ..report import statistics
 from ..report.figures import RasterPreview
 from ..report.overlap import OverlapMap, overlap_map
 from ..report.sections import CameraLayout, FeatureCounts, ReportContent, build_report
-from ..report.statistics import ErrorStats
+from ..report.statistics import EMPTY_CLOUD, CloudMoments, ErrorStats
 from ..sfm import control
 from ..sfm.georeference import WorldFrame, photo_positions
 from . import STAGE_NAMES
@@ -54,6 +54,8 @@ OPTIONS: list[Option] = []
 WEIGHT = 0.2
 
 PREVIEW_SIDE = 1000  # px along the longer side of the previews
+SAMPLE_POINTS = 500_000  # of the cloud, for the overlap map's cell heights (160 cells across)
+CHUNK_POINTS = 1_000_000
 # Sections this stage writes only when their product exists: a re-run without it must not keep the old ones.
 OPTIONAL_SECTIONS = ("point_cloud_statistics", "dsm_statistics", "dtm_statistics")
 
@@ -96,7 +98,7 @@ def prepare(project: "Project", progress: Callable[[float], None] = lambda fract
     cameras = camera_layout(model, photos, georef)
     progress(0.2)
     cloud = read_cloud(model_path(project, "laz"))
-    surface = cloud - [georef.offset[0], georef.offset[1], 0.0] if cloud is not None else tracks.sparse_xyz
+    surface = cloud.sample - [georef.offset[0], georef.offset[1], 0.0] if cloud is not None else tracks.sparse_xyz
     overlap = read_overlap(project, georef, model, surface)
     orthophoto = read_preview(orthophoto_path(project), georef, elevation=False)
     elevations, extremes = read_elevations(project, georef)
@@ -121,7 +123,7 @@ def prepare(project: "Project", progress: Callable[[float], None] = lambda fract
     }
     if cloud is not None:
         sections["point_cloud_statistics"] = statistics.point_cloud_statistics(
-            cloud, stats.get("point_cloud", {}).get("source", "dense") == "dense")
+            cloud.moments, stats.get("point_cloud", {}).get("source", "dense") == "dense")
     sections.update({f"{kind}_statistics": values for kind, values in extremes.items()})
     return ReportContent(
         version=__version__, dataset=project.root.name, stats=write_sections(project, sections),
@@ -225,12 +227,25 @@ def gcp_deltas(project: "Project", model: pycolmap.Reconstruction, georef: Geore
     return np.array(deltas).reshape(-1, 3)
 
 
-def read_cloud(path: Path) -> np.ndarray | None:
-    """The georeferenced point cloud's coordinates (N, 3) in the CRS, or None without one."""
+@dataclass(frozen=True)
+class CloudSummary:
+    moments: CloudMoments  # CRS coordinates
+    sample: np.ndarray  # (N, 3) at most about SAMPLE_POINTS evenly drawn points in the CRS, for the overlap map
+
+
+def read_cloud(path: Path) -> CloudSummary | None:
+    """The georeferenced point cloud's statistics and an even sample of its points, read a chunk at a time so
+    that memory does not grow with the cloud; None without one."""
     if not path.exists():
         return None
-    las = laspy.read(path)
-    return np.column_stack([las.x, las.y, las.z]).astype(np.float64)
+    moments, samples = EMPTY_CLOUD, []
+    with laspy.open(path) as reader:
+        step = max(1, -(-reader.header.point_count // SAMPLE_POINTS))
+        for chunk in reader.chunk_iterator(CHUNK_POINTS):
+            xyz = np.column_stack([chunk.x, chunk.y, chunk.z])
+            moments = moments.merge(CloudMoments.of(xyz))
+            samples.append(xyz[::step])
+    return CloudSummary(moments, np.concatenate(samples) if samples else np.zeros((0, 3)))
 
 
 def read_overlap(project: "Project", georef: Georef, model: pycolmap.Reconstruction,
