@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import laspy
 import numpy as np
 import pycolmap
 import pytest
@@ -67,6 +68,16 @@ def exif_utm(names: list[str]) -> dict[str, np.ndarray]:
 def relative_altitude(name: str) -> float:
     match = re.search(rb'drone-dji:RelativeAltitude="([-+0-9.]+)"', (DATASET / name).read_bytes())
     return float(match.group(1))
+
+
+def height_over_published_ground(cameras: dict[str, np.ndarray]) -> float:
+    """The cameras' median GPS altitude above the ground of ODM's published cloud within their footprint."""
+    cloud = laspy.read(DATASET.parent / "model.laz")
+    xyz = np.column_stack([cloud.x, cloud.y, cloud.z])
+    centres = np.array(list(cameras.values()))
+    low, high = centres[:, :2].min(axis=0) - 10, centres[:, :2].max(axis=0) + 10
+    under = np.all((xyz[:, :2] >= low) & (xyz[:, :2] <= high), axis=1)
+    return float(np.median(centres[:, 2]) - np.median(xyz[under, 2]))
 
 
 def model_centres(project: Project) -> dict[str, np.ndarray]:
@@ -208,15 +219,19 @@ def test_without_gps_a_local_levelled_frame(local_project: tuple[Project, str]) 
     # Levelled with Z up and scaled by DJI's height above the take-off point.
     assert np.median(heights) == pytest.approx(np.median([relative_altitude(n) for n in SUBSET]), rel=0.05)
     # The camera layout has the shape of the GPS positions the photographs no longer carry; its size follows
-    # from the height over ground, which the take-off height approximates to the few metres the ground lies
-    # below or above the take-off point.
+    # from taking the height above the take-off point for the height above the ground, so it is too large by
+    # their ratio. The ground under these photographs lies 4.4 m above the take-off point (ODM's published cloud
+    # against the photographs' GPS altitude): the layout should come out 1.12 times the true one.
     truth = exif_utm(SUBSET)
     centres = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
     pairs = [(a, b) for a in SUBSET for b in SUBSET if a < b]
     ratios = np.array([np.linalg.norm(centres[a][:2] - centres[b][:2]) / np.linalg.norm(truth[a][:2] - truth[b][:2])
                        for a, b in pairs])
     assert ratios.std() / ratios.mean() < 0.05
-    assert 0.85 < np.median(ratios) < 1.15
+    expected = np.median([relative_altitude(n) for n in SUBSET]) / height_over_published_ground(truth)
+    # Distortion, refined on flat ground seen straight down, trades with the depth of the scene: a few per cent
+    # either way (1.09 and 1.17 on two machines' runs).
+    assert np.median(ratios) == pytest.approx(expected, rel=0.08)
 
 
 def test_without_gps_every_product_in_the_local_frame(local_project: tuple[Project, str], tmp_path: Path) -> None:
