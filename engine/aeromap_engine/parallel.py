@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -59,3 +60,33 @@ def forked_map(job: Callable[[Item], Result], items: Sequence[Item], workers: in
             yield from pool.imap(_run_inherited, items, chunksize=max(1, chunk))
     finally:
         _JOB = None
+
+
+@contextlib.contextmanager
+def shared_progress(count: int, report: Callable[[float], None], interval: float = 1.0) -> Iterator[Sequence[float]]:
+    """Slots in shared memory, one per item, where forked workers put the fraction of their item done; while
+    open, a thread of this process reports the mean of the slots whenever it grew. (Workers that reported on
+    their own would move one progress back and forth as they take turns.)"""
+    slots = multiprocessing.get_context("fork").Array("d", count)
+    stop = threading.Event()
+    reported = 0.0
+
+    def report_mean() -> None:
+        nonlocal reported
+        mean = sum(slots[:]) / max(1, count)
+        if mean > reported:
+            reported = mean
+            report(mean)
+
+    def watch() -> None:
+        while not stop.wait(interval):
+            report_mean()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield slots
+    finally:
+        stop.set()
+        watcher.join()
+        report_mean()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, replace
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -38,14 +39,20 @@ class StageContext:
     stage: str
     _start: float
     _span: float
+    _emit: Callable[[str, float], None] = emit_progress
 
     def progress(self, fraction: float) -> None:
         """Report how far this stage has come (0..1)."""
-        emit_progress(self.stage, self._start + self._span * max(0.0, min(1.0, fraction)))
+        self._emit(self.stage, self._start + self._span * max(0.0, min(1.0, fraction)))
 
     def part(self, begin: float, end: float) -> "StageContext":
         """A context whose progress 0..1 covers [begin, end] of this one's: for a step run several times."""
         return replace(self, _start=self._start + self._span * begin, _span=self._span * (end - begin))
+
+    def reporting_to(self, sink: Callable[[float], None]) -> "StageContext":
+        """A context that hands its progress (0..1) to `sink` instead of printing it: for a step in a forked
+        process, whose parent reports the progress of all its workers as one."""
+        return replace(self, _start=0.0, _span=1.0, _emit=lambda _stage, fraction: sink(fraction))
 
 
 def all_options() -> list[Option]:

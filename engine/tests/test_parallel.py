@@ -1,4 +1,5 @@
-"""forked_map: results in order, from other processes, with a job that could not have been pickled."""
+"""forked_map: results in order, from other processes, with a job that could not have been pickled; the progress
+of forked workers reported as one."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import cv2
 import numpy as np
 
-from aeromap_engine.parallel import forked_map
+from aeromap_engine.parallel import forked_map, shared_progress
 
 
 def test_forked_workers_inherit_the_job_and_return_results_in_order() -> None:
@@ -56,8 +58,24 @@ def test_workers_use_opencv_after_the_parent_used_its_thread_pool() -> None:
 
 def test_workers_end_without_a_crash_report_in_the_log() -> None:
     # COLMAP's logging library reports a SIGTERM with a stack trace; the pool ends its workers with one.
-    script = ("import pycolmap\nfrom aeromap_engine.parallel import forked_map\n"
+    script = ("import pycolmap\nfrom aeromap_engine.parallel import forked_map, shared_progress\n"
               "print(sum(forked_map(abs, list(range(-20, 0)), workers=2)))")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "210"
     assert "SIGTERM" not in result.stderr and "Aborted" not in result.stderr
+
+
+def test_forked_workers_progress_is_reported_as_the_mean_of_their_own() -> None:
+    reported: list[float] = []
+    with shared_progress(2, reported.append, interval=0.01) as done:
+        def job(index: int) -> int:
+            for step in range(1, 6):
+                done[index] = step / 5
+                time.sleep(0.03 * (index + 1))  # the second worker at half the pace of the first
+            return os.getpid()
+
+        pids = list(forked_map(job, [0, 1], workers=2))
+    assert os.getpid() not in pids
+    assert reported == sorted(set(reported)) and reported[-1] == 1.0
+    # Seen while the workers ran: the first done and the second not yet.
+    assert any(0.5 < fraction < 1.0 for fraction in reported)

@@ -21,7 +21,8 @@ from aeromap_engine.io.geotxt import parse_geo_txt
 from aeromap_engine.sfm.alignment import (apply, gravity_direction, is_collinear, levelling_transform,
                                           robust_similarity)
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
-from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
+from aeromap_engine.sfm.database import PositionPrior, open_database, without_priors
+from aeromap_engine.sfm.features import Features, extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo
 
@@ -320,3 +321,23 @@ def test_height_range_of_a_surface_against_its_cameras() -> None:
 def test_fix_spacing_is_the_median_nearest_neighbour_distance() -> None:
     line = np.c_[np.arange(0.0, 100.0, 14.0), np.zeros(8)]
     assert fix_spacing(line) == pytest.approx(14.0) and fix_spacing(line[:1]) == 0.0
+
+
+def test_priors_are_dropped_from_a_copy_and_the_database_others_read_keeps_them(tmp_path) -> None:
+    camera = pycolmap.Camera.create_from_model_name(0, "SIMPLE_RADIAL", 1000.0, 800, 600)
+    features = Features(np.zeros((2, 4), np.float32), np.zeros((2, 128), np.uint8))
+    with open_database(tmp_path / "survey.db", [camera]) as writer:
+        for i, name in enumerate(["a.jpg", "b.jpg", "c.jpg"]):
+            writer.add(name, 0, features, PositionPrior(np.array([i * 10.0, 0.0, 90.0]), 5.0, 10.0))
+
+    def prior_positions(path) -> dict[str, list[float]]:
+        database = pycolmap.Database.open(path)
+        try:
+            names = {image.data_id.id: image.name for image in database.read_all_images()}
+            return {names[p.corr_data_id.id]: p.position.tolist() for p in database.read_all_pose_priors()}
+        finally:
+            database.close()
+
+    copy = without_priors(tmp_path / "survey.db", ["b.jpg"], tmp_path / "copy.db")
+    assert prior_positions(copy) == {"a.jpg": [0.0, 0.0, 90.0], "c.jpg": [20.0, 0.0, 90.0]}
+    assert sorted(prior_positions(tmp_path / "survey.db")) == ["a.jpg", "b.jpg", "c.jpg"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,9 +97,11 @@ def match_pairs(path: Path, pairs: list[tuple[str, str]], list_file: Path, threa
         progress(min(1.0, (start + size) / len(pairs)))
 
 
-def drop_priors(path: Path, names: list[str]) -> None:
-    """Remove the position priors of the named images."""
-    database = pycolmap.Database.open(path)
+def without_priors(path: Path, names: list[str], target: Path) -> Path:
+    """A copy of the database at `target` without the position priors of the named images: the original may be
+    read by other mappings at the same time (a split survey's submodels)."""
+    shutil.copyfile(path, target)
+    database = pycolmap.Database.open(target)
     try:
         dropped = {database.read_image_with_name(name).image_id for name in names}
         kept = [p for p in database.read_all_pose_priors() if p.corr_data_id.id not in dropped]
@@ -107,6 +110,7 @@ def drop_priors(path: Path, names: list[str]) -> None:
             database.write_pose_prior(prior)
     finally:
         database.close()
+    return target
 
 
 def overlapping_pair_count(path: Path, min_inliers: int) -> int:

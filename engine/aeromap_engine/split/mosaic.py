@@ -37,6 +37,9 @@ RasterKind = Literal["orthophoto", "dem"]
 WINDOW = 1024  # output cells per window side
 CHUNK = 1_000_000  # points read at a time from a submodel's cloud
 EDGE_BAND_M = 5.0  # how far inside its data a submodel's raster fades in (edge_factors)
+# Spacing of the distances to the submodels' cameras, interpolated in between: off by less than this, against a
+# blend over tens of metres.
+DISTANCE_STEP_M = 0.5
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,8 @@ def _merged_window(sources: list[_Source], owners: Owners, grid: Grid, core: Win
     edges = edge_factors(valid, grid.resolution, EDGE_BAND_M)[(slice(None), *inner)]
     valid = valid[(slice(None), *inner)]
     x, y = sub.centers()
-    weights = cutline_weights(owners.distances(x, y, [s.index for s in reaching]), valid, band_m, edges)
+    distances = owners.lattice_distances(x.ravel(), y.ravel(), [s.index for s in reaching], DISTANCE_STEP_M)
+    weights = cutline_weights(distances, valid, band_m, edges)
     return _blend([v[(slice(None), *inner)] for v, _ in reads], valid, weights, kind)
 
 

@@ -37,8 +37,8 @@ from ..log import log, log_count
 from ..options import Option
 from ..photo import Photo
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, refinement
-from ..sfm.database import (PositionPrior, drop_priors, match_pairs, open_database, overlapping_pair_count,
-                            reject_pairs, verified_pairs)
+from ..sfm.database import (PositionPrior, match_pairs, open_database, overlapping_pair_count,
+                            reject_pairs, verified_pairs, without_priors)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
@@ -273,7 +273,7 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
             settings = replace(settings, use_position_priors=False)
         else:
             log.info("Mapping again without the GPS positions that disagree with the model")
-            drop_priors(database, verdict.wild)
+            database = without_priors(database, verdict.wild, work_dir / "database-without-wild-gps.db")
     dropped = drop_contradicted(model, priors, verdict) if verdict.doubted else {}
     left_out, wild = dict(dropped), [] if verdict.doubted else verdict.wild
     for group in models[1:]:
