@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 

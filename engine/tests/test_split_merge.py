@@ -17,6 +17,7 @@ import rasterio
 from rasterio.transform import Affine
 
 from aeromap_engine.cloud.points import PointCloud
+from aeromap_engine.dem.grid import Grid
 from aeromap_engine.io.geotiff import RasterFormat
 from aeromap_engine.io.pointcloud import write_las
 from aeromap_engine.split import mosaic
@@ -103,19 +104,19 @@ def test_owners_partition_the_ground_by_the_nearest_core_camera() -> None:
     assert grid.shape == (1, 3, 2) and np.allclose(grid[0], [[50, 20]] * 3)
 
 
-def test_distances_on_a_lattice_are_within_its_step_of_the_exact_ones() -> None:
+def test_distances_on_a_coarser_grid_are_within_its_step_of_the_exact_ones() -> None:
     rng = np.random.default_rng(3)
     owners = Owners([rng.uniform(0, 60, (25, 2)), rng.uniform(40, 100, (25, 2)), np.empty((0, 2))])
-    x = np.arange(0.025, 100, 0.05)[:1024]  # a raster window's cell centres, 5 cm apart, y running south
-    y = np.arange(90, 0, -0.05)[:1024]
-    exact = owners.distances(x[None, :], y[:, None])
-    near = owners.lattice_distances(x, y, [0, 1, 2], step=0.5)
+    window = Grid(0.0, 90.0, 0.05, 1024, 1024)  # a raster window of 5 cm cells
+    exact = owners.distances(*window.centers())
+    near = owners.grid_distances(window, [0, 1, 2], step=0.5)
     assert near.shape == exact.shape == (3, 1024, 1024)
     error = np.abs(near[:2] - exact[:2])
     assert error.max() < 0.5 and error.mean() < 0.01
     assert np.isinf(near[2]).all()  # a submodel without core cameras is nowhere near
-    # Where the step is finer than the cells, the distances are the exact ones.
-    assert np.array_equal(owners.lattice_distances(x[:50], y[:40], [1], step=0.01), exact[1:2, :40, :50])
+    # Where the step is no coarser than the cells, the distances are the exact ones.
+    small = Grid(0.0, 90.0, 0.05, 50, 40)
+    assert np.array_equal(owners.grid_distances(small, [1], step=0.05), exact[1:2, :40, :50])
 
 
 # --- elevation models ----------------------------------------------------------------------------------------

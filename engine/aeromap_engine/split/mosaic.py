@@ -129,8 +129,7 @@ def _merged_window(sources: list[_Source], owners: Owners, grid: Grid, core: Win
         return None
     edges = edge_factors(valid, grid.resolution, EDGE_BAND_M)[(slice(None), *inner)]
     valid = valid[(slice(None), *inner)]
-    x, y = sub.centers()
-    distances = owners.lattice_distances(x.ravel(), y.ravel(), [s.index for s in reaching], DISTANCE_STEP_M)
+    distances = owners.grid_distances(sub, [s.index for s in reaching], DISTANCE_STEP_M)
     weights = cutline_weights(distances, valid, band_m, edges)
     return _blend([v[(slice(None), *inner)] for v, _ in reads], valid, weights, kind)
 
