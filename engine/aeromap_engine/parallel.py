@@ -9,10 +9,15 @@ own thread (the processes are the parallelism)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
+import os
+import pickle
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TypeVar
 
 import cv2
@@ -44,20 +49,43 @@ def _run_inherited(item: object) -> object:
     return _JOB(item)
 
 
-def forked_map(job: Callable[[Item], Result], items: Sequence[Item], workers: int,
-               chunk: int = 1) -> Iterator[Result]:
+def _run_spilled(folder: Path, item: object) -> Path:
+    """The inherited job's result for the item, pickled to a new file in `folder`: its path."""
+    result = _run_inherited(item)
+    handle, name = tempfile.mkstemp(suffix=".pickle", dir=folder)
+    with os.fdopen(handle, "wb") as f:
+        pickle.dump(result, f, protocol=pickle.HIGHEST_PROTOCOL)
+    return Path(name)
+
+
+def _unspilled(path: Path) -> object:
+    with open(path, "rb") as f:
+        result = pickle.load(f)
+    path.unlink()
+    return result
+
+
+def forked_map(job: Callable[[Item], Result], items: Sequence[Item], workers: int, chunk: int = 1,
+               spill: Path | None = None) -> Iterator[Result]:
     """job(item) for every item, in order, in `workers` forked processes, each taking `chunk` consecutive items
     at a time (neighbouring items often share what a worker has cached). In this process where one worker is
-    asked, or where the system cannot fork."""
+    asked, or where the system cannot fork.
+
+    With `spill`, a folder, each result comes back through a file there rather than through the pipe. A worker
+    hands back a chunk's results together, and the chunks done ahead of the one due next wait here: for large
+    results (image tiles, point clouds) held in memory that would grow with the chunks, hence with the number of
+    items; spilled, one result at a time is in memory."""
     workers = min(workers, len(items))
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         yield from map(job, items)
         return
     global _JOB
     _JOB = job
+    run = _run_inherited if spill is None else functools.partial(_run_spilled, spill)
     try:
         with opencv_threads(1), multiprocessing.get_context("fork").Pool(workers, _default_termination) as pool:
-            yield from pool.imap(_run_inherited, items, chunksize=max(1, chunk))
+            for result in pool.imap(run, items, chunksize=max(1, chunk)):
+                yield result if spill is None else _unspilled(result)
     finally:
         _JOB = None
 

@@ -3,6 +3,7 @@ from the earliest stage a changed option affects, and records each stage's time 
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from .files import read_json, write_json
 from .log import emit_progress, log
 from .options import Option, Options, default_concurrency, resolve
 from .project import Project
-from .resources import held_bytes
+from .resources import held_bytes, release_free_memory
 from .stages import STAGE_NAMES, implemented_stages, split
 
 PIPELINE_OPTIONS = [
@@ -185,10 +186,20 @@ def _run_stage(project: Project, options: Options, name: str, module: ModuleType
     with PeakMemory() as memory:
         module.run(ctx)
     seconds = time.monotonic() - began
+    _hand_back_memory()
     ctx.progress(1.0)
     write_json(_marker(project, name), {"seconds": round(seconds, 3),
                                          "peak_memory_mb": round(memory.peak_bytes / 2**20, 1)})
     log.info("Finished stage %s in %.1f s (peak memory %.0f MB)", name, seconds, memory.peak_bytes / 2**20)
+
+
+def _hand_back_memory() -> None:
+    """What a stage freed, handed back to the system before the next one starts. The C++ libraries' threads
+    allocate in heaps of their own, which keep what they freed: after structure from motion on 153 photographs
+    this process held 1.22 GB, 0.40 GB once handed back, and every later stage's forked workers counted their
+    share of the difference."""
+    gc.collect()
+    release_free_memory()
 
 
 def _write_stage_stats(project: Project) -> None:

@@ -1,5 +1,5 @@
-"""forked_map: results in order, from other processes, with a job that could not have been pickled; the progress
-of forked workers reported as one."""
+"""forked_map: results in order, from other processes, with a job that could not have been pickled, also through
+files; the progress of forked workers reported as one."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -26,6 +27,17 @@ def test_forked_workers_inherit_the_job_and_return_results_in_order() -> None:
     results = list(forked_map(job, list(range(40)), workers=2, chunk=3))
     assert [square for square, _ in results] == [n * n for n in range(40)]
     assert os.getpid() not in {pid for _, pid in results}
+
+
+def test_spilled_results_come_back_in_order_and_leave_no_file(tmp_path: Path) -> None:
+    def job(item: int) -> tuple[np.ndarray, int]:
+        return np.full((64, 64), item, np.uint16), os.getpid()
+
+    results = list(forked_map(job, list(range(25)), workers=2, chunk=4, spill=tmp_path))
+    assert [int(array[0, 0]) for array, _ in results] == list(range(25))
+    assert all(array.shape == (64, 64) and (array == n).all() for n, (array, _) in enumerate(results))
+    assert os.getpid() not in {pid for _, pid in results}
+    assert not list(tmp_path.iterdir())
 
 
 def test_one_worker_or_one_item_runs_here() -> None:

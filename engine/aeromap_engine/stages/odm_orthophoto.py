@@ -13,6 +13,7 @@ each pixel) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,8 +384,10 @@ def run(ctx: "StageContext") -> None:
                      png=png if options.orthophoto_png else None) as out, \
             TiledRaster(sources_path(project), grid, georef.crs, georef.offset, 1, "uint16",
                         RasterFormat("DEFLATE", cog=False), nodata=NO_SOURCE,
-                        tags={"images": json.dumps(names)}) as sources_out:
-        rendered = forked_map(job, tiles, workers, chunk=max(1, len(tiles) // (TILE_CHUNKS * workers)))
+                        tags={"images": json.dumps(names)}) as sources_out, \
+            tempfile.TemporaryDirectory(prefix="ortho.", dir=project.root) as spill:
+        rendered = forked_map(job, tiles, workers, chunk=max(1, len(tiles) // (TILE_CHUNKS * workers)),
+                              spill=Path(spill))
         for n, ((core, _), (rgba, sources)) in enumerate(zip(tiles, rendered)):
             covered += int(np.count_nonzero(rgba[3]))
             out.write(core, rgba)

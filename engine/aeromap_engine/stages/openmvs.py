@@ -128,19 +128,28 @@ def _depth_map(model: SparseModel, images: WorkingImages, i: int, partners: list
 
 
 @dataclass(frozen=True)
-class DepthJob:
-    """One image's depth map from its stereo partners, saved in `folder` (its path answered; None where no pair
-    gave depth). Inherited by forked workers, each with its own image cache."""
+class DenseViews:
+    """The views being densified: the sparse model, their working images (each forked worker fills its own cache)
+    and their stereo partners and fusion neighbours."""
 
     model: SparseModel
     images: WorkingImages
     links: list[ViewLinks]
+
+
+@dataclass(frozen=True)
+class DepthJob:
+    """One image's depth map from its stereo partners, saved in `folder` (its path answered; None where no pair
+    gave depth). Inherited by forked workers."""
+
+    dense: DenseViews
     sgbm: SgbmSettings
     fusion: FusionSettings
     folder: Path
 
     def __call__(self, i: int) -> Path | None:
-        depth = _depth_map(self.model, self.images, i, self.links[i].partners, self.sgbm, self.fusion)
+        dense = self.dense
+        depth = _depth_map(dense.model, dense.images, i, dense.links[i].partners, self.sgbm, self.fusion)
         if depth is None:
             return None
         path = self.folder / f"{i}.npz"
@@ -152,17 +161,15 @@ class DepthJob:
 class FusionJob:
     """The points of one image's depth map that its neighbours' depth maps confirm. Inherited by forked workers."""
 
-    model: SparseModel
-    images: WorkingImages
-    links: list[ViewLinks]
+    dense: DenseViews
     depth_maps: dict[int, Path]
     fusion: FusionSettings
 
     def __call__(self, i: int) -> PointCloud:
-        views, pinholes = self.model.views, self.images.pinholes
-        neighbours = [(views[j], pinholes[j], _load(self.depth_maps[j])) for j in self.links[i].neighbours
+        views, pinholes = self.dense.model.views, self.dense.images.pinholes
+        neighbours = [(views[j], pinholes[j], _load(self.depth_maps[j])) for j in self.dense.links[i].neighbours
                       if j in self.depth_maps]
-        color = self.images.get(i)[0]
+        color = self.dense.images.get(i)[0]
         return fuse_views(views[i], pinholes[i], _load(self.depth_maps[i]), color[:, :, ::-1], neighbours,
                           self.fusion)
 
@@ -218,7 +225,8 @@ def densify(project: "Project", quality: str, corrections: Photometry | None, co
     points = 0
     with tempfile.TemporaryDirectory(prefix="depthmaps.", dir=project.root) as tmp:
         paired = [i for i, link in enumerate(links) if link.partners]
-        depth_job = DepthJob(model, images, links, sgbm, fusion, Path(tmp))
+        dense = DenseViews(model, images, links)
+        depth_job = DepthJob(dense, sgbm, fusion, Path(tmp))
         paths: dict[int, Path] = {}
         for n, (i, path) in enumerate(zip(paired, forked_map(depth_job, paired, workers,
                                                              _chunk(len(paired), workers)))):
@@ -227,9 +235,10 @@ def densify(project: "Project", quality: str, corrections: Photometry | None, co
             progress(0.7 * (n + 1) / len(paired))
             log_count("Images with a depth map", n + 1, len(paired), every=10)
         fused = list(paths)
-        fusion_job = FusionJob(model, images, links, paths, fusion)
+        fusion_job = FusionJob(dense, paths, fusion)
         with ply_writer(dense_cloud_path(project), Path(tmp)) as append:
-            for n, part in enumerate(forked_map(fusion_job, fused, workers, _chunk(len(fused), workers))):
+            for n, part in enumerate(forked_map(fusion_job, fused, workers, _chunk(len(fused), workers),
+                                                spill=Path(tmp))):
                 append(part)
                 points += len(part)
                 progress(0.7 + 0.3 * (n + 1) / len(fused))
