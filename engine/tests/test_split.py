@@ -85,6 +85,13 @@ def test_split_survey_is_processed_in_submodels_and_merged(split_run: Project, c
         alpha = ortho.read(4, out_shape=(ortho.height // 8, ortho.width // 8))
     assert 0.4 < np.mean(alpha > 0) < 1.0  # a survey's footprint, not a filled rectangle
 
+    # The products, merged side by side, each left their figures in the survey's statistics.
+    stats = json.loads(project.stats_file.read_text())
+    assert stats["point_cloud"]["points"] == len(merged.points) and stats["point_cloud"]["submodels"] == 2
+    assert stats["point_cloud"]["area_m2"] == stats["orthophoto"]["area_m2"] > 0
+    with rasterio.open(project.path("odm_dem", "dsm.tif")) as dsm:
+        assert stats["dem"]["dsm"] == {"width": dsm.width, "height": dsm.height}
+
 
 def test_a_survey_no_larger_than_split_is_not_split(split_run) -> None:
     project = split_run

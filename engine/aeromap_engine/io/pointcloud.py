@@ -13,6 +13,10 @@ from ..cloud.points import PointCloud
 from ..files import atomic_path
 
 LAS_SCALE = 0.001  # 1 mm: finer than any photogrammetric point's precision
+# LAZ is read and written on one thread: lazrs's parallel backend runs a thread pool that does not survive a fork,
+# so a forked worker (the merge's) of a process that had used it would wait forever; on 5 M points it saves 0.1 s
+# of writing and 0.4 s of reading.
+LAZ_BACKEND = laspy.LazBackend.Lazrs
 
 
 def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str | None, compress: bool) -> None:
@@ -24,7 +28,8 @@ def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str
     header.offsets = np.floor(low)
     if crs is not None:
         header.add_crs(pyproj.CRS.from_user_input(crs))
-    with atomic_path(path) as tmp, laspy.open(str(tmp), mode="w", header=header, do_compress=compress) as writer:
+    with atomic_path(path) as tmp, laspy.open(str(tmp), mode="w", header=header, do_compress=compress,
+                                                         laz_backend=LAZ_BACKEND) as writer:
         for part in parts:
             records = laspy.ScaleAwarePointRecord.zeros(len(part), header=header)
             records.x, records.y, records.z = part.xyz[:, 0], part.xyz[:, 1], part.xyz[:, 2]

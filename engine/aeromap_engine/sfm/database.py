@@ -98,8 +98,8 @@ def match_pairs(path: Path, pairs: list[tuple[str, str]], list_file: Path, threa
 
 
 def without_priors(path: Path, names: list[str], target: Path) -> Path:
-    """A copy of the database at `target` without the position priors of the named images: the original may be
-    read by other mappings at the same time (a split survey's submodels)."""
+    """A copy of the database at `target` without the position priors of the named images, the original left as
+    the first mapping read it."""
     shutil.copyfile(path, target)
     database = pycolmap.Database.open(target)
     try:

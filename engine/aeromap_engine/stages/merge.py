@@ -9,6 +9,8 @@ so that what is left of the submodels' misalignment after they were joined shows
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +22,8 @@ from ..georef import Georef
 from ..io.geotiff import RasterFormat
 from ..log import log
 from ..options import Option
+from ..parallel import forked_map, shared_progress
+from ..resources import workers_within_memory
 from ..split.blend import Owners
 from ..split.mosaic import merge_rasters, merged_cloud
 from .odm_dem import dem_path
@@ -40,6 +44,38 @@ WEIGHT = 0.5
 # nearest cameras: about a third of a photograph's footprint at usual heights, wide enough to hide a few
 # centimetres of offset between submodels, narrow enough to stay inside their shared ground.
 BLEND_BAND_M = 20.0
+# The products merged, longest first so that the shorter ones fill in beside it, and the value of the merge
+# option that selects each.
+PRODUCTS = ("pointcloud", "orthophoto", "dsm", "dtm")
+PRODUCT_OPTION = {"pointcloud": "pointcloud", "orthophoto": "orthophoto", "dsm": "dem", "dtm": "dem"}
+# What one merging process holds: a window of every submodel's raster with its blend weights, or a chunk of
+# points being sorted into tiles.
+MERGE_WORKING_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class ProductMerge:
+    """Merges one product of the submodels, in a forked process beside the others' (the products are independent,
+    and each merge keeps about one core busy); answers the figures it adds to the survey's statistics, by
+    section, which the parent records. Progress goes through shared memory (parallel.shared_progress)."""
+
+    ctx: "StageContext"
+    submodels: list["Project"]
+    owners: Owners
+    georef: Georef
+    done: Sequence[float]  # each product's fraction merged
+
+    def __call__(self, item: tuple[int, str]) -> dict[str, dict]:
+        index, product = item
+        ctx = self.ctx.reporting_to(lambda fraction: self.done.__setitem__(index, fraction))
+        if product == "pointcloud":
+            figures = merge_cloud(ctx, self.submodels, self.owners, self.georef)
+        elif product == "orthophoto":
+            figures = merge_orthophoto(ctx, self.submodels, self.owners, self.georef)
+        else:
+            figures = merge_dem(ctx, product, self.submodels, self.owners, self.georef)
+        self.done[index] = 1.0
+        return figures
 
 
 def run(ctx: "StageContext") -> None:
@@ -50,21 +86,37 @@ def run(ctx: "StageContext") -> None:
     submodels = [project.submodel(s["name"]) for s in plan["submodels"]]
     owners = Owners([np.array(s["core_cameras"], np.float64).reshape(-1, 2) for s in plan["submodels"]])
     georef = Georef.load(project)
-    wanted = {options.merge} if options.merge != "all" else {"pointcloud", "orthophoto", "dem"}
-    if "pointcloud" in wanted:
-        with tempfile.TemporaryDirectory(prefix="merge.", dir=project.root) as tmp:
-            cloud = merged_cloud(existing([model_path(s, "laz") for s in submodels]), owners, georef.offset,
-                                 Path(tmp) / "merged.ply", Path(tmp))
-            write_cloud(ctx.part(0.0, 0.4), cloud, georef)
-        project.update_stats("point_cloud", {"points": len(cloud), "source": "dense",
-                                             "submodels": len(submodels)})
-        log.info("Merged point cloud: %d points from %d submodels", len(cloud), len(submodels))
-    ctx.progress(0.4)
-    if "dem" in wanted:
-        merge_dems(ctx, submodels, owners, georef)
-    ctx.progress(0.6)
-    if "orthophoto" in wanted:
-        merge_orthophoto(ctx, submodels, owners, georef)
+    wanted = [p for p in PRODUCTS if options.merge in ("all", PRODUCT_OPTION[p])]
+    workers = workers_within_memory(options.max_concurrency, MERGE_WORKING_BYTES)
+    with shared_progress(len(wanted), ctx.progress) as done:
+        job = ProductMerge(ctx, submodels, owners, georef, done)
+        merged = list(forked_map(job, list(enumerate(wanted)), workers))
+    record(project, merged)
+
+
+def record(project: "Project", merged: list[dict[str, dict]]) -> None:
+    """The merges' figures in the survey's statistics, section by section (the elevation models share one); the
+    orthophoto's area also goes to the point cloud's section, where the report and the service read it."""
+    sections: dict[str, dict] = {}
+    for figures in merged:
+        for section, values in figures.items():
+            sections.setdefault(section, {}).update(values)
+    for section, values in sections.items():
+        project.update_stats(section, values)
+    if "orthophoto" in sections:
+        point_cloud = project.read_stats().get("point_cloud", {})
+        project.update_stats("point_cloud", {**point_cloud, "area_m2": sections["orthophoto"]["area_m2"]})
+
+
+def merge_cloud(ctx: "StageContext", submodels: list["Project"], owners: Owners, georef: Georef) -> dict[str, dict]:
+    project = ctx.project
+    with tempfile.TemporaryDirectory(prefix="merge.", dir=project.root) as tmp:
+        cloud = merged_cloud(existing([model_path(s, "laz") for s in submodels]), owners, georef.offset,
+                             Path(tmp) / "merged.ply", Path(tmp))
+        ctx.progress(0.5)
+        write_cloud(ctx.part(0.5, 1.0), cloud, georef)
+    log.info("Merged point cloud: %d points from %d submodels", len(cloud), len(submodels))
+    return {"point_cloud": {"points": len(cloud), "source": "dense", "submodels": len(submodels)}}
 
 
 def existing(paths: list[Path]) -> list[Path | None]:
@@ -78,24 +130,23 @@ def wgs84_bounds(grid: Grid, georef: Georef) -> list[float] | None:
                                 ymax - georef.offset[1]))
 
 
-def merge_dems(ctx: "StageContext", submodels: list["Project"], owners: Owners, georef: Georef) -> None:
+def merge_dem(ctx: "StageContext", kind: str, submodels: list["Project"], owners: Owners,
+              georef: Georef) -> dict[str, dict]:
     project = ctx.project
-    figures: dict = {}
-    for kind in ("dsm", "dtm"):
-        dem_path(project, kind).unlink(missing_ok=True)
-        merged = merge_rasters(existing([dem_path(s, kind) for s in submodels]), owners, dem_path(project, kind),
-                               "dem", RasterFormat(cog=ctx.options.cog), BLEND_BAND_M)
-        if merged is not None:
-            grid, _ = merged
-            figures.update({"resolution_cm": round(grid.resolution * 100, 3),
-                            kind: {"width": grid.width, "height": grid.height},
-                            "bounds_wgs84": wgs84_bounds(grid, georef)})
-            log.info("Merged %s: %dx%d cells at %.1f cm", kind, grid.width, grid.height, grid.resolution * 100)
-    if figures:
-        project.update_stats("dem", figures)
+    dem_path(project, kind).unlink(missing_ok=True)
+    merged = merge_rasters(existing([dem_path(s, kind) for s in submodels]), owners, dem_path(project, kind),
+                           "dem", RasterFormat(cog=ctx.options.cog), BLEND_BAND_M)
+    if merged is None:
+        return {}
+    grid, _ = merged
+    log.info("Merged %s: %dx%d cells at %.1f cm", kind, grid.width, grid.height, grid.resolution * 100)
+    return {"dem": {"resolution_cm": round(grid.resolution * 100, 3), kind: {"width": grid.width,
+                                                                             "height": grid.height},
+                    "bounds_wgs84": wgs84_bounds(grid, georef)}}
 
 
-def merge_orthophoto(ctx: "StageContext", submodels: list["Project"], owners: Owners, georef: Georef) -> None:
+def merge_orthophoto(ctx: "StageContext", submodels: list["Project"], owners: Owners,
+                     georef: Georef) -> dict[str, dict]:
     project, options = ctx.project, ctx.options
     png = orthophoto_path(project, "png")
     png.unlink(missing_ok=True)
@@ -103,14 +154,11 @@ def merge_orthophoto(ctx: "StageContext", submodels: list["Project"], owners: Ow
     merged = merge_rasters(existing([orthophoto_path(s) for s in submodels]), owners, orthophoto_path(project),
                            "orthophoto", fmt, BLEND_BAND_M, png if options.orthophoto_png else None)
     if merged is None:
-        return
+        return {}
     grid, covered = merged
     area = covered * grid.resolution ** 2
-    project.update_stats("orthophoto", {"resolution_cm": round(grid.resolution * 100, 3), "width": grid.width,
-                                        "height": grid.height, "area_m2": round(area, 1),
-                                        "bounds_wgs84": wgs84_bounds(grid, georef)})
-    # The report and the service read the surveyed area from the point cloud's section.
-    point_cloud = project.read_stats().get("point_cloud", {})
-    project.update_stats("point_cloud", {**point_cloud, "area_m2": round(area, 1)})
     log.info("Merged orthophoto: %dx%d px at %.1f cm/px, %.0f m2", grid.width, grid.height,
              grid.resolution * 100, area)
+    return {"orthophoto": {"resolution_cm": round(grid.resolution * 100, 3), "width": grid.width,
+                           "height": grid.height, "area_m2": round(area, 1),
+                           "bounds_wgs84": wgs84_bounds(grid, georef)}}

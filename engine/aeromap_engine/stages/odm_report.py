@@ -28,6 +28,7 @@ from ..dense.views import View
 from ..files import atomic_path, read_json, write_json
 from ..geo import transform
 from ..georef import Georef
+from ..io.pointcloud import LAZ_BACKEND
 from ..log import log
 from ..options import Option
 from ..photo import Photo
@@ -239,7 +240,7 @@ def read_cloud(path: Path) -> CloudSummary | None:
     if not path.exists():
         return None
     moments, samples = EMPTY_CLOUD, []
-    with laspy.open(path) as reader:
+    with laspy.open(path, laz_backend=LAZ_BACKEND) as reader:
         step = max(1, -(-reader.header.point_count // SAMPLE_POINTS))
         for chunk in reader.chunk_iterator(CHUNK_POINTS):
             xyz = np.column_stack([chunk.x, chunk.y, chunk.z])

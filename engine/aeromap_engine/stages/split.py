@@ -126,6 +126,15 @@ def run(ctx: "StageContext") -> None:
 
 
 @dataclass(frozen=True)
+class Mapped:
+    """What a forked mapping hands back: where it wrote its model, and how it went."""
+    folder: Path
+    algorithm: str
+    figures: dict[str, Any]
+    timings: dict[str, float]
+
+
+@dataclass(frozen=True)
 class MappingJob:
     """The mapping of one submodel, run in a forked process beside the others' (the mapper keeps about one core
     busy, and two halves of a survey map in less than the whole: its global adjustments grow faster than the
@@ -138,19 +147,23 @@ class MappingJob:
     threads: int
     done: Sequence[float]  # each submodel's fraction mapped (parallel.shared_progress)
 
-    def __call__(self, index: int) -> tuple[Path, str, dict[str, Any], dict[str, float]]:
+    def __call__(self, index: int) -> Mapped:
         sub = self.plan[index]
         work_dir = self.matching.scratch / sub.name
+        work_dir.mkdir(parents=True, exist_ok=True)
+        # A database of its own: COLMAP opens one for writing, and two mappers opening the same at once fail
+        # with "No registered database factory succeeded" (seen on the tests' two small submodels).
+        database = shutil.copyfile(self.matching.database, work_dir / "database.db")
         settings = replace(self.matching.settings, images=sub.images, threads=self.threads)
         log.info("%s: mapping %d images", sub.name, len(sub.images))
         ctx = self.ctx.reporting_to(lambda fraction: self.done.__setitem__(index, fraction))
         timings: dict[str, float] = {}
-        model, algorithm, figures = opensfm.solve(ctx, self.matching.database, work_dir, settings,
+        model, algorithm, figures = opensfm.solve(ctx, database, work_dir, settings,
                                                   self.survey.subset(set(sub.images)), timings)
         folder = work_dir / "mapped"
         folder.mkdir()
         model.write(folder)
-        return folder, algorithm, figures, timings
+        return Mapped(folder, algorithm, figures, timings)
 
 
 def map_submodels(ctx: "StageContext", matching: opensfm.Matching, survey: opensfm.Survey, plan: list[Submodel],
@@ -165,11 +178,11 @@ def map_submodels(ctx: "StageContext", matching: opensfm.Matching, survey: opens
     with shared_progress(len(plan), ctx.progress) as done:
         job = MappingJob(ctx, matching, survey, plan, max(1, threads // workers), done)
         mapped = list(forked_map(job, range(len(plan)), workers))
-    for step in {name for *_, steps in mapped for name in steps}:
-        seconds = [steps.get(step, 0.0) for *_, steps in mapped]
+    for step in {name for m in mapped for name in m.timings}:
+        seconds = [m.timings.get(step, 0.0) for m in mapped]
         timings[step] = timings.get(step, 0.0) + (max(seconds) if workers > 1 else sum(seconds))
-    return [SubmodelModel(sub, survey.subset(set(sub.images)), pycolmap.Reconstruction(folder), algorithm, figures)
-            for sub, (folder, algorithm, figures, _) in zip(plan, mapped)]
+    return [SubmodelModel(sub, survey.subset(set(sub.images)), pycolmap.Reconstruction(m.folder), m.algorithm,
+                          m.figures) for sub, m in zip(plan, mapped)]
 
 
 def write_submodel(ctx: "StageContext", part: SubmodelModel, camera_kinds: dict, timings: dict[str, float]) -> None:
