@@ -1,15 +1,15 @@
 """Benchmark: how the engine's time and memory grow with the number of photographs.
 
     engine/.venv/bin/python bench/engine_scale.py [--sizes 40,75,150] [--megapixels 12] [--cache DIR]
-        [--end-with STAGE] [--option name=value ...]
+        [--end-with STAGE] [--option name=value ...] [--reuse]
 
 For each size, a synthetic survey (aeromap_engine.synthetic) of at least that many photographs of the given
 resolution is flown over a square scene grown to hold them, at 90 m with 75 % forward and 65 % side overlap
-(kept in --cache, so a second run only processes). The whole pipeline runs on it, then this prints each stage's
-wall time and peak memory (as the engine records them) per size, the fitted growth exponent of each stage (the
-slope of log time against log images, 1 being linear: over all sizes, and between the two largest), and the
-targets on a 2-core machine: structure from motion within 4 minutes and all products within 12 minutes at 75
-images, peak memory within 4 GiB at 150.
+(kept in --cache, so a second run only processes). The whole pipeline runs on it (with --reuse, the last run in
+the cache is read back instead), then this prints each stage's wall time and peak memory (as the engine records
+them) per size, the fitted growth exponent of each stage (the slope of log time against log images, 1 being
+linear: over all sizes, and between the two largest), and the targets on a 2-core machine: structure from motion
+within 4 minutes and all products within 12 minutes at 75 images, peak memory within 4 GiB at 150.
 
 Photographs are rendered at half their size and enlarged (SurveySpec.render_downscale): the engine works on the
 same number of pixels, and feature extraction at the default quality halves them anyway.
@@ -18,6 +18,7 @@ same number of pixels, and feature extraction at the default quality halves them
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -74,8 +75,15 @@ def survey(cache: Path, images: int, megapixels: float) -> Path:
     return folder
 
 
-def process(folder: Path, options: list[dict]) -> dict:
-    wall, stats = run_engine(folder / "project", folder / "images", options)
+def process(folder: Path, options: list[dict], reuse: bool) -> dict:
+    """The figures of a run of the survey: a new one, or with `reuse` the last one in its project (its wall time
+    then the sum of its stages', without the engine's start)."""
+    stats_file = folder / "project" / "odm_report" / "stats.json"
+    if reuse and stats_file.exists():
+        stats = json.loads(stats_file.read_text())
+        wall = sum(record["seconds"] for record in stats["stages"].values())
+    else:
+        wall, stats = run_engine(folder / "project", folder / "images", options)
     return {"images": len(list((folder / "images").iterdir())), "wall": wall, "stages": stats["stages"],
             "sfm_steps": stats.get("reconstruction", {}).get("timings_s", {}),
             "registered": stats.get("reconstruction", {}).get("images_registered")}
@@ -131,7 +139,12 @@ def report(results: list[dict]) -> None:
                                  (f"all products at {TARGET_IMAGES} images", total, TOTAL_TARGET_S)):
         print(f"  {label}: " + ("not measured (sizes do not span it)" if value is None else
                                 f"{value:.0f} s, target {target:.0f} s: {'met' if value <= target else 'MISSED'}"))
-    peak = at(results, MEMORY_IMAGES, lambda r: max(s["peak_memory_mb"] for s in r["stages"].values()) / 1024)
+    def peak_gib(r: dict) -> float:
+        return max(s["peak_memory_mb"] for s in r["stages"].values()) / 1024
+
+    peak = at(results, MEMORY_IMAGES, peak_gib)
+    print("  peak memory per size: " + ", ".join(f"{r['images']} images {peak_gib(r):.2f} GiB" for r in results)
+          + f" (not to grow beyond {MEMORY_IMAGES} images)")
     print(f"  peak memory at {MEMORY_IMAGES} images: " + (
         "not measured (sizes do not span it)" if peak is None else
         f"{peak:.2f} GiB, target {MEMORY_TARGET_GIB:.0f} GiB: {'met' if peak <= MEMORY_TARGET_GIB else 'MISSED'}"))
@@ -144,6 +157,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/aeromap-scale"))
     parser.add_argument("--end-with", default="odm_postprocess")
     parser.add_argument("--option", action="append", default=[], help="an engine option, name=value")
+    parser.add_argument("--reuse", action="store_true",
+                        help="print the figures of the runs already in the cache instead of running them again")
     args = parser.parse_args()
     options = [{"name": "dsm", "value": True}, {"name": "dtm", "value": True},
                {"name": "end-with", "value": args.end_with}]
@@ -151,7 +166,7 @@ def main() -> None:
     results = []
     for images in sorted(int(n) for n in args.sizes.split(",")):
         folder = survey(args.cache, images, args.megapixels)
-        results.append(process(folder, options))
+        results.append(process(folder, options, args.reuse))
         print(f"{results[-1]['images']} images: {results[-1]['wall']:.0f} s", flush=True)
     report(results)
 
