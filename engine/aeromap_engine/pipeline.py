@@ -1,9 +1,10 @@
 """Runs the stages in order: resumes after the last finished stage, honours rerun-from and end-with, re-runs
-from the earliest stage a changed option affects, and records each stage's time and peak memory."""
+from the earliest stage a changed option affects, and records each stage's time and peak memory. Each stage runs
+in a child process of its own, so that no stage's memory outlives it."""
 
 from __future__ import annotations
 
-import gc
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -11,13 +12,13 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-
 from .errors import OptionsError
 from .files import read_json, write_json
 from .log import emit_progress, log
 from .options import Option, Options, default_concurrency, resolve
+from .parallel import ForkedCall
 from .project import Project
-from .resources import held_bytes, release_free_memory
+from .resources import held_bytes
 from .stages import STAGE_NAMES, implemented_stages, split
 
 PIPELINE_OPTIONS = [
@@ -183,23 +184,17 @@ def _run_stage(project: Project, options: Options, name: str, module: ModuleType
     ctx = StageContext(project, options, name, span[0], span[1])
     ctx.progress(0.0)
     began = time.monotonic()
+    # Each stage runs in a child process of its own: what it allocated goes back to the system when it ends,
+    # instead of staying in this process's heaps (after structure from motion on 405 photographs this process held
+    # 0.65 GB it could not hand back, and every later stage's forked workers counted their share of it).
+    stage = ForkedCall(functools.partial(module.run, ctx), f"Stage {name}")
     with PeakMemory() as memory:
-        module.run(ctx)
+        stage.wait()
     seconds = time.monotonic() - began
-    _hand_back_memory()
     ctx.progress(1.0)
     write_json(_marker(project, name), {"seconds": round(seconds, 3),
                                          "peak_memory_mb": round(memory.peak_bytes / 2**20, 1)})
     log.info("Finished stage %s in %.1f s (peak memory %.0f MB)", name, seconds, memory.peak_bytes / 2**20)
-
-
-def _hand_back_memory() -> None:
-    """What a stage freed, handed back to the system before the next one starts. The C++ libraries' threads
-    allocate in heaps of their own, which keep what they freed: after structure from motion on 153 photographs
-    this process held 1.22 GB, 0.40 GB once handed back, and every later stage's forked workers counted their
-    share of the difference."""
-    gc.collect()
-    release_free_memory()
 
 
 def _write_stage_stats(project: Project) -> None:

@@ -24,7 +24,7 @@ from aeromap_engine.io.images import Levels, dataset_levels, load_levels, read_s
 from aeromap_engine.io.ply import read_ply
 from aeromap_engine.project import Project
 from aeromap_engine.stages.dataset import MIN_CONTENT_STDDEV
-from test_sfm import DATASET, SFM, SUBSET, captured_log, downscale, exif_utm, make_project, model_centres
+from test_sfm import DATASET, SFM, SUBSET, downscale, exif_utm, make_project, model_centres
 
 pytestmark = pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")
 
@@ -148,7 +148,7 @@ def tiff_16bit(source: Path, target: Path, gain: int = GAIN, dark: int = DARK) -
     Image.fromarray(grey * gain + dark).save(target, exif=exif)
 
 
-def test_dataset_stage_reads_16bit_and_multiband_files(tmp_path: Path) -> None:
+def test_dataset_stage_reads_16bit_and_multiband_files(tmp_path: Path, engine_log) -> None:
     """Textured 16-bit frames pass (the old check refused them), a uniform one is still refused, a 5-band file
     Pillow cannot open is read with its GPS, and the shared levels are recorded."""
     project = Project(tmp_path / "p")
@@ -167,8 +167,9 @@ def test_dataset_stage_reads_16bit_and_multiband_files(tmp_path: Path) -> None:
     with pytest.raises(Exception):
         Image.open(images / "multispectral.tif")
 
-    with captured_log() as lines:
+    with engine_log() as captured:
         pipeline.run(project, [{"name": "end-with", "value": "dataset"}])
+        lines = captured.lines
     report = project.read_stats()["dataset"]
     assert report["images_usable"] == 3 and list(report["images_rejected"]) == ["cap.tif"]
     assert "uniform" in report["images_rejected"]["cap.tif"]

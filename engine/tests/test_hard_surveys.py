@@ -27,7 +27,7 @@ from aeromap_engine.project import Project
 from aeromap_engine.sfm.alignment import apply
 from aeromap_engine.stages.openmvs import dense_cloud_path
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
-from test_sfm import DATASET, SFM, UTM_15N, captured_log, downscale, exif_utm, make_project, model_centres, stats
+from test_sfm import DATASET, SFM, UTM_15N, downscale, exif_utm, make_project, model_centres, stats
 
 ALL = sorted(p.name for p in DATASET.iterdir())  # three flight lines of six
 TRUE_FIX_M = 1.5  # how far a camera may lie from its photograph's own fix (DJI GPS, and the model's fit)
@@ -129,21 +129,22 @@ def test_no_gps_and_shuffled_capture_order(tmp_path: Path) -> None:
     assert np.median(residuals) < 1.0 and residuals.max() < TRUE_FIX_M, residuals
 
 
-def test_two_groups_that_share_no_view(tmp_path: Path) -> None:
+def test_two_groups_that_share_no_view(tmp_path: Path, engine_log) -> None:
     """The west and east ends of the survey, 40 m apart with no view in common: each group is reconstructed
     on its own and placed by its GPS, so both are in the model, at their fixes."""
     west, east = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0028.JPG", "DJI_0029.JPG"], \
         ["DJI_0024.JPG", "DJI_0033.JPG", "DJI_0034.JPG", "DJI_0035.JPG"]
     project = make_project(tmp_path, names=west + east)
-    with captured_log() as lines:
+    with engine_log() as captured:
         pipeline.run(project, SFM)
+        lines = captured.lines
     assert any("separate group of 4 images" in line for line in lines)
     errors = distances_to_truth(project)
     assert sorted(errors) == sorted(west + east) and max(errors.values()) < TRUE_FIX_M
     assert stats(project)["reconstruction"]["images_left_out"] == {}
 
 
-def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path) -> None:
+def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path, engine_log) -> None:
     """The same two groups with the east one's GPS removed: nothing can place it, so its images are left out,
     each named with the reason, and the west group alone makes a trustworthy model."""
     west, east = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0028.JPG", "DJI_0029.JPG"], \
@@ -151,8 +152,9 @@ def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path) -> None:
     project = make_project(tmp_path, names=west)
     for name in east:
         downscale(DATASET / name, project.images_dir / name, keep_gps=False)
-    with captured_log() as lines:
+    with engine_log() as captured:
         pipeline.run(project, SFM)
+        lines = captured.lines
     left_out = stats(project)["reconstruction"]["images_left_out"]
     assert sorted(left_out) == sorted(east)
     assert all("shares no view with the main model" in reason for reason in left_out.values())

@@ -122,15 +122,14 @@ def test_pc_quality_sets_the_working_scale(variant: Project) -> None:
     assert figures["points"] < 0.5 * stats(variant)["point_cloud"]["input_points"]  # from the medium run
 
 
-def test_dense_cloud_made_in_several_processes_is_the_same(variant: Project,
-                                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_dense_cloud_made_in_several_processes_is_the_same(variant: Project, engine_log) -> None:
     clouds = []
-    for concurrency in (1, 2):
-        with caplog.at_level("INFO", logger="aeromap"):
+    with engine_log() as captured:
+        for concurrency in (1, 2):
             pipeline.run(variant, products_options(rerun_from="openmvs", end_with="openmvs",
                                                    max_concurrency=concurrency))
-        clouds.append(variant.path("openmvs", "scene_dense.ply").read_bytes())
-    counts = [message.split("Dense matching in ")[1] for message in caplog.messages if "Dense matching in" in message]
+            clouds.append(variant.path("openmvs", "scene_dense.ply").read_bytes())
+        counts = [line.split("Dense matching in ")[1] for line in captured.lines if "Dense matching in" in line]
     assert counts == ["1 process", "2 processes"]
     assert len(read_ply(variant.path("openmvs", "scene_dense.ply"))) > 10_000
     assert clouds[0] == clouds[1]
@@ -404,18 +403,19 @@ def test_orthophoto_compression(variant: Project, compression: str) -> None:
 
 def test_tiles_made_in_several_processes_make_the_same_models_and_orthophoto(variant: Project,
                                                                            monkeypatch: pytest.MonkeyPatch,
-                                                                           caplog: pytest.LogCaptureFixture) -> None:
+                                                                           engine_log) -> None:
     monkeypatch.setattr(odm_orthophoto, "TILE", 256)  # several tiles on this small survey
     monkeypatch.setattr(odm_dem, "TILE", 256)
     paths = (variant.path("odm_orthophoto", "odm_orthophoto.tif"), sources_path(variant),
              variant.path("odm_dem", "dsm.tif"), variant.path("odm_dem", "dtm.tif"))
     rasters = []
-    for concurrency in (1, 2):
-        with caplog.at_level("INFO", logger="aeromap"):
-            pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, end_with="odm_orthophoto",
-                                                   rerun_from="odm_dem", max_concurrency=concurrency))
-        rasters.append([read_raster(path)[0].filled(0) for path in paths])
-    counts = [message.split(" tiles in ")[1] for message in caplog.messages if " tiles in " in message]
+    with engine_log() as captured:
+        for concurrency in (1, 2):
+            pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True,
+                                                   end_with="odm_orthophoto", rerun_from="odm_dem",
+                                                   max_concurrency=concurrency))
+            rasters.append([read_raster(path)[0].filled(0) for path in paths])
+        counts = [line.split(" tiles in ")[1] for line in captured.lines if " tiles in " in line]
     assert counts == ["1 process", "2 processes"]
     assert rasters[0][0][3].any() and rasters[0][2].max() > 0
     for one, two in zip(*rasters):

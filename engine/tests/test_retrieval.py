@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from test_sfm import DATASET, HEIGHT, SFM, WIDTH, captured_log, exif_utm, make_project, stats
+from test_sfm import DATASET, HEIGHT, SFM, WIDTH, exif_utm, make_project, stats
 
 from aeromap_engine import pipeline
 from aeromap_engine.sfm import pairs as pairs_module
@@ -149,11 +149,13 @@ def test_brighton_retrieval_finds_overlapping_pairs(brighton_descriptors: list[n
     assert recall(found, truth) > recall(ordered, truth) + 0.15
 
 
-def test_brighton_without_gps_registers_every_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_brighton_without_gps_registers_every_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    engine_log) -> None:
     monkeypatch.setattr(pairs_module, "EXHAUSTIVE_WITHOUT_GPS", 5)
     project = make_project(tmp_path, keep_gps=False, names=NAMES)
-    with captured_log() as lines:
+    with engine_log() as captured:
         pipeline.run(project, SFM)
+        lines = captured.lines
     found = next(line for line in lines if line.startswith("Image retrieval found"))
     assert int(found.split("(")[1].split()[0]) > 0  # pairs that capture order did not give
     matched = next(line for line in lines if line.startswith("Matched"))

@@ -11,8 +11,6 @@ import json
 import logging
 import re
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import laspy
@@ -106,29 +104,12 @@ def gps_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return project
 
 
-@contextmanager
-def captured_log() -> Iterator[list[str]]:
-    """The engine's log lines while the block runs."""
-    logger = logging.getLogger("aeromap")
-    lines: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        yield lines
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-
-
 @pytest.fixture(scope="module")
-def local_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, str]:
+def local_project(tmp_path_factory: pytest.TempPathFactory, engine_log) -> tuple[Project, str]:
     project = make_project(tmp_path_factory.mktemp("nogps"), keep_gps=False)
-    with captured_log() as lines:
+    with engine_log() as captured:
         pipeline.run(project, SFM)
-    return project, "\n".join(lines)
+        return project, captured.text
 
 
 def test_all_images_register_with_subpixel_error(gps_project: Project) -> None:
@@ -329,7 +310,7 @@ def test_single_flight_line_with_a_wild_fix(tmp_path: Path) -> None:
         assert model.image(i).viewing_direction()[2] < -0.95  # level: no roll about the line
 
 
-def test_drifting_gps_heights_do_not_tilt_the_model(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_drifting_gps_heights_do_not_tilt_the_model(tmp_path: Path, engine_log) -> None:
     """The photographs' altitudes replaced by ones that climb 12 m over the six photographs."""
     project = make_project(tmp_path)
     times = {n: Image.open(DATASET / n).getexif().get_ifd(ExifTags.IFD.Exif)[36867] for n in SUBSET}
@@ -338,9 +319,9 @@ def test_drifting_gps_heights_do_not_tilt_the_model(tmp_path: Path, caplog: pyte
         lon, lat, alt = exif_lonlat_alt(DATASET / name)
         lines.append(f"{name} {lon} {lat} {alt + 2.4 * rank}")
     project.geo_file.write_text("\n".join(lines) + "\n")
-    with caplog.at_level(logging.WARNING, logger="aeromap"):
+    with engine_log() as captured:
         pipeline.run(project, SFM)
-    assert "tilt the model" in caplog.text
+        assert "The GPS heights tilt the model" in captured.text
     model = pycolmap.Reconstruction(project.root / "opensfm" / "reconstruction")
     for i in model.reg_image_ids():
         assert model.image(i).viewing_direction()[2] < -0.99  # level, as the gimbal says
@@ -349,18 +330,19 @@ def test_drifting_gps_heights_do_not_tilt_the_model(tmp_path: Path, caplog: pyte
     assert np.mean([np.linalg.norm(centres[n][:2] - truth[n][:2]) for n in SUBSET]) < 1.0
 
 
-def test_unusable_files_are_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_unusable_files_are_skipped(tmp_path: Path, engine_log) -> None:
     project = make_project(tmp_path, names=SUBSET[:3])
     images = project.images_dir
     (images / "DJI_9999.JPG").write_bytes((DATASET / SUBSET[3]).read_bytes()[:4000])  # cut off mid-transfer
     (images / "notes.jpg").write_text("not an image")
     Image.new("RGB", (WIDTH, HEIGHT), (120, 120, 120)).save(images / "lens_cap.jpg")
-    with caplog.at_level(logging.WARNING, logger="aeromap"):
+    with engine_log(logging.WARNING) as captured:
         pipeline.run(project, SFM)
+        warnings = captured.lines
     rejected = stats(project)["dataset"]["images_rejected"]
     assert sorted(rejected) == ["DJI_9999.JPG", "lens_cap.jpg", "notes.jpg"]
     assert "uniform" in rejected["lens_cap.jpg"] and "readable" in rejected["notes.jpg"]
-    assert all(name in caplog.text for name in rejected)
+    assert all(any(name in line for line in warnings) for name in rejected)
     assert [p["filename"] for p in json.loads(project.images_json.read_text())] == SUBSET[:3]
     assert stats(project)["reconstruction"]["images_registered"] == 3
 

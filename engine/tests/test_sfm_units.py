@@ -16,9 +16,10 @@ from aeromap_engine.io.exif import photo_from_metadata, xmp_tags
 from aeromap_engine.io.gcp import parse_gcp_list
 from aeromap_engine.quality import height_range, nadir_views
 from aeromap_engine.sfm.alignment import apply, robust_similarity
+from aeromap_engine.sfm import alignment
 from aeromap_engine.sfm.consistency import fix_spacing, layout_uncertainty
 from aeromap_engine.io.geotxt import parse_geo_txt
-from aeromap_engine.sfm.alignment import (apply, gravity_direction, is_collinear, levelling_transform,
+from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_direction, is_collinear, levelling_transform,
                                           robust_similarity)
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
 from aeromap_engine.sfm.database import PositionPrior, open_database, without_priors
@@ -341,3 +342,80 @@ def test_priors_are_dropped_from_a_copy_and_the_database_others_read_keeps_them(
     copy = without_priors(tmp_path / "survey.db", ["b.jpg"], tmp_path / "copy.db")
     assert prior_positions(copy) == {"a.jpg": [0.0, 0.0, 90.0], "c.jpg": [20.0, 0.0, 90.0]}
     assert sorted(prior_positions(tmp_path / "survey.db")) == ["a.jpg", "b.jpg", "c.jpg"]
+
+
+def test_the_best_point_of_each_image_cell_is_the_longest_tracked_then_the_most_accurate() -> None:
+    # (image, cell, track length, error, point): image 0 cell 3 has a longer track (point 12) than point 11;
+    # image 0 cell 4 ties on length and point 14's error is smaller; point 12 is the best of two cells.
+    images = np.array([0, 0, 0, 0, 1, 1])
+    cells = np.array([3, 3, 4, 4, 3, 7])
+    lengths = np.array([2, 5, 3, 3, 5, 2])
+    errors = np.array([0.1, 0.9, 0.5, 0.2, 0.9, 0.4])
+    points = np.array([11, 12, 13, 14, 12, 15])
+    assert best_per_cell(images, cells, lengths, errors, points).tolist() == [12, 14, 15]
+    assert best_per_cell(images[:0], cells[:0], lengths[:0], errors[:0], points[:0]).tolist() == []
+
+
+NADIR = np.diag([1.0, -1.0, -1.0])  # a camera looking straight down, its image's top to the north
+
+
+def nadir_survey(rng: np.random.Generator) -> tuple[pycolmap.Reconstruction, np.ndarray, dict[int, np.ndarray]]:
+    """30 nadir photographs from 100 m over gently rolling ground (GSD 12.5 cm) and 20,000 ground points seen with
+    0.3 px of noise: the model as structure from motion might leave it (cameras 0.3 m and points 0.1 m off), the
+    true camera centres, and each model point's true position."""
+    camera = pycolmap.Camera(model="SIMPLE_RADIAL", width=1000, height=750, params=[800.0, 500.0, 375.0, 0.01],
+                             camera_id=1)
+    xy = rng.uniform(-40, 165, (20_000, 2))
+    ground = np.c_[xy, 2 * np.sin(xy[:, 0] / 30) + np.cos(xy[:, 1] / 25)]
+    centres = np.array([[25.0 * i, 25.0 * j, 100.0] for i in range(6) for j in range(5)])
+    model = pycolmap.Reconstruction()
+    model.add_camera_with_trivial_rig(camera)
+    tracks = [pycolmap.Track() for _ in ground]
+    for image_id, centre in enumerate(centres, start=1):
+        pixels = camera.img_from_cam((ground - centre) @ NADIR.T)
+        seen = np.flatnonzero((pixels[:, 0] > 2) & (pixels[:, 0] < camera.width - 2) & (pixels[:, 1] > 2)
+                               & (pixels[:, 1] < camera.height - 2))  # inside, noise included
+        found = centre + rng.normal(0, 0.3, 3)
+        model.add_image_with_trivial_frame(
+            pycolmap.Image(name=f"{image_id}.jpg", keypoints=pixels[seen] + rng.normal(0, 0.3, (len(seen), 2)),
+                           camera_id=1, image_id=image_id),
+            pycolmap.Rigid3d(pycolmap.Rotation3d(NADIR), -NADIR @ found))
+        for index, point in enumerate(seen):
+            tracks[point].add_element(image_id, index)
+    truth = {}
+    for xyz, track in zip(ground, tracks):
+        if track.length() >= 2:
+            truth[model.add_point3D(xyz + rng.normal(0, 0.1, 3), track)] = xyz
+    return model, centres, truth
+
+
+def test_an_adjustment_too_large_for_memory_on_covering_points_is_as_good_as_the_whole(monkeypatch) -> None:
+    """Above ADJUSTED_OBSERVATIONS, the cameras are adjusted with the points that cover every image and the other
+    points afterwards with the cameras held: against the truth, as close as the whole adjustment."""
+    rng = np.random.default_rng(5)
+    model, centres, truth = nadir_survey(rng)
+    priors = {f"{i}.jpg": PositionPrior(c + rng.normal(0, 0.1, 3), 0.1, 0.1) for i, c in enumerate(centres, start=1)}
+    observations = model.compute_num_observations()
+    covering = alignment.covering_points(model)
+    kept = sum(model.point3D(i).track.length() for i in covering)
+    assert kept < 0.1 * observations
+    for image in model.images.values():  # every image keeps points wherever it sees any, at least
+        def cells(points: list) -> set[tuple[int, int]]:
+            return {(int(p.xy[0] // 125), int(p.xy[1] // 125)) for p in points}
+
+        observed = image.get_observation_points2D()
+        assert cells([p for p in observed if p.point3D_id in covering]) == cells(observed)
+
+    def errors(limit: int) -> tuple[float, float]:
+        monkeypatch.setattr(alignment, "ADJUSTED_OBSERVATIONS", limit)
+        monkeypatch.setattr(alignment, "POINT_CHUNK_OBSERVATIONS", 20_000)  # several chunks of points
+        adjusted = pycolmap.Reconstruction(model)
+        alignment.adjust_with_priors(adjusted, priors, Refinement(focal=False, distortion=True), 2)
+        cameras = [np.linalg.norm(adjusted.find_image_with_name(f"{i}.jpg").projection_center() - c)
+                   for i, c in enumerate(centres, start=1)]
+        points = [np.linalg.norm(adjusted.point3D(i).xyz - xyz) for i, xyz in truth.items()]
+        return float(np.mean(cameras)), float(np.median(points))
+
+    whole, bounded = errors(observations), errors(observations // 10)
+    assert whole[0] < 0.06  # the cameras within half the GSD, from 0.3 m off
+    assert bounded[0] < 1.3 * whole[0] and bounded[1] < 1.3 * whole[1]

@@ -40,10 +40,10 @@ def progress_of(output: str) -> list[float]:
             if line.startswith(PROGRESS_PREFIX)]
 
 
-def test_split_survey_is_processed_in_submodels_and_merged(split_run: Project, capsys: pytest.CaptureFixture) -> None:
+def test_split_survey_is_processed_in_submodels_and_merged(split_run: Project, capfd: pytest.CaptureFixture) -> None:
     project = split_run
     pipeline.run(project, OPTIONS)
-    percents = progress_of(capsys.readouterr().out)
+    percents = progress_of(capfd.readouterr().out)  # written by the stages' processes too
     assert percents == sorted(percents) and percents[-1] == 100.0
 
     plan = json.loads(project.submodel_plan.read_text())["submodels"]

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import math
 import os
 import re
@@ -269,26 +268,16 @@ def survey(tmp_path_factory: pytest.TempPathFactory) -> SurveyTruth:
     return truth
 
 
-def _process(truth: SurveyTruth, root: Path, with_gcps: bool) -> Project:
+def _process(truth: SurveyTruth, root: Path, with_gcps: bool, engine_log) -> Project:
     project = Project(root)
     # Hard links: the engine only reads the photographs.
     shutil.copytree(truth.images_dir, project.images_dir, copy_function=os.link)
     if with_gcps:
         shutil.copy(truth.gcp_list, project.gcp_file)
     began = time.monotonic()
-    lines: list[str] = []
-    handler = logging.Handler(logging.INFO)
-    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("aeromap")
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):  # the progress lines
-            pipeline.run(project, OPTIONS)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+    with engine_log() as captured, contextlib.redirect_stdout(io.StringIO()):  # the log kept, progress lines not
+        pipeline.run(project, OPTIONS)
+        lines = captured.lines
     # What the georeferencing said (levelling by the gimbal, uncertain tilt...), for the developer.
     said = [line for line in lines if re.search(r"tilt|Ground control|GPS", line)]
     print(f"\n[synthetic] {'GCP' if with_gcps else 'GPS'} run: {time.monotonic() - began:.1f} s"
@@ -297,13 +286,13 @@ def _process(truth: SurveyTruth, root: Path, with_gcps: bool) -> Project:
 
 
 @pytest.fixture(scope="module")
-def gcp_run(survey: SurveyTruth, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    return _process(survey, tmp_path_factory.mktemp("gcp"), with_gcps=True)
+def gcp_run(survey: SurveyTruth, tmp_path_factory: pytest.TempPathFactory, engine_log) -> Project:
+    return _process(survey, tmp_path_factory.mktemp("gcp"), with_gcps=True, engine_log=engine_log)
 
 
 @pytest.fixture(scope="module")
-def gps_run(survey: SurveyTruth, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    return _process(survey, tmp_path_factory.mktemp("gps"), with_gcps=False)
+def gps_run(survey: SurveyTruth, tmp_path_factory: pytest.TempPathFactory, engine_log) -> Project:
+    return _process(survey, tmp_path_factory.mktemp("gps"), with_gcps=False, engine_log=engine_log)
 
 
 @dataclass(frozen=True)

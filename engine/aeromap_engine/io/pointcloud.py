@@ -19,6 +19,11 @@ LAS_SCALE = 0.001  # 1 mm: finer than any photogrammetric point's precision
 LAZ_BACKEND = laspy.LazBackend.Lazrs
 
 
+def open_las(path: Path) -> laspy.LasReader:
+    """A reader of a LAS/LAZ file, on the LAZ backend every reader and writer here uses."""
+    return laspy.open(path, laz_backend=LAZ_BACKEND)
+
+
 def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str | None, compress: bool) -> None:
     """LAS 1.4, point format 7 (RGB), so the CRS is stored as WKT; colours scaled to 16 bits as the format
     defines; the number of views that agree on each point goes into user_data, as ODM does. Written part by

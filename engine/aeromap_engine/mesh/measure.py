@@ -9,6 +9,7 @@ import numpy as np
 import pymeshlab
 from scipy.spatial import cKDTree
 
+from ..parallel import in_child_process
 from .meshlab import meshset
 from .model import Mesh
 
@@ -47,6 +48,7 @@ class Fit:
                 f"farther_than_{FAR:g}m": round(self.far, 4)}
 
 
+@in_child_process  # MeshLab's filters start OpenMP threads (parallel.in_child_process)
 def point_distances(mesh: Mesh, points: np.ndarray, reach: float = FAR) -> np.ndarray:
     """Distance from each point to the nearest place on the mesh's surface (m); inf beyond `reach`."""
     ms = meshset(points)

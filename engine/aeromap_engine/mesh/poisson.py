@@ -15,6 +15,7 @@ import numpy as np
 import pymeshlab
 from scipy.spatial import cKDTree
 
+from ..parallel import in_child_process
 from .meshlab import current_mesh, meshset
 from .model import Mesh
 
@@ -46,6 +47,7 @@ def supported_depth(extent: float, spacing: float) -> int:
     return max(1, math.floor(math.log2(SCALE * extent / (CELL_SPACINGS * spacing))))
 
 
+@in_child_process  # MeshLab's filters start OpenMP threads (parallel.in_child_process)
 def oriented_normals(xyz: np.ndarray, viewpoints: np.ndarray) -> np.ndarray:
     """Unit normals (N, 3) of the points, from the plane through their nearest neighbours, each turned towards
     the nearest viewpoint (the cameras): the side that was seen is the outside."""
@@ -58,6 +60,7 @@ def oriented_normals(xyz: np.ndarray, viewpoints: np.ndarray) -> np.ndarray:
     return normals
 
 
+@in_child_process  # MeshLab's filters start OpenMP threads (parallel.in_child_process)
 def reconstruct(xyz: np.ndarray, normals: np.ndarray, octree: Octree, threads: int) -> tuple[Mesh, np.ndarray]:
     """The Poisson surface and, per vertex, the density of the samples that shaped it (in octree levels)."""
     ms = meshset(xyz, normals=normals)
@@ -68,6 +71,7 @@ def reconstruct(xyz: np.ndarray, normals: np.ndarray, octree: Octree, threads: i
     return current_mesh(ms), density
 
 
+@in_child_process  # MeshLab's filters start OpenMP threads (parallel.in_child_process)
 def trim(mesh: Mesh, density: np.ndarray, octree: Octree, points: cKDTree) -> Mesh:
     """The surface without the parts that stray from the points: faces with a vertex of low sample density or
     far from every point, then the fragments that leaves behind."""

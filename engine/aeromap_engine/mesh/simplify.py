@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..parallel import in_child_process
 from .meshlab import current_mesh, meshset
 from .model import Mesh
 
@@ -35,6 +36,11 @@ def simplify(mesh: Mesh, max_vertices: int, keep_positions: bool = False) -> Mes
     fit is as close, the collapse about half again as slow)."""
     if len(mesh.vertices) <= max_vertices:
         return mesh
+    return _decimated(mesh, max_vertices, keep_positions)
+
+
+@in_child_process  # MeshLab's filters start OpenMP threads (parallel.in_child_process)
+def _decimated(mesh: Mesh, max_vertices: int, keep_positions: bool) -> Mesh:
     ms = meshset(mesh.vertices, mesh.faces)
     # The outline's length after simplification is not known in advance: aim as if none were left (a few
     # vertices too many), then once more from there with the outline that is left (a few too few).

@@ -6,7 +6,7 @@ import contextlib
 import math
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,11 @@ class PositionPrior:
         prior.coordinate_system = pycolmap.PosePriorCoordinateSystem.CARTESIAN
         prior.corr_data_id = data_id
         return prior
+
+    def loosened(self, factor: float) -> "PositionPrior":
+        """The same position with its standard deviations multiplied by `factor`."""
+        return replace(self, horizontal_stddev=self.horizontal_stddev * factor,
+                       vertical_stddev=self.vertical_stddev * factor)
 
 
 @contextlib.contextmanager

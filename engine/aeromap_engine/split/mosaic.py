@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import laspy
 import numpy as np
 import rasterio
 from rasterio.enums import ColorInterp, Resampling
@@ -30,7 +29,7 @@ from ..cloud.points import PointCloud
 from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
 from ..dem.grid import Grid, Window
 from ..io.geotiff import RasterFormat, TiledRaster, transform
-from ..io.pointcloud import LAZ_BACKEND
+from ..io.pointcloud import open_las
 from ..stages.odm_dem import NODATA
 from .blend import Owners, cutline_weights
 
@@ -171,7 +170,7 @@ def merge_rasters(sources: list[Path | None], owners: Owners, out: Path, kind: R
 
 def _owned_chunks(path: Path, index: int, owners: Owners) -> Iterator[PointCloud]:
     """The points of submodel `index`'s LAS/LAZ that it owns, a chunk at a time (CRS coordinates, float64)."""
-    with laspy.open(path, laz_backend=LAZ_BACKEND) as reader:
+    with open_las(path) as reader:
         has_colour = "red" in reader.header.point_format.dimension_names
         for chunk in reader.chunk_iterator(CHUNK):
             xyz = np.c_[chunk.x, chunk.y, chunk.z].astype(np.float64)

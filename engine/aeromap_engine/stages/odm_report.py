@@ -16,7 +16,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import laspy
 import numpy as np
 import pycolmap
 import rasterio
@@ -28,7 +27,7 @@ from ..dense.views import View
 from ..files import atomic_path, read_json, write_json
 from ..geo import transform
 from ..georef import Georef
-from ..io.pointcloud import LAZ_BACKEND
+from ..io.pointcloud import open_las
 from ..log import log
 from ..options import Option
 from ..photo import Photo
@@ -240,7 +239,7 @@ def read_cloud(path: Path) -> CloudSummary | None:
     if not path.exists():
         return None
     moments, samples = EMPTY_CLOUD, []
-    with laspy.open(path, laz_backend=LAZ_BACKEND) as reader:
+    with open_las(path) as reader:
         step = max(1, -(-reader.header.point_count // SAMPLE_POINTS))
         for chunk in reader.chunk_iterator(CHUNK_POINTS):
             xyz = np.column_stack([chunk.x, chunk.y, chunk.z])

@@ -1,0 +1,56 @@
+"""Fixtures shared by the engine's suites."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import ContextManager
+
+import pytest
+
+from aeromap_engine.log import log
+
+
+class EngineLog:
+    """The engine's log messages (one a line, without their level) written so far, read back from the file they go
+    to."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    @property
+    def lines(self) -> list[str]:
+        return self._path.read_text().splitlines()
+
+    @property
+    def text(self) -> str:
+        return self._path.read_text()
+
+
+@contextlib.contextmanager
+def _capture(level: int = logging.INFO) -> Iterator[EngineLog]:
+    # The stages run in child processes, which inherit a file handler (every record flushed, appended) where
+    # pytest's own capture would keep their records in the child's memory.
+    handler_level = log.level
+    with tempfile.TemporaryDirectory(prefix="engine-log.") as folder:
+        path = Path(folder) / "engine.log"
+        handler = logging.FileHandler(path, delay=False)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(level)
+        try:
+            yield EngineLog(path)
+        finally:
+            log.removeHandler(handler)
+            handler.close()
+            log.setLevel(handler_level)
+
+
+@pytest.fixture(scope="session")
+def engine_log() -> Callable[..., ContextManager[EngineLog]]:
+    """engine_log(level=INFO): a context in which the engine's log messages of that level and above, written by
+    this process and by the child processes the stages run in, are kept; `.lines` and `.text` read them."""
+    return _capture
