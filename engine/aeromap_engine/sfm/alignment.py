@@ -198,7 +198,8 @@ def adjust_with_priors(reconstruction: pycolmap.Reconstruction, priors: dict[str
     Above ADJUSTED_OBSERVATIONS the cameras are adjusted with the points that cover every image (covering_points)
     on a copy of the model, and the other points are then adjusted a chunk at a time with the cameras held, so
     that the survey's size does not set the peak."""
-    if reconstruction.compute_num_observations() <= ADJUSTED_OBSERVATIONS:
+    observations = reconstruction.compute_num_observations()
+    if observations <= ADJUSTED_OBSERVATIONS:
         _adjust_with_priors(reconstruction, priors, refine, threads)
         return
     covering = covering_points(reconstruction)
@@ -208,7 +209,7 @@ def adjust_with_priors(reconstruction: pycolmap.Reconstruction, priors: dict[str
         reduced.delete_point3D(point_id)
     # The priors' pull weighed against as many observations as the whole model has: fewer observations would
     # otherwise let the priors bend the cameras further than the whole adjustment does.
-    share = reduced.compute_num_observations() / reconstruction.compute_num_observations()
+    share = reduced.compute_num_observations() / observations
     _adjust_with_priors(reduced, {name: prior.loosened(1.0 / np.sqrt(share)) for name, prior in priors.items()},
                         refine, threads)
     for frame_id in reduced.reg_frame_ids():
@@ -279,8 +280,7 @@ def adjust_points(reconstruction: pycolmap.Reconstruction, point_ids: list[int],
     """The given points adjusted to their observations with the cameras and their calibration held, in chunks of
     about POINT_CHUNK_OBSERVATIONS observations (each point is adjusted on its own, so chunks change nothing but
     the memory)."""
-    options = _bundle_options(Refinement(focal=False, distortion=False), threads)
-    options.refine_principal_point = False
+    options = _bundle_options(Refinement(focal=False, distortion=False), threads)  # the principal point is held too
     chunk, observations = pycolmap.BundleAdjustmentConfig(), 0
     for point_id in point_ids:
         chunk.add_variable_point(point_id)
