@@ -7,7 +7,8 @@ import pycolmap
 import pytest
 
 from aeromap_engine.errors import InputError
-from aeromap_engine.sfm.groups import deregister
+from aeromap_engine.sfm.blocks import plan_blocks
+from aeromap_engine.sfm.groups import deregister, joined
 from aeromap_engine.split.align import align_submodels, camera_centres, registered_names
 from aeromap_engine.split.plan import plan_submodels, submodel_count
 
@@ -79,3 +80,33 @@ def test_submodels_without_shared_views_are_refused() -> None:
     deregister(other, names[:6])  # shares nothing with the reference
     with pytest.raises(InputError, match="submodel_0001 shares fewer than 3 registered photographs"):
         align_submodels([reference, other], ["submodel_0000", "submodel_0001"])
+
+
+def test_joined_blocks_share_their_points_across_the_border() -> None:
+    """Two overlapping halves of one model: joined, every image is back, and each point the halves both saw is one
+    point again, seen from both sides of the border (not two points, one per half, that an adjustment would move
+    apart)."""
+    truth = synthetic_model()
+    names = sorted(registered_names(truth))
+    first, second = pycolmap.Reconstruction(truth), pycolmap.Reconstruction(truth)
+    deregister(first, names[8:])
+    deregister(second, names[:4])
+    model = joined([first, second])
+    assert registered_names(model) == set(names)
+    assert np.allclose(camera_centres(model, names), camera_centres(truth, names), atol=1e-9)
+    assert model.num_points3D() == first.num_points3D()
+    ends = {model.find_image_with_name(names[0]).image_id, model.find_image_with_name(names[-1]).image_id}
+    spanning = [p for p in model.points3D.values() if ends <= {e.image_id for e in p.track.elements}]
+    assert len(spanning) > 0.5 * model.num_points3D()
+    assert model.compute_num_observations() == truth.compute_num_observations()
+
+
+def test_blocks_only_where_one_mapping_would_not_hold_the_survey() -> None:
+    names, xy = grid_positions(20, 10, 20.0)  # 200 images
+    assert plan_blocks(names, xy, 200 * 12_000_000) == []
+    plan = plan_blocks(names, xy, 120 * 12_000_000)  # cores of 80: three blocks
+    assert [b.name for b in plan] == ["block_0000", "block_0001", "block_0002"]
+    assert sorted(n for b in plan for n in b.core) == sorted(names)
+    assert all(len(b.images) <= 130 for b in plan)
+    for a, b in zip(plan, plan[1:]):
+        assert len(set(a.images) & set(b.images)) >= 20  # two flight lines' views to join them on

@@ -1,6 +1,7 @@
 """Structure from motion against a synthetic survey's exact truth, where Brighton Beach cannot tell: a focal length
-the metadata state wrongly, and a rolling shutter. Each runs the engine twice on the same photographs, with the
-correction and without it (the negative control), and compares both with the truth the generator wrote.
+the metadata state wrongly, a rolling shutter, and a survey mapped in blocks. The corrections run the engine twice
+on the same photographs, with the correction and without it (the negative control), and compare both with the
+truth the generator wrote.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from PIL.TiffImagePlugin import IFDRational
 
 from aeromap_engine import pipeline
 from aeromap_engine.project import Project
+from aeromap_engine.sfm import blocks
 from aeromap_engine.sfm.alignment import apply
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, SurveyTruth, generate
 
@@ -93,3 +95,47 @@ def test_rolling_shutter_correction_restores_the_model_shape(tmp_path: Path) -> 
     assert len(corrected) == len(plain) == len(truth.photographs)
     assert np.median(plain) > 0.4 * truth.gsd_m  # the effect is there to correct
     assert np.median(corrected) < 0.25 * np.median(plain) and corrected.max() < 0.2 * truth.gsd_m
+
+
+def covisible_groups(model: pycolmap.Reconstruction, min_shared: int) -> int:
+    """How many groups the registered images fall into when two are linked by `min_shared` points seen by both."""
+    shared: dict[tuple[int, int], int] = {}
+    for point in model.points3D.values():
+        ids = sorted({element.image_id for element in point.track.elements})
+        for k, a in enumerate(ids):
+            for b in ids[k + 1:]:
+                shared[a, b] = shared.get((a, b), 0) + 1
+    group = {image_id: image_id for image_id in model.reg_image_ids()}
+
+    def root(image_id: int) -> int:
+        while group[image_id] != image_id:
+            image_id = group[image_id]
+        return image_id
+
+    for (a, b), count in shared.items():
+        if count >= min_shared:
+            group[root(a)] = root(b)
+    return len({root(image_id) for image_id in group})
+
+
+def test_a_survey_larger_than_one_mapping_holds_is_mapped_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    engine_log) -> None:
+    """With room to map four fifths of the photographs at once, the survey is mapped in two overlapping blocks
+    and joined: every photograph placed, the model's shape as true as a model mapped at once is (a fifth of a GSD),
+    and one model, its two blocks tied across their border by shared points rather than only laid side by side."""
+    spec = SurveySpec(scene=SceneSpec(size_m=80.0), lens=LensSpec(width=640, height=480),
+                      flight=FlightSpec(height_m=40.0, forward_overlap=0.75, side_overlap=0.7), seed=4)
+    truth = generate(tmp_path / "survey", spec, workers=2)
+    count = len(truth.photographs)
+    monkeypatch.setattr(blocks, "MIN_BLOCK_IMAGES", 2)
+    monkeypatch.setattr(blocks, "MAPPING_MEMORY", blocks.MAPPING_BYTES_PER_IMAGE * (count * 4 // 5))
+    monkeypatch.setattr(blocks, "OVERLAP_NEIGHBOURS", 6)  # a flight line either side: 12 take most of so few
+    (tmp_path / "run").mkdir()
+    with engine_log() as captured:
+        model = run_copy(truth, tmp_path / "run", [])
+        assert f"Mapping {count} images in 2 overlapping blocks" in captured.text
+        assert "Joined block_0001 to block_0000" in captured.text
+    assert model.num_reg_images() == count
+    error = camera_shape_error(model, tmp_path / "run", truth)
+    assert np.median(error) < 0.2 * truth.gsd_m and error.max() < truth.gsd_m
+    assert covisible_groups(model, min_shared=20) == 1

@@ -2,9 +2,10 @@
 
 Steps: SIFT features at the feature quality's scale; candidate pairs from GPS neighbours (from image retrieval for
 images without a position); matching and geometric verification; incremental or global mapping with the GPS
-positions as priors; georeferencing (see sfm/georeference.py): by ground control points when gcp_list.txt is
-given (unless use-exif), else by the GPS through a robust similarity and a bundle adjustment with the fixes that
-agree (mapping again without the others when some do not), else a levelled local frame.
+positions as priors (in overlapping blocks where one mapping would not fit in memory, sfm/blocks.py); georeferencing
+(see sfm/georeference.py): by ground control points when gcp_list.txt is given (unless use-exif), else by the GPS
+through a robust similarity and a bundle adjustment with the fixes that agree (mapping again without the others when
+some do not), else a levelled local frame.
 
 Writes (see georef.py for the frame): opensfm/reconstruction/ (COLMAP binary model, image names as in images/,
 coloured points), opensfm/georef.json, opensfm/sparse.ply, cameras.json, odm_report/shots.geojson and the
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from ..sfm.database import (PositionPrior, match_pairs, open_database, overlappi
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
+from ..sfm.blocks import map_in_blocks, mapping_memory, plan_blocks
 from ..sfm.georeference import (WorldFrame, barometric_heights, georeference, gps_residuals, photo_positions,
                                 position_priors, world_frame)
 from ..sfm.consistency import GpsVerdict, gps_verdict, layout_uncertainty
@@ -52,6 +54,7 @@ from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, contradicting_pairs, uses_retrieval
 from ..sfm.pixels import colour_points, extract_all, frame_of, observe_points
 from ..sfm.retrieval import retained, signatures
+from ..split.plan import Submodel
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -105,6 +108,7 @@ WEIGHT = 4.0
 MIN_PAIR_INLIERS = 15  # verified matches for a pair to count as overlapping (COLMAP's default)
 DEFAULT_READOUT_MS = 30.0
 OBLIQUE_PITCH = 30.0  # degrees from straight down beyond which a photograph counts as oblique
+MAPPING_PROGRESS = (0.65, 0.85)  # of the stage's progress: the mapping's share
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,7 @@ def run(ctx: "StageContext") -> None:
     timings: dict[str, float] = {}
     with matched(ctx, survey, timings) as matching:
         model, algorithm, figures = solve(ctx, matching.database, matching.scratch, matching.settings, survey,
-                                          timings)
+                                          timings, mapping_blocks(survey))
     ctx.progress(0.92)
     finish(ctx, ctx.project, survey, model, matching.camera_kinds, algorithm, figures, timings)
 
@@ -227,6 +231,19 @@ def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
     return checks
 
 
+def mapping_blocks(survey: Survey) -> list[Submodel]:
+    """The blocks to map a survey in where one mapping of all its images would not fit in memory (sfm/blocks.py);
+    none where it fits, or where the survey cannot be cut by GPS position."""
+    names = [p.filename for p in survey.photos]
+    blocks = plan_blocks(names, np.nan_to_num(survey.positions[:, :2]), mapping_memory())
+    if blocks and (survey.frame.source != "gps" or not np.isfinite(survey.positions[:, :2]).all()):
+        log.warning("%d images are more than one mapping holds within %.1f GB, but only a survey that every image's "
+                    "GPS georeferences can be mapped in blocks: mapping them all at once", len(names),
+                    mapping_memory() / 1e9)
+        return []
+    return blocks
+
+
 def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray, oblique: np.ndarray) -> None:
     """Forget verified pairs that the GPS says cannot overlap (sfm/pairs.py contradicting_pairs)."""
     located = {p.filename: xyz for p, xyz in zip(photos, positions) if np.isfinite(xyz).all()}
@@ -239,8 +256,10 @@ def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray,
 
 
 def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: MappingSettings, survey: Survey,
-          timings: dict[str, float]) -> tuple[pycolmap.Reconstruction, str, dict[str, Any]]:
-    """Map, georeference, then place the groups that share no view with the main model by their own GPS.
+          timings: dict[str, float], blocks: Sequence[Submodel] = ()
+          ) -> tuple[pycolmap.Reconstruction, str, dict[str, Any]]:
+    """Map (in `blocks` where given), georeference, then place the groups that share no view with the main model
+    by their own GPS.
 
     When a few GPS fixes turn out wild, map again without them: even through a robust loss they pull, and on a
     small survey they can bend the model. When many do, the model is doubted instead of the fixes: it is mapped
@@ -251,8 +270,7 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
     for attempt in (1, 2):
         with timed("mapping", timings):
-            models, algorithm = reconstruct(database, ctx.project.images_dir, work_dir / f"models{attempt}",
-                                            settings, progress)
+            models, algorithm = mapped(ctx, database, work_dir / f"models{attempt}", settings, blocks, progress)
         if not models or models[0].num_reg_images() < 2:
             raise InputError("The images do not overlap enough to reconstruct anything: no pair of images could "
                              "be matched and triangulated")
@@ -298,6 +316,18 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     figures["left_out"] = left_out
     figures["gps_checks"] = gps_checks(gps_verdict(model, priors, wild), len(dropped))
     return model, algorithm, figures
+
+
+def mapped(ctx: "StageContext", database: Path, work_dir: Path, settings: MappingSettings,
+           blocks: Sequence[Submodel], progress: Callable[[], None]) -> tuple[list[pycolmap.Reconstruction], str]:
+    if blocks:
+        begin, end = MAPPING_PROGRESS
+        joined = map_in_blocks(database, ctx.project.images_dir, work_dir, settings, list(blocks),
+                               lambda fraction: ctx.progress(begin + (end - begin) * fraction))
+        if joined is not None:
+            return joined
+        log.warning("Mapping all images at once instead, whatever memory that takes")
+    return reconstruct(database, ctx.project.images_dir, work_dir, settings, progress)
 
 
 def attitude_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior],
@@ -427,7 +457,8 @@ def registration_progress(ctx: "StageContext", total: int) -> Callable[[], None]
     def on_registered() -> None:
         nonlocal registered
         registered += 1
-        ctx.progress(0.65 + 0.2 * min(1.0, registered / total))
+        begin, end = MAPPING_PROGRESS
+        ctx.progress(begin + (end - begin) * min(1.0, registered / total))
         if registered <= total:  # a second pass counts on from the first, past the total
             log_count("Images registered", registered, total)
 

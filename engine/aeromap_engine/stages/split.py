@@ -28,7 +28,8 @@ from ..log import log
 from ..options import Option, Options
 from ..parallel import forked_map, shared_progress
 from ..resources import workers_within_memory
-from ..sfm.groups import merge as merge_models
+from ..sfm.blocks import MAPPING_BYTES_PER_IMAGE
+from ..sfm.groups import joined
 from ..split.align import align_submodels
 from ..split.plan import Submodel, plan_submodels, submodel_count
 from ..split.runner import SubmodelRun, node_urls, run_locally, run_on_nodes
@@ -68,9 +69,6 @@ SUBMODEL_SETTINGS: dict[str, Any] = {
     "skip-3dmodel": True, "pc-copc": False, "pc-las": False, "pc-csv": False, "orthophoto-png": False,
     "cog": False, "build-overviews": False, "end-with": "odm_orthophoto",
 }
-# What a submodel's mapping process holds per image (the features and matches the mapper reads, the model): a
-# 95-image submodel of 12 MP photographs peaked at 1.06 GB, with what the process inherited.
-MAPPING_BYTES_PER_IMAGE = 12_000_000
 SFM_SHARE = 0.35  # of the stage's progress: structure from motion; the submodels' runs take the rest
 
 
@@ -207,9 +205,7 @@ def write_submodel(ctx: "StageContext", part: SubmodelModel, camera_kinds: dict,
 def write_survey_model(ctx: "StageContext", survey: opensfm.Survey, parts: list[SubmodelModel],
                        camera_kinds: dict, timings: dict[str, float]) -> None:
     """The joined cameras and points in the survey's own opensfm/ (each image and point once), for the report."""
-    model = pycolmap.Reconstruction(parts[0].model)
-    for part in parts[1:]:
-        merge_models(model, part.model)
+    model = joined([part.model for part in parts])
     figures = dict(parts[0].figures)
     figures["left_out"] = {k: v for p in parts for k, v in p.figures["left_out"].items()}
     opensfm.record_model(ctx.project, survey, model, camera_kinds, parts[0].algorithm, figures, timings)
