@@ -9,7 +9,7 @@ resolution is flown over a square scene grown to hold them, at 90 m with 75 % fo
 the cache is read back instead), then this prints each stage's wall time and peak memory (as the engine records
 them) per size, the fitted growth exponent of each stage (the slope of log time against log images, 1 being
 linear: over all sizes, and between the two largest), and the targets on a 2-core machine: structure from motion
-within 4 minutes and all products within 12 minutes at 75 images, peak memory within 4 GiB at 150.
+within 4 minutes and all products within 12 minutes at 75 images, peak memory within 4 GiB from 150 on.
 
 Photographs are rendered at half their size and enlarged (SurveySpec.render_downscale): the engine works on the
 same number of pixels, and feature extraction at the default quality halves them anyway.
@@ -142,12 +142,15 @@ def report(results: list[dict]) -> None:
     def peak_gib(r: dict) -> float:
         return max(s["peak_memory_mb"] for s in r["stages"].values()) / 1024
 
-    peak = at(results, MEMORY_IMAGES, peak_gib)
     print("  peak memory per size: " + ", ".join(f"{r['images']} images {peak_gib(r):.2f} GiB" for r in results)
           + f" (not to grow beyond {MEMORY_IMAGES} images)")
-    print(f"  peak memory at {MEMORY_IMAGES} images: " + (
-        "not measured (sizes do not span it)" if peak is None else
-        f"{peak:.2f} GiB, target {MEMORY_TARGET_GIB:.0f} GiB: {'met' if peak <= MEMORY_TARGET_GIB else 'MISSED'}"))
+    # The bound holds from MEMORY_IMAGES on, whatever the size: the largest peak of those sizes is what it is held to.
+    bounded = [r for r in results if r["images"] >= MEMORY_IMAGES]
+    peak = max(bounded, key=peak_gib) if bounded else None
+    print(f"  peak memory from {MEMORY_IMAGES} images on: " + (
+        "not measured (no size that large)" if peak is None else
+        f"{peak_gib(peak):.2f} GiB at most (at {peak['images']} images), target {MEMORY_TARGET_GIB:.0f} GiB: "
+        f"{'met' if peak_gib(peak) <= MEMORY_TARGET_GIB else 'MISSED'}"))
 
 
 def main() -> None:
