@@ -133,12 +133,18 @@ def report(results: list[dict]) -> None:
     for r in results:
         print(f"  {r['images']} images, SfM steps: " + ", ".join(f"{k} {v:.0f} s" for k, v in r["sfm_steps"].items()))
     print("\nTargets on a 2-core machine:")
-    sfm = at(results, TARGET_IMAGES, lambda r: r["stages"]["opensfm"]["seconds"])
-    total = at(results, TARGET_IMAGES, lambda r: r["wall"])
-    for label, value, target in ((f"structure from motion at {TARGET_IMAGES} images", sfm, SFM_TARGET_S),
-                                 (f"all products at {TARGET_IMAGES} images", total, TOTAL_TARGET_S)):
+    # A flight of exactly TARGET_IMAGES rarely exists: between two sizes the figure is interpolated; below the
+    # smallest, that size's figure bounds it from above (time grows with the photographs).
+    smallest = min(results, key=lambda r: r["images"])
+    above = smallest["images"] > TARGET_IMAGES
+    for label, figure, target in ((f"structure from motion at {TARGET_IMAGES} images",
+                                   lambda r: r["stages"]["opensfm"]["seconds"], SFM_TARGET_S),
+                                  (f"all products at {TARGET_IMAGES} images", lambda r: r["wall"], TOTAL_TARGET_S)):
+        value = figure(smallest) if above else at(results, TARGET_IMAGES, figure)
+        bound = f" at most (measured at {smallest['images']} images)" if above else ""
         print(f"  {label}: " + ("not measured (sizes do not span it)" if value is None else
-                                f"{value:.0f} s, target {target:.0f} s: {'met' if value <= target else 'MISSED'}"))
+                                f"{value:.0f} s{bound}, target {target:.0f} s: "
+                                f"{'met' if value <= target else 'MISSED'}"))
     def peak_gib(r: dict) -> float:
         return max(s["peak_memory_mb"] for s in r["stages"].values()) / 1024
 
