@@ -17,6 +17,7 @@ from PIL import ExifTags, Image
 from PIL.TiffImagePlugin import IFDRational
 
 from aeromap_engine import pipeline
+from aeromap_engine.log import PROGRESS_PREFIX
 from aeromap_engine.project import Project
 from aeromap_engine.sfm import blocks
 from aeromap_engine.sfm.alignment import apply
@@ -119,7 +120,7 @@ def covisible_groups(model: pycolmap.Reconstruction, min_shared: int) -> int:
 
 
 def test_a_survey_larger_than_one_mapping_holds_is_mapped_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    engine_log) -> None:
+                                                                    engine_log, capfd: pytest.CaptureFixture) -> None:
     """With room to map four fifths of the photographs at once, the survey is mapped in two overlapping blocks
     and joined: every photograph placed, the model's shape as true as a model mapped at once is (a fifth of a GSD),
     and one model, its two blocks tied across their border by shared points rather than only laid side by side."""
@@ -135,6 +136,9 @@ def test_a_survey_larger_than_one_mapping_holds_is_mapped_in_blocks(tmp_path: Pa
         model = run_copy(truth, tmp_path / "run", [])
         assert f"Mapping {count} images in 2 overlapping blocks" in captured.text
         assert "Joined block_0001 to block_0000" in captured.text
+    percents = [json.loads(line[len(PROGRESS_PREFIX):])["percent"] for line in capfd.readouterr().out.splitlines()
+                if line.startswith(PROGRESS_PREFIX)]  # the blocks' processes report through this one
+    assert percents == sorted(percents) and percents[-1] == 100.0
     assert model.num_reg_images() == count
     error = camera_shape_error(model, tmp_path / "run", truth)
     assert np.median(error) < 0.2 * truth.gsd_m and error.max() < truth.gsd_m

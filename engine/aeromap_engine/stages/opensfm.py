@@ -268,9 +268,11 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     frame, priors, photos = survey.frame, survey.priors, survey.photos
     pitch_by_name = {p.filename: p.pitch for p in photos if p.pitch is not None}
     progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
+    share = mapped_share(ctx)  # the same for blocks
     for attempt in (1, 2):
         with timed("mapping", timings):
-            models, algorithm = mapped(ctx, database, work_dir / f"models{attempt}", settings, blocks, progress)
+            models, algorithm = mapped(ctx, database, work_dir / f"models{attempt}", settings, blocks, progress,
+                                       share)
         if not models or models[0].num_reg_images() < 2:
             raise InputError("The images do not overlap enough to reconstruct anything: no pair of images could "
                              "be matched and triangulated")
@@ -319,11 +321,10 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
 
 
 def mapped(ctx: "StageContext", database: Path, work_dir: Path, settings: MappingSettings,
-           blocks: Sequence[Submodel], progress: Callable[[], None]) -> tuple[list[pycolmap.Reconstruction], str]:
+           blocks: Sequence[Submodel], progress: Callable[[], None], share: Callable[[float], None]
+           ) -> tuple[list[pycolmap.Reconstruction], str]:
     if blocks:
-        begin, end = MAPPING_PROGRESS
-        joined = map_in_blocks(database, ctx.project.images_dir, work_dir, settings, list(blocks),
-                               lambda fraction: ctx.progress(begin + (end - begin) * fraction))
+        joined = map_in_blocks(database, ctx.project.images_dir, work_dir, settings, list(blocks), share)
         if joined is not None:
             return joined
         log.warning("Mapping all images at once instead, whatever memory that takes")
@@ -463,6 +464,20 @@ def registration_progress(ctx: "StageContext", total: int) -> Callable[[], None]
             log_count("Images registered", registered, total)
 
     return on_registered
+
+
+def mapped_share(ctx: "StageContext") -> Callable[[float], None]:
+    """Reports the share of the images mapped in blocks; a second pass, which starts again from none, never moves
+    the progress back."""
+    reached = 0.0
+
+    def report(fraction: float) -> None:
+        nonlocal reached
+        reached = max(reached, fraction)
+        begin, end = MAPPING_PROGRESS
+        ctx.progress(begin + (end - begin) * reached)
+
+    return report
 
 
 def capture_order(photos: list[Photo]) -> list[int]:
