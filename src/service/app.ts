@@ -18,6 +18,7 @@ import { installErrorHandling, methodNotAllowed } from './errors.ts';
 import { GroupSchema, groupRoutes } from './groups.ts';
 import { registerOpenApi } from './openapi.ts';
 import { registerWebApp, webAppBuilt } from './web.ts';
+import { installSecurityHeaders } from './security-headers.ts';
 import { ProcessingNodeSchema, processingNodeRoutes } from './processingnodes.ts';
 import { PresetSchema, presetRoutes } from './presets.ts';
 import { ProjectSchema, projectRoutes } from './projects.ts';
@@ -142,6 +143,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  installSecurityHeaders(app);
   const pages = webAppBuilt();
   installErrorHandling(app, pages);
   const finishMethodRoutes = methodNotAllowedRoutes(app);

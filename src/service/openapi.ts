@@ -25,6 +25,19 @@ export async function registerOpenApi(app: App, version: string): Promise<void> 
     // Shared schemas keep their $id as their name under components/schemas.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}` },
   });
-  await app.register(swaggerUi, { routePrefix: '/api/docs' });
+  // The docs page brings a policy of its own for its scripts; it is not framed either, takes the inline styles the
+  // page sets, and leaves plain-HTTP installs on plain HTTP (its default upgrades every request to HTTPS).
+  await app.register(swaggerUi, {
+    routePrefix: '/api/docs',
+    staticCSP: true,
+    transformStaticCSP: (policy) =>
+      policy
+        .split(';')
+        .map((directive) => directive.trim())
+        .filter((directive) => directive && directive !== 'upgrade-insecure-requests')
+        .map((directive) => (directive.startsWith('frame-ancestors') ? "frame-ancestors 'none'" : directive))
+        .map((directive) => (directive.startsWith('style-src') ? `${directive} 'unsafe-inline'` : directive))
+        .join('; '),
+  });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

@@ -10,6 +10,7 @@ import type { Database, Task } from '../../db/schema.ts';
 import { currentUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { Success, ref } from '../schemas.ts';
+import { resultHeaders } from '../security-headers.ts';
 import type { App } from '../types.ts';
 import { ASSETS, downloadName, filesUnder, resolveAssetPath } from './assets.ts';
 import { readConsole } from './console.ts';
@@ -44,12 +45,11 @@ export interface TaskRouteDeps {
 
 type TaskIds = { project_id: number; task_id: number };
 
-/** Streams a file with ranges, under WebODM's download name. */
+/** Streams a result file with ranges, under WebODM's download name (inline only where its type is inert). */
 async function sendFile(request: FastifyRequest, reply: FastifyReply, file: string, filename: string, inline: boolean) {
   const sent = await send(request.raw, file, { root: '/', acceptRanges: true, cacheControl: false, dotfiles: 'allow' });
   if (sent.type === 'error') throw notFound();
-  const disposition = inline ? 'inline' : `attachment; filename="${filename}"`;
-  return reply.code(sent.statusCode).headers(sent.headers).header('content-disposition', disposition).send(sent.stream);
+  return resultHeaders(reply.code(sent.statusCode).headers(sent.headers), filename, inline).send(sent.stream);
 }
 
 /** A folder as a zip built while it is sent, stored (the outputs are compressed already), with its length. */
@@ -64,10 +64,7 @@ async function sendFolderZip(reply: FastifyReply, folder: string, filename: stri
     zip.end({ forceZip64Format: false, comment: '' }, resolve as unknown as () => void),
   );
   if (size >= 0) reply.header('content-length', size);
-  return reply
-    .header('content-type', 'application/zip')
-    .header('content-disposition', `attachment; filename="${filename}"`)
-    .send(zip.outputStream);
+  return resultHeaders(reply.header('content-type', 'application/zip'), filename, false).send(zip.outputStream);
 }
 
 export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
