@@ -33,3 +33,14 @@ class ProcessKilled(EngineError):
         cause = " (most likely the system ran out of memory)" if signum == signal.SIGKILL else ""
         super().__init__(f"{what} was stopped by signal {name}{cause}")
         self.exit_code = 128 + signum
+
+
+class WorkerKilled(EngineError):
+    """A worker process of a parallel step ended without a result: the kernel kills no other way, and it kills
+    for memory. Its exit code is the out-of-memory killer's, as the node reports lack of memory by it."""
+
+    exit_code = 128 + signal.SIGKILL
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"A worker process of {what} was killed, most likely because the system ran out of memory: "
+                         "run with fewer parallel processes (max-concurrency) or on a machine with more memory")

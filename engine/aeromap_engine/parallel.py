@@ -21,12 +21,14 @@ import tempfile
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Generic, TypeVar
 
 import cv2
 
-from .errors import EngineError, ProcessKilled
+from .errors import EngineError, ProcessKilled, WorkerKilled
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -45,8 +47,8 @@ def opencv_threads(count: int) -> Iterator[None]:
 
 
 def _default_termination() -> None:
-    # The pool ends its workers with SIGTERM; the handler COLMAP's logging library installs would print a stack
-    # trace of each into the run's log, as if it had crashed.
+    # A worker ended with SIGTERM (the run stopped) must not print the stack trace that COLMAP's logging library's
+    # handler writes into the run's log, as if it had crashed.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
@@ -88,12 +90,18 @@ def forked_map(job: Callable[[Item], Result], items: Sequence[Item], workers: in
     global _JOB
     _JOB = job
     run = _run_inherited if spill is None else functools.partial(_run_spilled, spill)
+    # An executor rather than multiprocessing's Pool: a worker the kernel kills (the out-of-memory killer) breaks
+    # it at once, where the Pool starts a new worker and waits forever for the lost chunk.
+    pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), _default_termination)
     try:
-        with opencv_threads(1), multiprocessing.get_context("fork").Pool(workers, _default_termination) as pool:
-            for result in pool.imap(run, items, chunksize=max(1, chunk)):
+        with opencv_threads(1):
+            for result in pool.map(run, items, chunksize=max(1, chunk)):
                 yield result if spill is None else _unspilled(result)
+    except BrokenProcessPool as exc:
+        raise WorkerKilled(getattr(job, "__name__", "a parallel job")) from exc
     finally:
         _JOB = None
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextlib.contextmanager

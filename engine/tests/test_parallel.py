@@ -17,7 +17,7 @@ import numpy as np
 import psutil
 import pytest
 
-from aeromap_engine.errors import InputError, ProcessKilled
+from aeromap_engine.errors import InputError, ProcessKilled, WorkerKilled
 from aeromap_engine.mesh.model import Mesh
 from aeromap_engine.mesh.poisson import Octree, reconstruct
 from aeromap_engine.parallel import (ForkedCall, RemoteTraceback, forked_map, in_child_process, opencv_threads,
@@ -73,6 +73,31 @@ def test_workers_use_opencv_after_the_parent_used_its_thread_pool() -> None:
         signal.signal(signal.SIGALRM, previous)
     assert [total for total, _ in results] == [job(size)[0] for size in (500, 700, 900, 1100)]
     assert {threads for _, threads in results} == {1} and cv2.getNumThreads() == 2
+
+
+def test_a_worker_killed_by_the_kernel_fails_the_step_at_once_naming_memory() -> None:
+    # The out-of-memory killer's SIGKILL: multiprocessing's Pool replaced the worker and waited forever for its
+    # chunk, holding the node's slot until the task's time ran out.
+    def hung(*_: object) -> None:
+        raise TimeoutError("the step waited for a killed worker")
+
+    def job(item: int) -> int:
+        if item == 5:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.05)
+        return item
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(30)
+    started = time.monotonic()
+    try:
+        with pytest.raises(WorkerKilled) as failure:
+            list(forked_map(job, list(range(12)), workers=2))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert time.monotonic() - started < 10
+    assert "memory" in str(failure.value) and failure.value.exit_code == 137
 
 
 def test_workers_end_without_a_crash_report_in_the_log() -> None:
