@@ -2,6 +2,7 @@
 // HTTP API. `aeromap serve` and the tests start the service through buildService.
 import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
+import cookie from '@fastify/cookie';
 import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
@@ -148,6 +149,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   installErrorHandling(app, pages);
   const finishMethodRoutes = methodNotAllowedRoutes(app);
   await app.register(formbody);
+  await app.register(cookie);
   for (const schema of [ErrorReply, ProjectSchema, PresetSchema, ProcessingNodeSchema, UserSchema, GroupSchema]) {
     app.addSchema(schema);
   }

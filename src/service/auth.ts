@@ -1,9 +1,11 @@
 // Authentication: POST /api/token-auth/ trades a username and password for a JWT (HS256, payload user_id,
-// username, email, exp), which later requests carry as "Authorization: JWT <token>" or "?jwt=<token>".
-// Every failure is a 403 with a detail, as WebODM's clients expect (they read 403 as "log in again").
-import { Type } from '@sinclair/typebox';
-import type { FastifyRequest } from 'fastify';
-import { SignJWT, errors as joseErrors, jwtVerify } from 'jose';
+// username, email, exp), which later requests carry as "Authorization: JWT <token>" or "?jwt=<token>". The web
+// application signs in with POST /api/session/ instead, which puts the same token in an HttpOnly cookie, out of
+// reach of any script that gets into a page. Every failure is a 403 with a detail, as WebODM's clients expect
+// (they read 403 as "log in again").
+import { type Static, Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { SignJWT, decodeJwt, errors as joseErrors, jwtVerify } from 'jose';
 import type { Kysely } from 'kysely';
 import type { Database, User } from '../db/schema.ts';
 import { findUserById, findUserByUsername, touchLastLogin } from '../db/users.ts';
@@ -89,7 +91,8 @@ export class TokenService {
   async authenticate(request: FastifyRequest): Promise<Principal | null> {
     const token = tokenOf(request);
     if (token === undefined) return null;
-    const user = await this.user(await this.verify(token));
+    if (token.fromCookie) checkSameOrigin(request);
+    const user = await this.user(await this.verify(token.value));
     if (!user) throw denied('Invalid signature.');
     if (user.is_active !== 1) throw denied('User account is disabled.');
     return principalOf(user);
@@ -134,19 +137,37 @@ export class TokenService {
   }
 }
 
-function tokenOf(request: FastifyRequest): string | undefined {
+/** The web application's session: the token in a cookie that scripts cannot read, sent to the API alone. */
+export const SESSION_COOKIE = 'aeromap_session';
+
+function tokenOf(request: FastifyRequest): { value: string; fromCookie: boolean } | undefined {
   const header = request.headers.authorization;
   if (header) {
     const parts = header.trim().split(/\s+/);
     if (parts[0].toLowerCase() === 'jwt') {
       if (parts.length === 1) throw denied('Invalid Authorization header. No credentials provided.');
       if (parts.length > 2) throw denied('Invalid Authorization header. Credentials string should not contain spaces.');
-      return parts[1];
+      return { value: parts[1], fromCookie: false };
     }
   }
   const query = (request.query ?? {}) as Record<string, unknown>;
-  if (typeof query.jwt === 'string' && query.jwt) return query.jwt;
-  return undefined;
+  if (typeof query.jwt === 'string' && query.jwt) return { value: query.jwt, fromCookie: false };
+  const cookie = request.cookies?.[SESSION_COOKIE];
+  return cookie ? { value: cookie, fromCookie: true } : undefined;
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A cookie goes with requests that other sites' pages make too (a form posted to the API): a change made with
+ * the session cookie must come from a page of this origin, as the browser's Origin header tells.
+ */
+function checkSameOrigin(request: FastifyRequest): void {
+  if (SAFE_METHODS.has(request.method)) return;
+  const origin = request.headers.origin;
+  const fetchSite = request.headers['sec-fetch-site'];
+  const sameOrigin = origin ? URL.canParse(origin) && new URL(origin).host === request.host : fetchSite === undefined || fetchSite === 'same-origin';
+  if (!sameOrigin) throw denied('Cross-site request refused: changes made with the session cookie must come from this site.');
 }
 
 /** A URL as it may be logged: a ?jwt= token (map clients send one with every tile) is a credential. */
@@ -189,8 +210,33 @@ const Credentials = Type.Object({
   password: Type.String({ minLength: 1, maxLength: 4096 }),
 });
 
+const SessionSchema = Type.Object({
+  user_id: Type.Integer(),
+  username: Type.String(),
+  exp: Type.Integer({ description: 'When the session ends, in seconds since 1970' }),
+});
+
 export async function tokenRoutes(app: App, { tokens, db }: { tokens: TokenService; db: Kysely<Database> }) {
   const throttle = new LoginThrottle();
+  /** The user whose credentials the body holds, throttled per address and username; a 400 or 429 otherwise. */
+  const logIn = async (request: FastifyRequest, reply: FastifyReply): Promise<User> => {
+    const { username, password } = request.body as Static<typeof Credentials>;
+    const wait = throttle.waitSeconds(request.ip, username);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      throw new HttpError(429, { detail: `Too many failed attempts. Try again in ${wait} seconds.` });
+    }
+    const user = await tokens.checkCredentials(username, password);
+    if (!user) {
+      throttle.failed(request.ip, username);
+      throw new HttpError(400, { non_field_errors: ['Unable to log in with provided credentials.'] });
+    }
+    throttle.succeeded(request.ip, username);
+    await touchLastLogin(db, user.id);
+    return user;
+  };
+  const failures = { 400: Type.Ref('Error'), 429: Type.Ref('Error') };
+
   app.post(
     '/api/token-auth/',
     {
@@ -200,24 +246,43 @@ export async function tokenRoutes(app: App, { tokens, db }: { tokens: TokenServi
         description: 'Form or JSON body. Send the token as "Authorization: JWT <token>" or as ?jwt=<token>.',
         security: [],
         body: Credentials,
-        response: { 200: Type.Object({ token: Type.String() }), 400: Type.Ref('Error'), 429: Type.Ref('Error') },
+        response: { 200: Type.Object({ token: Type.String() }), ...failures },
+      },
+    },
+    async (request, reply) => ({ token: await tokens.issue(await logIn(request, reply)) }),
+  );
+
+  app.post(
+    '/api/session/',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Sign in a browser',
+        description:
+          'Form or JSON body. Sets the token as an HttpOnly cookie for the API, which the browser sends from then on ' +
+          '(changes only from pages of this site); answers who signed in and until when.',
+        security: [],
+        body: Credentials,
+        response: { 200: SessionSchema, ...failures },
       },
     },
     async (request, reply) => {
-      const { username, password } = request.body;
-      const wait = throttle.waitSeconds(request.ip, username);
-      if (wait > 0) {
-        reply.header('retry-after', String(wait));
-        throw new HttpError(429, { detail: `Too many failed attempts. Try again in ${wait} seconds.` });
-      }
-      const user = await tokens.checkCredentials(username, password);
-      if (!user) {
-        throttle.failed(request.ip, username);
-        throw new HttpError(400, { non_field_errors: ['Unable to log in with provided credentials.'] });
-      }
-      throttle.succeeded(request.ip, username);
-      await touchLastLogin(db, user.id);
-      return { token: await tokens.issue(user) };
+      const token = await tokens.issue(await logIn(request, reply));
+      const { user_id, username, exp } = decodeJwt(token) as Static<typeof SessionSchema>;
+      reply.setCookie(SESSION_COOKIE, token, {
+        httpOnly: true,
+        sameSite: 'strict',
+        secure: request.protocol === 'https',
+        path: '/api/',
+        maxAge: exp - Math.floor(Date.now() / 1000),
+      });
+      return { user_id, username, exp };
     },
+  );
+
+  app.delete(
+    '/api/session/',
+    { schema: { tags: ['auth'], summary: 'Sign a browser out', security: [], response: { 204: Type.Null({ description: 'Signed out' }) } } },
+    async (_request, reply) => reply.clearCookie(SESSION_COOKIE, { path: '/api/' }).code(204).send(null),
   );
 }

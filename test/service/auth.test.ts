@@ -197,6 +197,33 @@ describe.each(BACKENDS)('token authentication (%s)', (backend) => {
     await t.login(ADMIN.username, ADMIN.password);
   });
 
+  it('signs a browser in with a session cookie that scripts cannot read and other sites cannot use', async () => {
+    const signedIn = await t.anonymous.post('/api/session/', ADMIN);
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body).toEqual({ user_id: 1, username: 'admin', exp: expect.any(Number) });
+    const setCookie = signedIn.headers.get('set-cookie') ?? '';
+    expect(setCookie).toMatch(/^aeromap_session=[\w-]+\.[\w-]+\.[\w-]+;/);
+    expect(setCookie).toMatch(/HttpOnly/i);
+    expect(setCookie).toMatch(/SameSite=Strict/i);
+    expect(setCookie).toMatch(/Path=\/api\//);
+    const cookie = setCookie.split(';')[0];
+    expect(decodeJwt(cookie.split('=')[1]).exp).toBe(signedIn.body.exp);
+
+    expect((await t.anonymous.request('GET', '/api/projects/', { headers: { cookie } })).status).toBe(200);
+    const create = (headers: Record<string, string>) => t.anonymous.request('POST', '/api/projects/', { json: { name: 'By cookie' }, headers: { cookie, ...headers } });
+    expect((await create({ origin: new URL(t.url).origin })).status).toBe(201);
+    expect(await create({ origin: 'https://evil.example' })).toMatchObject({ status: 403, body: { detail: expect.stringMatching(/^Cross-site request refused/) } });
+    expect((await create({ 'sec-fetch-site': 'same-site' })).status).toBe(403);
+    expect((await create({ origin: 'null' })).status).toBe(403);
+    // Scripts and clients that send the token themselves are not browsers' forms: no Origin is asked of them.
+    expect((await t.admin.post('/api/projects/', { name: 'By header' })).status).toBe(201);
+
+    expect(await t.anonymous.post('/api/session/', { ...ADMIN, password: 'wrong' })).toMatchObject({ status: 400, body: INVALID_CREDENTIALS });
+    const signedOut = await t.anonymous.request('DELETE', '/api/session/', { headers: { cookie } });
+    expect(signedOut.status).toBe(204);
+    expect(signedOut.headers.get('set-cookie')).toMatch(/^aeromap_session=;.*Expires=Thu, 01 Jan 1970/i);
+  });
+
   it('refuses tokens of deleted and deactivated users', async () => {
     const gone = await t.createUser('gone');
     const frozen = await t.createUser('frozen');

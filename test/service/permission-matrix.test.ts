@@ -56,6 +56,8 @@ const onCompleted = (suffix: string): Call => (client, fx) => client.get(`${task
 
 const MATRIX: Record<string, Row> = {
   'POST /api/token-auth/': { rule: 'open', ok: 400, call: (c) => c.post('/api/token-auth/', { username: 'nobody', password: 'wrong' }) },
+  'POST /api/session/': { rule: 'open', ok: 400, call: (c) => c.post('/api/session/', { username: 'nobody-else', password: 'wrong' }) },
+  'DELETE /api/session/': { rule: 'open', ok: 204, call: (c) => c.delete('/api/session/') },
   'GET /api/health': { rule: 'open', ok: 200, call: (c) => c.get('/api/health') },
 
   'GET /api/projects/': { rule: 'user', ok: 200, call: (c) => c.get('/api/projects/') },

@@ -113,8 +113,11 @@ describe('web application in Chromium', () => {
     await page.getByLabel('Password').fill(ADMIN.password);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Projects' }).waitFor();
-    token = (await page.evaluate(() => localStorage.getItem('aeromap.token')))!;
+    // The token is in the session cookie, which no script of the page can read.
+    token = (await page.context().cookies()).find((cookie) => cookie.name === 'aeromap_session')?.value ?? '';
     expect(token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate(() => JSON.stringify(localStorage))).not.toContain(token);
 
     await page.getByRole('button', { name: 'New project' }).click();
     await page.getByLabel('Name').fill('Brighton Beach');
@@ -349,5 +352,20 @@ describe('web application in Chromium', () => {
     await page.goto(`${t.url}/dashboard/`);
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
     await page.context().close();
+  });
+
+  it('signs out: the session cookie is gone, and the API no longer takes the browser for the user', async () => {
+    const { page, errors } = await openPage(browser, 'desktop', token);
+    await page.goto(`${t.url}/dashboard/`);
+    await page.getByRole('heading', { name: 'Projects' }).waitFor();
+    expect((await page.request.get(`${t.url}/api/projects/`)).status()).toBe(200);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await expect.poll(async () => (await page.context().cookies()).some((cookie) => cookie.name === 'aeromap_session')).toBe(false);
+    expect((await page.request.get(`${t.url}/api/projects/`)).status()).toBe(403);
+    await page.reload();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.context().close();
+    expect(errors).toEqual([]);
   });
 });

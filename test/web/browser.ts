@@ -6,6 +6,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { decodeJwt } from 'jose';
 import { type Browser, type Page, chromium } from 'playwright-core';
 
 export const CHROMIUM = process.env.AEROMAP_CHROMIUM ?? '/usr/bin/chromium';
@@ -24,10 +25,15 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
-/** A page that records its errors; signed in with `token` when given. */
+/** A page that records its errors; signed in to the service on 127.0.0.1 with `token` when given, as POST
+ * /api/session/ signs a browser in: the token in the session cookie, who it names in the application's storage. */
 export async function openPage(browser: Browser, viewport: ViewportName, token?: string): Promise<{ page: Page; errors: string[] }> {
   const context = await browser.newContext({ viewport: VIEWPORTS[viewport], acceptDownloads: true });
-  if (token) await context.addInitScript((value) => localStorage.setItem('aeromap.token', value), token);
+  if (token) {
+    const { user_id, username, exp } = decodeJwt(token);
+    await context.addCookies([{ name: 'aeromap_session', value: token, domain: '127.0.0.1', path: '/api/', httpOnly: true, sameSite: 'Strict' }]);
+    await context.addInitScript((value) => localStorage.setItem('aeromap.session', value), JSON.stringify({ user_id, username, exp }));
+  }
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));

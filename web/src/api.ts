@@ -1,36 +1,43 @@
-// The API client of the web application: every call goes through the public API with the JWT that
-// /api/token-auth/ issued, kept in localStorage so that a reload stays signed in.
+// The API client of the web application: every call goes through the public API. Signing in (POST
+// /api/session/) leaves the token in an HttpOnly cookie that the browser sends to the API by itself, so no script
+// of a page can read it; the app keeps only who is signed in and until when, so that a reload stays signed in.
 import { signal } from '@preact/signals';
 
-const TOKEN_KEY = 'aeromap.token';
+const SESSION_KEY = 'aeromap.session';
 
-/** The signed-in user's token; null when signed out (the app then shows the sign-in page). */
-export const token = signal<string | null>(validToken(localStorage.getItem(TOKEN_KEY)));
-
-/** A token whose expiry has passed is dropped at once: the sign-in page, not a page of failed requests. */
-function validToken(value: string | null): string | null {
-  if (!value) return null;
-  const exp = tokenClaims(value)?.exp;
-  return typeof exp === 'number' && exp * 1000 <= Date.now() ? null : value;
+/** Who is signed in, as POST /api/session/ answered. */
+export interface Session {
+  user_id: number;
+  username: string;
+  /** When the session ends, in seconds since 1970. */
+  exp: number;
 }
 
-export function tokenClaims(value: string): Record<string, unknown> | null {
+// Earlier versions kept the token itself where scripts can read it.
+localStorage.removeItem('aeromap.token');
+
+/** The signed-in user; null when signed out (the app then shows the sign-in page). */
+export const session = signal<Session | null>(current(localStorage.getItem(SESSION_KEY)));
+
+/** A session whose end has passed is dropped at once: the sign-in page, not a page of failed requests. */
+function current(stored: string | null): Session | null {
   try {
-    const payload = value.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
-    return JSON.parse(atob(payload)) as Record<string, unknown>;
+    const value = JSON.parse(stored ?? 'null') as Session | null;
+    return value && typeof value.exp === 'number' && value.exp * 1000 > Date.now() ? value : null;
   } catch {
     return null;
   }
 }
 
-export function signIn(value: string): void {
-  localStorage.setItem(TOKEN_KEY, value);
-  token.value = value;
+export function signIn(value: Session): void {
+  localStorage.setItem(SESSION_KEY, JSON.stringify(value));
+  session.value = value;
 }
 
 export function signOut(): void {
-  localStorage.removeItem(TOKEN_KEY);
-  token.value = null;
+  localStorage.removeItem(SESSION_KEY);
+  session.value = null;
+  void fetch('/api/session/', { method: 'DELETE' }).catch(() => undefined);
 }
 
 /** An error reply of the API, with the message a person can act on. */
@@ -61,19 +68,9 @@ export function describeError(status: number, body: unknown): string {
 // The API answers 403 with these details when the token itself fails (WebODM's clients sign in again on them).
 const TOKEN_FAILURES = /^(Signature has expired|Invalid signature|Error decoding signature|Invalid payload|User account is disabled|Authentication credentials were not provided)/;
 
-/** Adds the token to a URL that a library loads by itself (tiles, downloads, the point cloud). */
-export function withToken(url: string): string {
-  if (!token.value) return url;
-  return `${url}${url.includes('?') ? '&' : '?'}jwt=${encodeURIComponent(token.value)}`;
-}
-
-export function authHeaders(): Record<string, string> {
-  return token.value ? { Authorization: `JWT ${token.value}` } : {};
-}
-
 /** Calls the API; JSON in and out (FormData and URLSearchParams bodies go as they are). */
 export async function api<T = unknown>(path: string, init: { method?: string; body?: unknown; signal?: AbortSignal } = {}): Promise<T> {
-  const headers: Record<string, string> = { ...authHeaders(), Accept: 'application/json' };
+  const headers: Record<string, string> = { Accept: 'application/json' };
   let body: BodyInit | undefined;
   if (init.body instanceof FormData || init.body instanceof URLSearchParams) body = init.body;
   else if (init.body !== undefined) {

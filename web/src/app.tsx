@@ -2,7 +2,7 @@
 // paths are WebODM's where it has them (/dashboard/, /map/project/{pid}/task/{tid}/, /3d/project/{pid}/task/{tid}/),
 // so that links people already share keep working. Map and 3D code load only when opened.
 import { ErrorBoundary, LocationProvider, Route, Router, lazy } from 'preact-iso';
-import { token } from './api.ts';
+import { session } from './api.ts';
 import { Header } from './components/header.tsx';
 import { Dashboard } from './pages/dashboard.tsx';
 import { NotFound } from './pages/not-found.tsx';
@@ -14,7 +14,7 @@ const ModelPage = lazy(() => import('./viewer3d/model-page.tsx'));
 const AdminPage = lazy(() => import('./pages/admin.tsx'));
 
 export function App() {
-  if (!token.value) return <SignIn />;
+  if (!session.value) return <SignIn />;
   return (
     <LocationProvider>
       <Header />

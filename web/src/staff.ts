@@ -1,7 +1,7 @@
 // Whether the signed-in user is staff, which the header (its Administration link) and the administration
 // pages (what they offer) both ask.
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, api, token, tokenClaims } from './api.ts';
+import { ApiError, api, session } from './api.ts';
 
 const answers = new Map<number, Promise<boolean | null>>();
 
@@ -20,12 +20,12 @@ function askStaff(userId: number): Promise<boolean | null> {
 }
 
 /**
- * Whether the signed-in user is staff: the token names the user but not their rights, and only staff may
+ * Whether the signed-in user is staff: the session names the user but not their rights, and only staff may
  * read /api/admin/users/{id}/. Null until known (and when the question itself failed), so nothing flickers.
  */
 export function useStaff(): boolean | null {
   const [staff, setStaff] = useState<boolean | null>(null);
-  const userId = token.value ? tokenClaims(token.value)?.user_id : undefined;
+  const userId = session.value?.user_id;
   useEffect(() => {
     if (typeof userId !== 'number') return;
     let current = true;

@@ -1,9 +1,9 @@
-import { signOut, token, tokenClaims } from '../api.ts';
+import { session, signOut } from '../api.ts';
 import { useStaff } from '../staff.ts';
 
 export function Header() {
   const staff = useStaff() === true;
-  const username = token.value ? String(tokenClaims(token.value)?.username ?? '') : '';
+  const username = session.value?.username ?? '';
   return (
     <header class="app-header">
       <a class="brand" href="/dashboard/">Aeromap</a>

@@ -1,6 +1,5 @@
 // The map layers of a task, as the tile API offers them, and the tile URLs for a layer's current settings.
 import type { Task } from '../api.ts';
-import { withToken } from '../api.ts';
 import { DEFAULT_RAMP } from './ramps.ts';
 
 export type LayerKind = 'orthophoto' | 'dsm' | 'dtm';
@@ -46,7 +45,7 @@ const HILLSHADE_EXAGGERATION = 3;
 
 /**
  * The tile URL template for the layer's settings: absolute (MapLibre fetches tiles from a worker, where a path
- * has no origin to resolve against) and carrying the token, since tile requests cannot set headers everywhere.
+ * has no origin to resolve against); the session cookie goes with it.
  */
 export function tileUrl(tilejson: TileJson, kind: LayerKind, settings: LayerSettings): string {
   const url = new URL(tilejson.tiles[0], location.origin);
@@ -58,9 +57,9 @@ export function tileUrl(tilejson: TileJson, kind: LayerKind, settings: LayerSett
     else url.searchParams.delete('hillshade');
   }
   // URL encodes { and } of the template; MapLibre needs them literal.
-  return withToken(url.toString().replace(/%7B/g, '{').replace(/%7D/g, '}'));
+  return url.toString().replace(/%7B/g, '{').replace(/%7D/g, '}');
 }
 
 export function downloadUrl(task: Task, asset: string): string {
-  return withToken(`/api/projects/${task.project}/tasks/${task.id}/download/${asset}`);
+  return `/api/projects/${task.project}/tasks/${task.id}/download/${asset}`;
 }

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { ApiError, api, signIn } from '../api.ts';
+import { ApiError, type Session, api, signIn } from '../api.ts';
 
 export function SignIn() {
   const [error, setError] = useState<string | null>(null);
@@ -10,8 +10,7 @@ export function SignIn() {
     setBusy(true);
     setError(null);
     try {
-      const reply = await api<{ token: string }>('/api/token-auth/', { method: 'POST', body: new URLSearchParams(form as unknown as Record<string, string>) });
-      signIn(reply.token);
+      signIn(await api<Session>('/api/session/', { method: 'POST', body: new URLSearchParams(form as unknown as Record<string, string>) }));
     } catch (err) {
       setError(err instanceof ApiError ? err.message : 'The server cannot be reached.');
     } finally {

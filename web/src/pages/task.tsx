@@ -2,7 +2,7 @@
 // with it (map, 3D, cancel, restart from a stage, remove).
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
-import { type Task, api, taskPath, withToken } from '../api.ts';
+import { type Task, api, taskPath } from '../api.ts';
 import { Confirm } from '../components/confirm.tsx';
 import { Console } from '../components/console.tsx';
 import { STATUS, bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
@@ -186,7 +186,7 @@ function Downloads({ task }: { task: Task }) {
       <ul class="downloads">
         {task.available_assets.map((asset) => (
           <li key={asset}>
-            <a href={withToken(`${taskPath(task.project, task.id)}/download/${asset}`)} download={asset}>
+            <a href={`${taskPath(task.project, task.id)}/download/${asset}`} download={asset}>
               {ASSET_LABELS[asset] ?? asset}
             </a>
           </li>

@@ -29,10 +29,10 @@ export class HttpError extends Error {
   }
 }
 
-/** A copc.js getter over fetch: Range requests with the caller's headers, counting what comes in. */
-export function rangeGetter(url: string, headers: () => Record<string, string>, counter: ByteCounter) {
+/** A copc.js getter over fetch: Range requests (the session cookie goes with them), counting what comes in. */
+export function rangeGetter(url: string, counter: ByteCounter) {
   return async (begin: number, end: number): Promise<Uint8Array> => {
-    const response = await fetch(url, { headers: { ...headers(), Range: `bytes=${begin}-${end - 1}` } });
+    const response = await fetch(url, { headers: { Range: `bytes=${begin}-${end - 1}` } });
     if (!response.ok) throw new HttpError(response.status);
     const body = new Uint8Array(await response.arrayBuffer());
     counter.bytes += body.byteLength;
@@ -40,8 +40,8 @@ export function rangeGetter(url: string, headers: () => Record<string, string>, 
   };
 }
 
-export async function openCopc(url: string, headers: () => Record<string, string>, counter: ByteCounter): Promise<CopcSource> {
-  const get = rangeGetter(url, headers, counter);
+export async function openCopc(url: string, counter: ByteCounter): Promise<CopcSource> {
+  const get = rangeGetter(url, counter);
   const copc = await Copc.create(get);
   const nodes: Hierarchy.Node.Map = {};
   const pages: Hierarchy.Page.Map = {};

@@ -8,7 +8,6 @@ export interface LoadRequest {
   type: 'load';
   id: number;
   url: string;
-  headers: Record<string, string>;
   /** The node's compressed chunk: [begin, end) in the file. */
   begin: number;
   end: number;
@@ -60,7 +59,7 @@ async function load(request: LoadRequest): Promise<void> {
 }
 
 async function fetchRange(request: LoadRequest, signal: AbortSignal): Promise<Uint8Array> {
-  const response = await fetch(request.url, { headers: { ...request.headers, Range: `bytes=${request.begin}-${request.end - 1}` }, signal });
+  const response = await fetch(request.url, { headers: { Range: `bytes=${request.begin}-${request.end - 1}` }, signal });
   if (!response.ok) throw new Error(`The server answered ${response.status}`);
   const body = new Uint8Array(await response.arrayBuffer());
   // A server that ignores Range sends the whole file: the chunk is then cut out of it.

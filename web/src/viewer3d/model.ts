@@ -11,8 +11,8 @@ export interface LoadedModel {
   bytes: number;
 }
 
-export async function downloadWithProgress(url: string, headers: Record<string, string>, onProgress: (fraction: number | null) => void, signal?: AbortSignal): Promise<ArrayBuffer> {
-  const response = await fetch(url, { headers, signal });
+export async function downloadWithProgress(url: string, onProgress: (fraction: number | null) => void, signal?: AbortSignal): Promise<ArrayBuffer> {
+  const response = await fetch(url, { signal });
   if (!response.ok) throw new Error(response.status === 404 ? 'The textured model was not found' : `The server answered ${response.status} for the textured model`);
   const total = Number(response.headers.get('content-length')) || 0;
   if (!response.body) return response.arrayBuffer();

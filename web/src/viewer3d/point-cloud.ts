@@ -53,7 +53,6 @@ export class PointCloud {
   constructor(
     private readonly source: CopcSource,
     private readonly origin: Vec3,
-    private readonly headers: () => Record<string, string>,
     bytesSoFar: number,
   ) {
     this.stats.bytes = bytesSoFar;
@@ -152,7 +151,6 @@ export class PointCloud {
         type: 'load',
         id: state.id,
         url: new URL(this.source.url, location.href).href,
-        headers: this.headers(),
         begin: node.pointDataOffset,
         end: node.pointDataOffset + node.pointDataLength,
         pointCount: node.pointCount,

@@ -2,7 +2,7 @@
 // that the page shows kept in one signal.
 import { signal } from '@preact/signals';
 import * as THREE from 'three';
-import { type Task, api, authHeaders, taskPath } from '../api.ts';
+import { type Task, api, taskPath } from '../api.ts';
 import { type ByteCounter, openCopc } from './copc-source.ts';
 import { type DistanceParts, type Vec3, distanceParts } from './geometry.ts';
 import { MeasureGraphic } from './measure.ts';
@@ -107,13 +107,13 @@ export class ViewerSession {
 
   private async openCloud(): Promise<void> {
     try {
-      const source = await openCopc(`${this.base}/assets/${COPC_ASSET}`, authHeaders, this.counter);
+      const source = await openCopc(`${this.base}/assets/${COPC_ASSET}`, this.counter);
       if (this.abort.signal.aborted) return;
       const { min, max } = source.bounds;
       // A whole-metre origin near the centre: float32 then keeps sub-millimetre detail across the survey.
       this.origin ??= [Math.round((min[0] + max[0]) / 2), Math.round((min[1] + max[1]) / 2), Math.round((min[2] + max[2]) / 2)];
       const o = this.origin;
-      const cloud = new PointCloud(source, o, authHeaders, this.counter.bytes);
+      const cloud = new PointCloud(source, o, this.counter.bytes);
       cloud.onChange = () => {
         this.viewer.requestRender();
         const s = cloud.stats;
@@ -148,7 +148,7 @@ export class ViewerSession {
     this.modelRequested = true;
     this.patch({ modelProgress: 0, modelMessage: null });
     try {
-      const buffer = await downloadWithProgress(`${this.base}/download/textured_model.glb`, authHeaders(), (f) => this.patch({ modelProgress: f }), this.abort.signal);
+      const buffer = await downloadWithProgress(`${this.base}/download/textured_model.glb`, (f) => this.patch({ modelProgress: f }), this.abort.signal);
       const hadOrigin = this.origin !== null;
       const model = await parseModel(buffer, this.origin);
       if (this.abort.signal.aborted) return;
