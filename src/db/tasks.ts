@@ -78,8 +78,9 @@ export type TaskPool = 'transfer' | 'short';
  * node and the node has not taken it yet), or the download of its results.
  */
 function isTransfer(eb: ExpressionBuilder<Database, 'tasks'>) {
+  // Never NULL (which NOT would keep NULL), so that the short pool is exactly the rest.
   return eb.or([
-    eb('pending_action', '=', PendingAction.IMPORT),
+    eb.and([eb('pending_action', 'is not', null), eb('pending_action', '=', PendingAction.IMPORT)]),
     eb.and([
       eb('pending_action', 'is', null),
       eb.or([
