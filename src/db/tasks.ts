@@ -1,5 +1,6 @@
 // Tasks: their rows, and the leases through which service instances share the work of driving them. A lease
-// is taken with one conditional UPDATE, so on one database only one instance can hold a task at a time.
+// is taken with one conditional UPDATE, so on one database only one instance can hold a task at a time; its
+// times are the database's, and a step writes only while it holds its lease (updateLeasedTask).
 import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
 import { databaseTime, isPostgres } from './clock.ts';
 import { compiledQuery } from './compiled.ts';
@@ -11,10 +12,6 @@ export const PendingAction = { CANCEL: 1, REMOVE: 2, RESTART: 3, IMPORT: 5 } as 
 
 export function tasksOf(db: Kysely<Database>, projectId: number) {
   return db.selectFrom('tasks').selectAll('tasks').where('tasks.project_id', '=', projectId);
-}
-
-export function findTask(db: Kysely<Database>, id: number): Promise<Task | undefined> {
-  return db.selectFrom('tasks').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
 export function findProjectTask(db: Kysely<Database>, projectId: number, id: number): Promise<Task | undefined> {
