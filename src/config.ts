@@ -33,7 +33,13 @@ export interface TaskSettings {
   pollMs: number;
   retryMs: number;
   leaseMs: number;
+  /** Long transfers (uploads to nodes, result downloads, imports) this instance runs at the same time. */
   concurrency: number;
+  /** Short steps (polls, the user's actions, node choice) this instance runs at the same time. */
+  stepConcurrency: number;
+  /** A step that fails this many times in a row fails its task; the pause after the first failure, doubled each time. */
+  maxAttempts: number;
+  retryBackoffMs: number;
   nodeOfflineAfterMs: number;
   maxImageBytes: number;
   maxImages: number;
@@ -72,6 +78,9 @@ function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
     retryMs: 10_000,
     leaseMs: seconds(env, 'TASK_LEASE_SECONDS', 60),
     concurrency: integer(env, 'TASK_CONCURRENCY', 4, 1, 64),
+    stepConcurrency: integer(env, 'TASK_STEP_CONCURRENCY', 16, 1, 256),
+    maxAttempts: integer(env, 'TASK_MAX_ATTEMPTS', 8, 1, 1000),
+    retryBackoffMs: seconds(env, 'TASK_RETRY_SECONDS', 2),
     nodeOfflineAfterMs: 5 * 60_000,
     maxImageBytes: integer(env, 'MAX_IMAGE_MB', 1024, 1, 1_000_000) * 1024 * 1024,
     maxImages: 100_000,

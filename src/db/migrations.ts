@@ -261,10 +261,20 @@ async function leases(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
+/**
+ * Bounded retries of a failing step, and the mark of a task whose results wait on its node, which sends the step
+ * that fetches them to the pool of long transfers.
+ */
+async function taskAttempts(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable('tasks').addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  await db.schema.alterTable('tasks').addColumn('download_pending', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
   '0002_task_processing': { up: taskProcessing },
   '0003_leases': { up: leases },
+  '0004_task_attempts': { up: taskAttempts },
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {

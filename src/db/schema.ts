@@ -113,6 +113,10 @@ export interface TasksTable {
   statistics: Generated<string>;
   /** Bytes the task's files take on disk. */
   size: Generated<number>;
+  /** Steps of the task that failed in a row; a step that succeeds sets it back to 0. */
+  attempts: Generated<number>;
+  /** The node has completed the task and its all.zip is still to be fetched. */
+  download_pending: Generated<Flag>;
 }
 
 export interface ProcessingNodesTable {

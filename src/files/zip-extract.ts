@@ -59,11 +59,11 @@ function target(entry: yauzl.Entry, dest: string, layout: ZipLayout): string | n
   return path.join(dest, freeName(dest, name));
 }
 
-async function writeEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, file: string): Promise<void> {
+async function writeEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, file: string, signal?: AbortSignal): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = partialName(path.dirname(file));
   try {
-    await pipeline(await openEntry(zip, entry), fs.createWriteStream(tmp));
+    await pipeline(await openEntry(zip, entry), fs.createWriteStream(tmp), { signal });
     await rename(tmp, file);
   } finally {
     await rm(tmp, { force: true });
@@ -93,8 +93,17 @@ async function checkLimits(zipFile: string, limits: ZipLimits): Promise<void> {
   }
 }
 
-/** Extracts `zipFile` into `dest`; returns the paths written. Throws on an unsafe, oversized or broken archive. */
-export async function extractZip(zipFile: string, dest: string, layout: ZipLayout, limits?: ZipLimits): Promise<string[]> {
+/**
+ * Extracts `zipFile` into `dest`; returns the paths written. Throws on an unsafe, oversized or broken archive,
+ * and with the signal's reason once it is aborted (in the middle of an entry, or before the next).
+ */
+export async function extractZip(
+  zipFile: string,
+  dest: string,
+  layout: ZipLayout,
+  limits?: ZipLimits,
+  signal?: AbortSignal,
+): Promise<string[]> {
   const label = path.basename(zipFile);
   let zip: yauzl.ZipFile;
   try {
@@ -111,6 +120,7 @@ export async function extractZip(zipFile: string, dest: string, layout: ZipLayou
       zip.on('entry', (entry: yauzl.Entry) => {
         let file: string | null;
         try {
+          signal?.throwIfAborted();
           file = target(entry, dest, layout);
         } catch (err) {
           reject(err);
@@ -121,7 +131,7 @@ export async function extractZip(zipFile: string, dest: string, layout: ZipLayou
           return;
         }
         const chosen = file;
-        writeEntry(zip, entry, chosen).then(() => {
+        writeEntry(zip, entry, chosen, signal).then(() => {
           written.push(chosen);
           zip.readEntry();
         }, reject);
@@ -129,6 +139,7 @@ export async function extractZip(zipFile: string, dest: string, layout: ZipLayou
       zip.readEntry();
     });
   } catch (err) {
+    signal?.throwIfAborted();
     throw new Error(`Cannot extract ${label}: ${(err as Error).message}`);
   } finally {
     zip.close();

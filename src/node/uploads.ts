@@ -90,8 +90,8 @@ export class UploadArea {
           yield chunk;
         }
       }, fs.createWriteStream(tmp));
-      const dir = this.filesDir(uuid);
-      fs.renameSync(tmp, path.join(dir, freeName(dir, safeFileName(fileName))));
+      // A file sent again (a client resuming its upload) replaces the first, as on NodeODM.
+      fs.renameSync(tmp, path.join(this.filesDir(uuid), safeFileName(fileName)));
     } finally {
       await rm(tmp, { force: true });
     }

@@ -124,9 +124,22 @@ export class NodeClient {
    * streamed from disk; each is retried on its own, so a cut connection costs one file, not the whole upload.
    */
   async createTask(files: UploadFile[], options: CreateTaskOptions = {}): Promise<string> {
-    const { signal, retries = 5 } = options;
+    const uuid = await this.initTask(options);
+    await this.uploadFiles(uuid, files, options);
+    await this.commitTask(uuid, options);
+    return uuid;
+  }
+
+  /** Opens a chunked upload; the uuid it answers is the task's once committed. */
+  async initTask(options: Pick<CreateTaskOptions, 'name' | 'options' | 'signal'> = {}): Promise<string> {
     const form = new URLSearchParams({ name: options.name ?? '', options: JSON.stringify(options.options ?? []) });
-    const init = await this.call('task/new/init', { method: 'POST', body: form }, ACTION_TIMEOUT_MS, NewTask, signal);
+    const init = await this.call('task/new/init', { method: 'POST', body: form }, ACTION_TIMEOUT_MS, NewTask, options.signal);
+    return init.uuid;
+  }
+
+  /** Sends files to an upload that initTask opened. */
+  async uploadFiles(uuid: string, files: UploadFile[], options: CreateTaskOptions = {}): Promise<void> {
+    const { signal, retries = 5 } = options;
     const sizes = await Promise.all(files.map(async (file) => (await stat(file.path)).size));
     const total = sizes.reduce((sum, size) => sum + size, 0) || 1;
     let sent = 0;
@@ -143,15 +156,17 @@ export class NodeClient {
             sent += bytes;
             options.onProgress?.(Math.min(1, sent / total));
           });
-          await this.call(`task/new/upload/${init.uuid}`, { method: 'POST', ...upload }, TRANSFER_TIMEOUT_MS, ActionAnswer, signal);
+          await this.call(`task/new/upload/${uuid}`, { method: 'POST', ...upload }, TRANSFER_TIMEOUT_MS, ActionAnswer, signal);
         });
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallelUploads ?? 4, files.length)) }, worker));
-    await withRetries(retries, signal, () =>
-      this.call(`task/new/commit/${init.uuid}`, { method: 'POST' }, ACTION_TIMEOUT_MS, NewTask, signal),
-    );
-    return init.uuid;
+  }
+
+  /** Turns an upload into a task the node processes; repeating it is harmless (a lost answer is asked again). */
+  async commitTask(uuid: string, options: Pick<CreateTaskOptions, 'retries' | 'signal'> = {}): Promise<void> {
+    const { signal, retries = 5 } = options;
+    await withRetries(retries, signal, () => this.call(`task/new/commit/${uuid}`, { method: 'POST' }, ACTION_TIMEOUT_MS, NewTask, signal));
   }
 
   /** The task's state; with `withOutput`, the console lines from that line on. */

@@ -24,6 +24,7 @@ import { ProcessingNodeSchema, processingNodeRoutes } from './processingnodes.ts
 import { PresetSchema, presetRoutes } from './presets.ts';
 import { ProjectSchema, projectRoutes } from './projects.ts';
 import { NodeRefresher } from './refresher.ts';
+import { sweepProjects } from './tasks/actions.ts';
 import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
@@ -118,7 +119,11 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   const scheduler = new TaskScheduler(
     db,
     app.log,
-    { tickMs: taskSettings.tickMs, leaseMs: taskSettings.leaseMs, concurrency: taskSettings.concurrency },
+    {
+      tickMs: taskSettings.tickMs,
+      leaseMs: taskSettings.leaseMs,
+      concurrency: { transfer: taskSettings.concurrency, short: taskSettings.stepConcurrency },
+    },
     taskStep(db, app.log, {
       dataDir: config.dataDir,
       pollMs: taskSettings.pollMs,
@@ -130,7 +135,10 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       importTimeoutMs: taskSettings.importTimeoutMs,
       allowPrivateUrls: taskSettings.allowPrivateUrls,
       enginePath,
+      maxAttempts: taskSettings.maxAttempts,
+      retryBackoffMs: taskSettings.retryBackoffMs,
     }),
+    sweepProjects(db, config.dataDir),
   );
   const wake = () => scheduler.wake();
   const rules = new TaskRules(db, {

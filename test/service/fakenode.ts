@@ -1,6 +1,9 @@
 // A small HTTP server that answers /info and /options the way a NodeODM node does (errors as HTTP 200
-// {"error": ...}, the token as ?token=), for testing the service's node refresher and client.
-import { type Server, createServer } from 'node:http';
+// {"error": ...}, the token as ?token=), for testing the service's node refresher and client; and the task
+// protocol (chunked upload, info, cancel, remove, all.zip) with knobs that hold an upload or a commit in flight.
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface FakeNodeOptions {
@@ -13,16 +16,98 @@ export interface FakeNodeOptions {
   behaviour?: 'normal' | 'garbage' | 'hang';
 }
 
+/** What the stand-in does with tasks; the test may change it at any time. */
+export interface FakeTaskBehaviour {
+  /** Pause before each upload's body is read, which holds the upload in flight. */
+  uploadDelayMs: number;
+  /** 'answer': commits as NodeODM does; 'drop': never answers nor commits; 'lose': commits but never answers. */
+  commit: 'answer' | 'drop' | 'lose';
+  /** Pause between taking a commit and answering it. */
+  commitDelayMs: number;
+  /** Status code that committed tasks report (40: completed, 20: running). */
+  taskStatus: number;
+  /** The all.zip of completed tasks. */
+  allZip: string | null;
+}
+
 export interface FakeNode {
   port: number;
   requests: { path: string; token: string | null }[];
+  tasks: FakeTaskBehaviour;
+  /** Uploads opened by task/new/init, and those committed (removed ones leave). */
+  inits: string[];
+  committed: Map<string, { canceled: boolean }>;
+  /** Upload requests whose client went away before the answer. */
+  abortedUploads: number;
   close(): Promise<void>;
 }
 
 export const option = (name: string) => ({ name, type: 'bool', value: 'false', domain: '', help: `The ${name} option` });
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function formOf(request: IncomingMessage): Promise<URLSearchParams> {
+  let text = '';
+  for await (const chunk of request) text += chunk;
+  return new URLSearchParams(text);
+}
+
+/** The task protocol; answers false for other paths. */
+function taskRoutes(node: FakeNode, request: IncomingMessage, response: ServerResponse, send: (body: unknown) => void): boolean {
+  const path = new URL(request.url ?? '/', 'http://fake').pathname;
+  const { tasks } = node;
+  const uploadOf = /^\/task\/new\/(upload|commit)\/([^/]+)$/.exec(path);
+  const taskOf = /^\/task\/([^/]+)\/(info|download\/all\.zip)$/.exec(path);
+  if (path === '/task/new/init') {
+    const uuid = randomUUID();
+    node.inits.push(uuid);
+    send({ uuid });
+  } else if (uploadOf?.[1] === 'upload') {
+    response.on('close', () => {
+      if (!response.writableFinished) node.abortedUploads += 1;
+    });
+    void sleep(tasks.uploadDelayMs).then(async () => {
+      for await (const _ of request);
+      send(node.inits.includes(uploadOf[2]) ? { success: true } : { error: 'Invalid uuid (not found)' });
+    }).catch(() => undefined); // the client went away
+  } else if (uploadOf?.[1] === 'commit') {
+    if (tasks.commit === 'drop') return true;
+    node.committed.set(uploadOf[2], { canceled: false });
+    if (tasks.commit === 'answer') void sleep(tasks.commitDelayMs).then(() => send({ uuid: uploadOf[2] }));
+  } else if (taskOf) {
+    const task = node.committed.get(taskOf[1]);
+    if (!task) send({ error: 'Invalid uuid (not found)' });
+    else if (taskOf[2] === 'info') {
+      const code = task.canceled ? 50 : tasks.taskStatus;
+      send({ uuid: taskOf[1], processingTime: 1000, status: { code }, imagesCount: 3, progress: code === 40 ? 100 : 50, output: [] });
+    } else {
+      response.setHeader('content-type', 'application/zip');
+      createReadStream(tasks.allZip ?? '').pipe(response);
+    }
+  } else if (path === '/task/cancel' || path === '/task/remove') {
+    void formOf(request).then((form) => {
+      const uuid = form.get('uuid') ?? '';
+      const task = node.committed.get(uuid);
+      if (!task) return send({ error: 'Invalid uuid (not found)' });
+      if (path === '/task/cancel') task.canceled = true;
+      else node.committed.delete(uuid);
+      send({ success: true });
+    });
+  } else {
+    return false;
+  }
+  return true;
+}
+
 export async function startFakeNode(config: FakeNodeOptions = {}): Promise<FakeNode> {
   const requests: FakeNode['requests'] = [];
+  const node = {
+    requests,
+    tasks: { uploadDelayMs: 0, commit: 'answer', commitDelayMs: 0, taskStatus: 40, allZip: null },
+    inits: [],
+    committed: new Map(),
+    abortedUploads: 0,
+  } as Omit<FakeNode, 'port' | 'close'> as FakeNode;
   const server: Server = createServer((request, response) => {
     const url = new URL(request.url ?? '/', 'http://fake');
     const token = url.searchParams.get('token');
@@ -47,18 +132,16 @@ export async function startFakeNode(config: FakeNodeOptions = {}): Promise<FakeN
       });
     }
     if (url.pathname === '/options') return send((config.optionNames ?? ['dsm', 'dtm']).map(option));
-    send({ error: 'not found' });
+    if (!taskRoutes(node, request, response, send)) send({ error: 'not found' });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  node.port = (server.address() as AddressInfo).port;
+  node.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return node;
 }
 
 /** A loopback port with nothing listening on it. */

@@ -1,13 +1,20 @@
 // The user's actions as the scheduler carries them out: cancel, remove and restart, each telling the node
 // first (best effort: a node that cannot be reached must not keep a task from being canceled or removed).
 import { rm } from 'node:fs/promises';
-import path from 'node:path';
+import type { Kysely } from 'kysely';
 import { findNode } from '../../db/processingnodes.ts';
-import type { ProcessingNode } from '../../db/schema.ts';
-import { TaskStatus, deleteProjectIfEmpty, deleteTask, projectAwaitsRemoval } from '../../db/tasks.ts';
+import type { Database, ProcessingNode } from '../../db/schema.ts';
+import {
+  TaskStatus,
+  deleteLeasedTask,
+  deleteProjectIfEmpty,
+  projectAwaitsRemoval,
+  sweepDeletingProjects,
+} from '../../db/tasks.ts';
 import { NodeError } from '../../nodeclient/index.ts';
 import { resetConsole } from './console.ts';
-import { type StepContext, clientOf, fail, nodeName, save } from './context.ts';
+import { type StepContext, clientOf, fail, nodeName, save, settled, superseded } from './context.ts';
+import { projectFolder } from './layout.ts';
 
 async function assignedNode(ctx: StepContext): Promise<ProcessingNode | undefined> {
   const { task } = ctx;
@@ -30,7 +37,7 @@ async function tellNode(ctx: StepContext, node: ProcessingNode, what: string, ca
 export async function cancelStep(ctx: StepContext): Promise<null> {
   const node = await assignedNode(ctx);
   if (node) await tellNode(ctx, node, 'cancel the task', () => clientOf(ctx, node).cancelTask(ctx.task.uuid));
-  await save(ctx, { status: TaskStatus.CANCELED, pending_action: null, unreachable_since: null });
+  await save(ctx, { ...settled, status: TaskStatus.CANCELED, pending_action: null, unreachable_since: null });
   return null;
 }
 
@@ -40,14 +47,28 @@ export async function removeStep(ctx: StepContext): Promise<null> {
   const node = await assignedNode(ctx);
   if (node) await tellNode(ctx, node, 'remove the task', () => clientOf(ctx, node).removeTask(task.uuid));
   await rm(ctx.folder.root, { recursive: true, force: true });
-  await deleteTask(ctx.db, task.id);
-  // The folder before the row: once the project is gone nothing of it is left, and a crash in between leaves a
-  // row that the next removal finishes.
-  if (await projectAwaitsRemoval(ctx.db, task.project_id)) {
-    await rm(path.dirname(path.dirname(ctx.folder.root)), { recursive: true, force: true });
-    await deleteProjectIfEmpty(ctx.db, task.project_id);
-  }
+  if (!(await deleteLeasedTask(ctx.db, task, ctx.lease.owner))) superseded(ctx);
+  if (await projectAwaitsRemoval(ctx.db, task.project_id)) await removeProject(ctx.db, ctx.settings.dataDir, task.project_id);
   return null;
+}
+
+/**
+ * The folder before the row: once the project is gone nothing of it is left, and a crash in between leaves a
+ * row that the next sweep finishes.
+ */
+async function removeProject(db: Kysely<Database>, dataDir: string, projectId: number): Promise<void> {
+  await rm(projectFolder(dataDir, projectId), { recursive: true, force: true });
+  await deleteProjectIfEmpty(db, projectId);
+}
+
+/**
+ * Finishes the deletion of projects that a lost removal or a crash left behind: their tasks are asked to go again,
+ * and those that have none left go. Runs at every tick of the scheduler.
+ */
+export function sweepProjects(db: Kysely<Database>, dataDir: string): () => Promise<void> {
+  return async () => {
+    for (const projectId of await sweepDeletingProjects(db)) await removeProject(db, dataDir, projectId);
+  };
 }
 
 /**
@@ -59,6 +80,7 @@ export async function restartStep(ctx: StepContext): Promise<number | null> {
   const options = JSON.parse(task.options) as { name: string; value: unknown }[];
   await resetConsole(ctx.folder.console);
   const fresh = {
+    ...settled,
     pending_action: null,
     status: null,
     last_error: null,

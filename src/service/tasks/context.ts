@@ -8,11 +8,12 @@ import type { ZipLimits } from '../../files/zip-extract.ts';
 import { extractZip } from '../../files/zip-extract.ts';
 import type { Database, ProcessingNode, Task, TaskUpdate } from '../../db/schema.ts';
 import { NodeClient } from '../../nodeclient/index.ts';
-import { TaskStatus, updateTask } from '../../db/tasks.ts';
+import { TaskStatus, updateLeasedTask } from '../../db/tasks.ts';
 import { availableAssets, folderSize, installAssets, readAssetFacts } from './assets.ts';
 import { appendConsole } from './console.ts';
 import { buildMissingPyramids } from './tiles.ts';
 import { type TaskFolder, taskFolder } from './layout.ts';
+import { type StepLease, StepSuperseded } from './scheduler.ts';
 
 export interface ProcessingSettings {
   dataDir: string;
@@ -33,6 +34,9 @@ export interface ProcessingSettings {
   allowPrivateUrls: boolean;
   /** The engine whose `tiles` command builds the tile pyramids that imported results lack. */
   enginePath: string;
+  /** Steps that fail in a row before the task is failed, and the pause after the first (doubled each time). */
+  maxAttempts: number;
+  retryBackoffMs: number;
 }
 
 export interface StepContext {
@@ -41,6 +45,7 @@ export interface StepContext {
   settings: ProcessingSettings;
   task: Task;
   folder: TaskFolder;
+  lease: StepLease;
   signal: AbortSignal;
 }
 
@@ -55,23 +60,36 @@ export function stepContext(
   log: FastifyBaseLogger,
   settings: ProcessingSettings,
   task: Task,
-  signal: AbortSignal,
+  lease: StepLease,
 ): StepContext {
-  return { db, log, settings, task, signal, folder: taskFolder(settings.dataDir, task.project_id, task.id) };
+  return { db, log, settings, task, lease, signal: lease.signal, folder: taskFolder(settings.dataDir, task.project_id, task.id) };
 }
 
+/** The step's write; one that finds the lease gone or another action asked for stops the step instead. */
 export async function save(ctx: StepContext, changes: TaskUpdate): Promise<void> {
-  await updateTask(ctx.db, ctx.task.id, changes);
+  if (!(await updateLeasedTask(ctx.db, ctx.task, ctx.lease.owner, changes))) superseded(ctx);
   Object.assign(ctx.task, changes);
 }
 
-/** Ends the task as FAILED with a reason the user can act on; the reason also ends the console. */
+export function superseded(ctx: StepContext): never {
+  const error = new StepSuperseded('the task was taken over, or the user asked for another action');
+  ctx.lease.abort(error);
+  throw error;
+}
+
+/**
+ * Ends the task as FAILED with a reason the user can act on; the reason also ends the console. The pending
+ * action it clears is the one the step handles: save writes nothing if another was asked for meanwhile.
+ */
 export async function fail(ctx: StepContext, reason: string): Promise<null> {
   await appendConsole(ctx.folder.console, [`[ERROR] ${reason}`]);
-  await save(ctx, { status: TaskStatus.FAILED, last_error: reason, pending_action: null, unreachable_since: null });
+  await save(ctx, { ...settled, status: TaskStatus.FAILED, last_error: reason, pending_action: null, unreachable_since: null });
   ctx.log.warn({ task: ctx.task.id }, `task failed: ${reason}`);
   return null;
 }
+
+/** What a task that has reached an end no longer waits for. */
+export const settled = { attempts: 0, download_pending: 0 } as const;
 
 /** Writes at most once a second, for progress figures that change continuously. */
 export function throttled(write: (value: number) => Promise<void>, everyMs = 1000): (value: number) => void {
@@ -96,26 +114,31 @@ async function imagesInResults(assetsDir: string): Promise<number> {
 /**
  * Unpacks the task's downloaded all.zip as its assets and marks the task COMPLETED. Every part is repeatable:
  * a service stopped half-way extracts again from the zip, which is removed only once the task is complete.
+ * Unpacking and tiling stop as soon as the step is aborted (the user's cancel or remove then runs).
  */
 export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}): Promise<null> {
   const { folder } = ctx;
   await rm(folder.assetsNext, { recursive: true, force: true });
   try {
-    await extractZip(folder.allZip, folder.assetsNext, 'tree', ctx.settings.zipLimits);
+    await extractZip(folder.allZip, folder.assetsNext, 'tree', ctx.settings.zipLimits, ctx.signal);
   } catch (error) {
     await rm(folder.assetsNext, { recursive: true, force: true });
+    ctx.signal.throwIfAborted();
     await rm(folder.allZip, { force: true });
     return fail(ctx, `The task's results are not a usable zip file: ${(error as Error).message}`);
   }
   await installAssets(folder.assetsNext, folder.assets, folder.assetsOld);
   await rm(folder.tileCache, { recursive: true, force: true });
-  await buildMissingPyramids(folder.assets, ctx.settings.enginePath, (message) => ctx.log.warn({ task: ctx.task.id }, message));
+  await buildMissingPyramids(folder.assets, ctx.settings.enginePath, ctx.signal, (message) =>
+    ctx.log.warn({ task: ctx.task.id }, message),
+  );
   const [assets, facts] = await Promise.all([availableAssets(folder.assets), readAssetFacts(folder.assets)]);
   // Imported results come without the photographs: their count is that of the results' images.json.
   const images = ctx.task.images_count || (await imagesInResults(folder.assets));
   await rm(folder.allZip, { force: true });
   await save(ctx, {
     ...changes,
+    ...settled,
     status: TaskStatus.COMPLETED,
     pending_action: null,
     last_error: null,

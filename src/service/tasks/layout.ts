@@ -23,8 +23,11 @@ export interface TaskFolder {
   tileCache: string;
 }
 
+/** A project's folder, which holds its tasks' folders. */
+export const projectFolder = (dataDir: string, projectId: number) => path.join(dataDir, 'media', 'project', String(projectId));
+
 export function taskFolder(dataDir: string, projectId: number, taskId: number): TaskFolder {
-  const root = path.join(dataDir, 'media', 'project', String(projectId), 'task', String(taskId));
+  const root = path.join(projectFolder(dataDir, projectId), 'task', String(taskId));
   const work = path.join(root, 'work');
   return {
     root,

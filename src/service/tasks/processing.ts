@@ -1,6 +1,7 @@
 // One step of a task's life, chosen from its row: a pending action first, then a node for it, the upload of its
 // files, and polls until the node is done, when its all.zip is downloaded and unpacked. Each step is
 // repeatable: if the service stops half-way, the next step starts again from what the row and the files say.
+// A step that throws is tried again later, with a growing pause, a bounded number of times.
 import { existsSync } from 'node:fs';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -21,32 +22,63 @@ import {
   fail,
   nodeName,
   save,
+  settled,
   stepContext,
   throttled,
 } from './context.ts';
 import { importStep } from './import.ts';
-import type { Step } from './scheduler.ts';
+import { type Step, StepSuperseded } from './scheduler.ts';
 
 /** Share of running_progress that the node's own progress covers; the download and unpacking take the rest. */
 const NODE_SHARE = 0.9;
 const DOWNLOAD_SHARE = 0.08;
+/** The longest pause between two attempts of a failing step. */
+const MAX_BACKOFF_MS = 5 * 60_000;
 
 export function taskStep(db: Kysely<Database>, log: FastifyBaseLogger, settings: ProcessingSettings): Step {
-  return async (task, signal) => {
-    const ctx = stepContext(db, log, settings, task, signal);
-    switch (task.pending_action) {
-      case PendingAction.REMOVE:
-        return removeStep(ctx);
-      case PendingAction.CANCEL:
-        return cancelStep(ctx);
-      case PendingAction.RESTART:
-        return restartStep(ctx);
-      case PendingAction.IMPORT:
-        return importStep(ctx);
+  return async (task, lease) => {
+    const ctx = stepContext(db, log, settings, task, lease);
+    try {
+      const delay = await nextStep(ctx);
+      // Steps that end a task or handle an action count from 0 again themselves.
+      if (ctx.task.attempts > 0 && ctx.task.pending_action === null) await save(ctx, { attempts: 0, last_error: null });
+      return delay;
+    } catch (error) {
+      if (lease.signal.aborted || error instanceof StepSuperseded) throw error;
+      return retryLater(ctx, error as Error);
     }
-    if (task.status !== null && task.status !== TaskStatus.QUEUED && task.status !== TaskStatus.RUNNING) return null;
-    return processingStep(ctx);
   };
+}
+
+/**
+ * Counts a failed attempt and answers the pause before the next, doubled at each failure; the reason shows in
+ * last_error meanwhile. After the last attempt the task fails with that reason.
+ */
+async function retryLater(ctx: StepContext, error: Error): Promise<number | null> {
+  const attempts = ctx.task.attempts + 1;
+  const { maxAttempts, retryBackoffMs } = ctx.settings;
+  if (attempts >= maxAttempts) return fail(ctx, `${error.message} (gave up after ${attempts} attempts)`);
+  const delay = Math.min(MAX_BACKOFF_MS, retryBackoffMs * 2 ** (attempts - 1));
+  const reason = `Attempt ${attempts} of ${maxAttempts} failed, trying again in ${Math.ceil(delay / 1000)} s: ${error.message}`;
+  ctx.log.warn({ task: ctx.task.id, err: error }, reason);
+  await save(ctx, { attempts, last_error: reason });
+  return delay;
+}
+
+async function nextStep(ctx: StepContext): Promise<number | null> {
+  const { task } = ctx;
+  switch (task.pending_action) {
+    case PendingAction.REMOVE:
+      return removeStep(ctx);
+    case PendingAction.CANCEL:
+      return cancelStep(ctx);
+    case PendingAction.RESTART:
+      return restartStep(ctx);
+    case PendingAction.IMPORT:
+      return importStep(ctx);
+  }
+  if (task.status !== null && task.status !== TaskStatus.QUEUED && task.status !== TaskStatus.RUNNING) return null;
+  return processingStep(ctx);
 }
 
 async function processingStep(ctx: StepContext): Promise<number | null> {
@@ -60,7 +92,11 @@ async function processingStep(ctx: StepContext): Promise<number | null> {
   }
   const client = clientOf(ctx, node);
   try {
-    const delay = task.uuid === '' ? await submit(ctx, client) : await poll(ctx, client, node);
+    const delay = task.download_pending
+      ? await collectResults(ctx, client)
+      : task.status === null
+        ? await submit(ctx, client)
+        : await poll(ctx, client, node);
     if (ctx.task.unreachable_since !== null) await save(ctx, { unreachable_since: null });
     return delay;
   } catch (error) {
@@ -87,34 +123,62 @@ async function assignNode(ctx: StepContext): Promise<number | null> {
   return 0;
 }
 
-/** Uploads the task's files through the chunked protocol; the node's uuid is recorded once it has them all. */
+/**
+ * Uploads the task's files through the chunked protocol. The node's uuid is recorded as soon as the node gives
+ * it, and the end of the upload before the commit, so that a step that resumes (after a crash, or a lost answer)
+ * goes on with that uuid (asking the node first whether it already has the task) rather than making a second.
+ */
 async function submit(ctx: StepContext, client: NodeClient): Promise<number | null> {
-  const { task, folder } = ctx;
-  const names = (await readdir(folder.images)).filter((name) => !name.startsWith('.')).sort();
-  const reportUpload = throttled((fraction) => save(ctx, { upload_progress: Math.min(1, fraction) }));
+  const { task } = ctx;
+  const files = await taskImages(ctx);
   try {
-    const uuid = await client.createTask(
-      names.map((name) => ({ name, path: path.join(folder.images, name) })),
-      {
-        name: task.name || `Task #${task.id}`,
-        options: JSON.parse(task.options),
-        onProgress: reportUpload,
-        signal: ctx.signal,
-      },
-    );
-    await save(ctx, {
-      uuid,
-      status: TaskStatus.QUEUED,
-      upload_progress: 1,
-      console_lines: 0,
-      processing_time: -1,
-      last_error: null,
-    });
-    return 0;
+    if (task.uuid === '') {
+      const options = JSON.parse(task.options);
+      await save(ctx, { uuid: await client.initTask({ name: task.name || `Task #${task.id}`, options, signal: ctx.signal }) });
+    } else if (await nodeHasTask(client, task.uuid)) {
+      return submitted(ctx);
+    }
+    if (task.upload_progress < 1) {
+      // Below 1 until the node has answered for every file.
+      const reportUpload = throttled((fraction) => save(ctx, { upload_progress: Math.min(0.999, fraction) }));
+      await client.uploadFiles(task.uuid, files, { onProgress: reportUpload, signal: ctx.signal });
+      await save(ctx, { upload_progress: 1 });
+    }
+    await client.commitTask(task.uuid, { signal: ctx.signal });
+    return submitted(ctx);
   } catch (error) {
     if (error instanceof NodeResponseError) return fail(ctx, `The processing node refused the task: ${stripLabel(error.message)}`);
     throw error;
   }
+}
+
+async function taskImages(ctx: StepContext): Promise<{ name: string; path: string }[]> {
+  let names: string[];
+  try {
+    names = await readdir(ctx.folder.images);
+  } catch (error) {
+    throw new Error(`The task's images cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}).`);
+  }
+  return names
+    .filter((name) => !name.startsWith('.'))
+    .sort()
+    .map((name) => ({ name, path: path.join(ctx.folder.images, name) }));
+}
+
+/** Whether the node has the task committed; it knows nothing of an upload not yet committed. */
+async function nodeHasTask(client: NodeClient, uuid: string): Promise<boolean> {
+  try {
+    await client.taskInfo(uuid);
+    return true;
+  } catch (error) {
+    if (error instanceof NodeResponseError) return false;
+    throw error;
+  }
+}
+
+async function submitted(ctx: StepContext): Promise<number> {
+  await save(ctx, { status: TaskStatus.QUEUED, upload_progress: 1, console_lines: 0, processing_time: -1, last_error: null });
+  return 0;
 }
 
 /** The node's message without the address the client puts before it. */
@@ -144,15 +208,16 @@ async function poll(ctx: StepContext, client: NodeClient, node: ProcessingNode):
     images_count: info.imagesCount > 0 ? info.imagesCount : task.images_count,
   };
   if (code === TaskStatus.COMPLETED) {
-    await save(ctx, { ...common, status: TaskStatus.RUNNING, running_progress: NODE_SHARE });
-    return collectResults(ctx, client);
+    // The download is a step of its own, in the pool of long transfers.
+    await save(ctx, { ...common, status: TaskStatus.RUNNING, running_progress: NODE_SHARE, download_pending: 1 });
+    return 0;
   }
   if (code === TaskStatus.FAILED) {
     await save(ctx, common);
     return fail(ctx, info.status.errorMessage || `Processing failed on ${nodeName(node)}.`);
   }
   if (code === TaskStatus.CANCELED) {
-    await save(ctx, { ...common, status: TaskStatus.CANCELED, pending_action: null });
+    await save(ctx, { ...common, ...settled, status: TaskStatus.CANCELED });
     return null;
   }
   await save(ctx, { ...common, status: code, running_progress: Math.min(NODE_SHARE, (info.progress / 100) * NODE_SHARE) });

@@ -26,17 +26,25 @@ const exists = (file: string) => stat(file).then((info) => info.isFile(), () => 
 
 /**
  * Builds the pyramids that results from elsewhere lack (an ODM or WebODM all.zip) with the engine's `tiles`
- * command. A raster that cannot be tiled is logged and left without tiles: its tiles.json says so.
+ * command. A raster that cannot be tiled is logged and left without tiles: its tiles.json says so. An aborted
+ * signal kills the engine and throws its reason.
  */
-export async function buildMissingPyramids(assetsDir: string, enginePath: string, log: (message: string) => void): Promise<void> {
+export async function buildMissingPyramids(
+  assetsDir: string,
+  enginePath: string,
+  signal: AbortSignal,
+  log: (message: string) => void,
+): Promise<void> {
   for (const [layer, { raster, pyramid, elevation }] of Object.entries(TILE_LAYERS)) {
+    signal.throwIfAborted();
     const source = path.join(assetsDir, raster);
     const target = path.join(assetsDir, pyramid);
     if (!(await exists(source)) || (await exists(target))) continue;
     const args = ['tiles', source, target, '--name', layer, ...(elevation ? ['--elevation'] : [])];
     try {
-      await execFileAsync(enginePath, args, { timeout: 30 * 60_000, maxBuffer: 16 * 2 ** 20 });
+      await execFileAsync(enginePath, args, { timeout: 30 * 60_000, maxBuffer: 16 * 2 ** 20, signal });
     } catch (error) {
+      signal.throwIfAborted();
       const output = (error as { stdout?: string }).stdout?.trim().split('\n').at(-1) ?? '';
       log(`cannot build the ${layer} tiles: ${output || (error as Error).message}`);
     }
