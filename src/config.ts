@@ -43,6 +43,8 @@ export interface TaskSettings {
   importTimeoutMs: number;
   /** Imports by URL may reach loopback and private networks. */
   allowPrivateUrls: boolean;
+  /** Disk space kept free: uploads, imports and result downloads stop short of it. */
+  minFreeBytes: number;
 }
 
 const GIB = 1024 ** 3;
@@ -80,6 +82,7 @@ function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
     maxZipEntries: 1_000_000,
     importTimeoutMs: 30_000,
     allowPrivateUrls: booleanSetting(env, 'ALLOW_PRIVATE_URLS', false),
+    minFreeBytes: integer(env, 'MIN_FREE_DISK_GB', 1, 0, 100_000) * GIB,
   };
 }
 

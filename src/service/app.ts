@@ -20,6 +20,7 @@ import { registerOpenApi } from './openapi.ts';
 import { registerWebApp, webAppBuilt } from './web.ts';
 import { ProcessingNodeSchema, processingNodeRoutes } from './processingnodes.ts';
 import { PresetSchema, presetRoutes } from './presets.ts';
+import { profileRoutes } from './profiles.ts';
 import { ProjectSchema, projectRoutes } from './projects.ts';
 import { NodeRefresher } from './refresher.ts';
 import { taskStep } from './tasks/processing.ts';
@@ -127,12 +128,14 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       importMaxBytes: taskSettings.maxImportBytes,
       importTimeoutMs: taskSettings.importTimeoutMs,
       allowPrivateUrls: taskSettings.allowPrivateUrls,
+      minFreeBytes: taskSettings.minFreeBytes,
       enginePath,
     }),
   );
   const wake = () => scheduler.wake();
   const rules = new TaskRules(db, {
     dataDir: config.dataDir,
+    minFreeBytes: taskSettings.minFreeBytes,
     upload: { fileBytes: taskSettings.maxImageBytes, files: taskSettings.maxImages },
     wake,
   });
@@ -159,10 +162,11 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     await processingNodeRoutes(api, { db, refresher });
     await userRoutes(api, { db, dataDir: config.dataDir, passwordIterations: config.passwordIterations, tokens });
     await groupRoutes(api, { db });
+    await profileRoutes(api, { db });
     await taskRoutes(api, {
       db,
       rules,
-      imports: { dataDir: config.dataDir, maxBytes: taskSettings.maxImportBytes, wake },
+      imports: { dataDir: config.dataDir, minFreeBytes: taskSettings.minFreeBytes, maxBytes: taskSettings.maxImportBytes, wake },
       uploadLimits: { fileBytes: taskSettings.maxImageBytes },
       tiles,
     });

@@ -31,6 +31,8 @@ export interface ProcessingSettings {
   importTimeoutMs: number;
   /** Whether those URLs may reach loopback and private networks. */
   allowPrivateUrls: boolean;
+  /** Disk space kept free (MIN_FREE_DISK_GB): downloads stop short of it. */
+  minFreeBytes: number;
   /** The engine whose `tiles` command builds the tile pyramids that imported results lack. */
   enginePath: string;
 }
