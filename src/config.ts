@@ -45,6 +45,8 @@ export interface TaskSettings {
   allowPrivateUrls: boolean;
   /** Disk space kept free: uploads, imports and result downloads stop short of it. */
   minFreeBytes: number;
+  /** Partial tasks and upload chunks older than this are removed. */
+  partialExpiryMs: number;
 }
 
 const GIB = 1024 ** 3;
@@ -56,6 +58,15 @@ function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0 || value > 86400) throw new ConfigError(`${name} must be a number of seconds from 0 to 86400, got "${raw}"`);
   return Math.round(value * 1000);
+}
+
+/** A positive number of hours (fractions allowed) from the environment, in milliseconds. */
+function hours(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback * 3_600_000;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || value > 8760) throw new ConfigError(`${name} must be a number of hours from 0 to 8760, got "${raw}"`);
+  return Math.round(value * 3_600_000);
 }
 
 function booleanSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -83,6 +94,7 @@ function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
     importTimeoutMs: 30_000,
     allowPrivateUrls: booleanSetting(env, 'ALLOW_PRIVATE_URLS', false),
     minFreeBytes: integer(env, 'MIN_FREE_DISK_GB', 1, 0, 100_000) * GIB,
+    partialExpiryMs: hours(env, 'PARTIAL_UPLOAD_EXPIRY_HOURS', 24),
   };
 }
 

@@ -25,6 +25,7 @@ import { ProjectSchema, projectRoutes } from './projects.ts';
 import { NodeRefresher } from './refresher.ts';
 import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
+import { startExpirySweep } from './tasks/expiry.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
 import { TileService } from './tasks/tiles.ts';
@@ -176,6 +177,8 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   await app.ready();
   if (config.nodeRefreshIntervalMs > 0) refresher.start();
   if (taskSettings.scheduler) scheduler.start();
+  const expiry = { dataDir: config.dataDir, expiryMs: taskSettings.partialExpiryMs };
+  const stopExpirySweep = startExpirySweep(db, app.log, expiry, Math.min(3_600_000, expiry.expiryMs / 4));
 
   return {
     app,
@@ -190,6 +193,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       return address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
     },
     async close() {
+      stopExpirySweep();
       await scheduler.stop();
       await refresher.stop();
       await app.close();
