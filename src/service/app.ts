@@ -141,7 +141,12 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     wake,
   });
 
-  const tiles = new TileService(enginePath);
+  const tiles = new TileService(enginePath, {
+    dataDir: config.dataDir,
+    cacheBytes: taskSettings.tileCacheBytes,
+    workers: taskSettings.tileWorkers,
+    queue: taskSettings.tileQueue,
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

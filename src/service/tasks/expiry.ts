@@ -9,7 +9,7 @@ import { stalePartialTasks } from '../../db/expiry.ts';
 import type { Database } from '../../db/schema.ts';
 import { deleteTask } from '../../db/tasks.ts';
 import { importStaging } from './import.ts';
-import { taskFolder } from './layout.ts';
+import { existingTaskFolders, taskFolder } from './layout.ts';
 
 export interface ExpirySettings {
   dataDir: string;
@@ -22,13 +22,7 @@ async function entries(dir: string): Promise<string[]> {
 
 /** The folders where upload chunks wait: each task's, and the imports'. */
 async function chunkFolders(dataDir: string): Promise<string[]> {
-  const folders = [importStaging(dataDir)];
-  for (const project of await entries(path.join(dataDir, 'media', 'project'))) {
-    for (const task of await entries(path.join(project, 'task'))) {
-      folders.push(taskFolder(dataDir, Number(path.basename(project)), Number(path.basename(task))).chunks);
-    }
-  }
-  return folders;
+  return [importStaging(dataDir), ...(await existingTaskFolders(dataDir)).map((folder) => folder.chunks)];
 }
 
 async function removeStaleChunks(dataDir: string, cutoffMs: number): Promise<number> {
