@@ -66,15 +66,6 @@ function seconds(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   return Math.round(value * 1000);
 }
 
-/** A positive number of hours (fractions allowed) from the environment, in milliseconds. */
-function hours(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback * 3_600_000;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || value > 8760) throw new ConfigError(`${name} must be a number of hours from 0 to 8760, got "${raw}"`);
-  return Math.round(value * 3_600_000);
-}
-
 function booleanSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
   const flag = (env[name] ?? String(fallback)).trim().toLowerCase();
   if (!['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'].includes(flag)) {
@@ -100,7 +91,7 @@ function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
     importTimeoutMs: 30_000,
     allowPrivateUrls: booleanSetting(env, 'ALLOW_PRIVATE_URLS', false),
     minFreeBytes: integer(env, 'MIN_FREE_DISK_GB', 1, 0, 100_000) * GIB,
-    partialExpiryMs: hours(env, 'PARTIAL_UPLOAD_EXPIRY_HOURS', 24),
+    partialExpiryMs: integer(env, 'PARTIAL_UPLOAD_EXPIRY_HOURS', 24, 1, 87_600) * 3_600_000,
     tileCacheBytes: integer(env, 'TILE_CACHE_MB', 512, 1, 10_000_000) * 2 ** 20,
     tileWorkers: integer(env, 'TILE_WORKERS', availableParallelism(), 1, 256),
     tileQueue: integer(env, 'TILE_QUEUE', 64, 0, 100_000),
