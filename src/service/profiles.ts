@@ -20,7 +20,11 @@ const tags = ['admin'];
 export async function profileRoutes(app: App, deps: { db: Kysely<Database> }): Promise<void> {
   const { db } = deps;
   const base = '/api/admin/profiles';
-  const profileOf = async (userId: number) => (await findProfile(db, userId)) ?? Promise.reject(notFound());
+  const profileOf = async (userId: number) => {
+    const profile = await findProfile(db, userId);
+    if (!profile) throw notFound();
+    return profile;
+  };
 
   app.get(
     `${base}/`,

@@ -45,10 +45,6 @@ export class TileCache {
     await this.evict();
   }
 
-  get bytes(): number {
-    return this.total;
-  }
-
   private forget(file: string): void {
     this.total -= this.used.get(file) ?? 0;
     this.used.delete(file);
