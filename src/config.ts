@@ -2,6 +2,7 @@
 // ("Configuration") lists them. Invalid values stop the start with a message naming the variable.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
 export interface ServiceConfig {
@@ -49,6 +50,15 @@ export interface TaskSettings {
   importTimeoutMs: number;
   /** Imports by URL may reach loopback and private networks. */
   allowPrivateUrls: boolean;
+  /** Disk space kept free: uploads, imports and result downloads stop short of it. */
+  minFreeBytes: number;
+  /** Partial tasks and upload chunks older than this are removed. */
+  partialExpiryMs: number;
+  /** Bound of the tiles drawn in users' styles kept on disk. */
+  tileCacheBytes: number;
+  /** Most engine tile workers drawing at once, and most tile requests waiting for one. */
+  tileWorkers: number;
+  tileQueue: number;
 }
 
 const GIB = 1024 ** 3;
@@ -89,6 +99,11 @@ function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
     maxZipEntries: 1_000_000,
     importTimeoutMs: 30_000,
     allowPrivateUrls: booleanSetting(env, 'ALLOW_PRIVATE_URLS', false),
+    minFreeBytes: integer(env, 'MIN_FREE_DISK_GB', 1, 0, 100_000) * GIB,
+    partialExpiryMs: integer(env, 'PARTIAL_UPLOAD_EXPIRY_HOURS', 24, 1, 87_600) * 3_600_000,
+    tileCacheBytes: integer(env, 'TILE_CACHE_MB', 512, 1, 10_000_000) * 2 ** 20,
+    tileWorkers: integer(env, 'TILE_WORKERS', availableParallelism(), 1, 256),
+    tileQueue: integer(env, 'TILE_QUEUE', 64, 0, 100_000),
   };
 }
 

@@ -270,11 +270,20 @@ async function taskAttempts(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('tasks').addColumn('download_pending', 'integer', (c) => c.notNull().defaultTo(0)).execute();
 }
 
+/** Each user's storage quota in MB, as WebODM's profiles hold it; -1 (or 0) means none. */
+async function userQuotas(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .alterTable('users')
+    .addColumn('quota', 'bigint', (c) => c.notNull().defaultTo(-1))
+    .execute();
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
   '0002_task_processing': { up: taskProcessing },
   '0003_leases': { up: leases },
   '0004_task_attempts': { up: taskAttempts },
+  '0005_user_quotas': { up: userQuotas },
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {

@@ -20,6 +20,8 @@ export interface UsersTable {
   is_active: Generated<Flag>;
   last_login: Timestamp | null;
   date_joined: Timestamp;
+  /** Storage quota in MB; -1 or 0: none. */
+  quota: Generated<number>;
 }
 
 export interface GroupsTable {

@@ -2,11 +2,12 @@
 // then renamed), and a commit assembles the engine's project folder from them without touching them, so that a
 // commit cut short by a crash can simply run again.
 import fs from 'node:fs';
-import { copyFile, link, mkdir, readdir, rename, rm, statfs } from 'node:fs/promises';
+import { copyFile, link, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { pipeline } from 'node:stream/promises';
+import { diskRoom } from '../files/disk.ts';
 import { extractZip } from '../files/zip-extract.ts';
 import { type OutboundPolicy, outboundFetch, refusal } from '../net/outbound.ts';
 import type { DataLayout } from './layout.ts';
@@ -45,9 +46,8 @@ export class UploadArea {
   ) {}
 
   /** Bytes that may still be written before the disk reaches its reserve. */
-  private async room(): Promise<number> {
-    const disk = await statfs(this.layout.root);
-    return disk.bavail * disk.bsize - this.limits.minFreeBytes;
+  private room(): Promise<number> {
+    return diskRoom(this.layout.root, this.limits.minFreeBytes);
   }
 
   private diskFull(): Error {

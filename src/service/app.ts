@@ -22,11 +22,13 @@ import { registerWebApp, webAppBuilt } from './web.ts';
 import { installSecurityHeaders } from './security-headers.ts';
 import { ProcessingNodeSchema, processingNodeRoutes } from './processingnodes.ts';
 import { PresetSchema, presetRoutes } from './presets.ts';
+import { profileRoutes } from './profiles.ts';
 import { ProjectSchema, projectRoutes } from './projects.ts';
 import { NodeRefresher } from './refresher.ts';
 import { sweepProjects } from './tasks/actions.ts';
 import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
+import { startExpirySweep } from './tasks/expiry.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
 import { TileService } from './tasks/tiles.ts';
@@ -134,6 +136,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       importMaxBytes: taskSettings.maxImportBytes,
       importTimeoutMs: taskSettings.importTimeoutMs,
       allowPrivateUrls: taskSettings.allowPrivateUrls,
+      minFreeBytes: taskSettings.minFreeBytes,
       enginePath,
       maxAttempts: taskSettings.maxAttempts,
       retryBackoffMs: taskSettings.retryBackoffMs,
@@ -143,11 +146,17 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   const wake = () => scheduler.wake();
   const rules = new TaskRules(db, {
     dataDir: config.dataDir,
+    minFreeBytes: taskSettings.minFreeBytes,
     upload: { fileBytes: taskSettings.maxImageBytes, files: taskSettings.maxImages },
     wake,
   });
 
-  const tiles = new TileService(enginePath);
+  const tiles = new TileService(enginePath, {
+    dataDir: config.dataDir,
+    cacheBytes: taskSettings.tileCacheBytes,
+    workers: taskSettings.tileWorkers,
+    queue: taskSettings.tileQueue,
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -171,10 +180,11 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     await processingNodeRoutes(api, { db, refresher });
     await userRoutes(api, { db, dataDir: config.dataDir, passwordIterations: config.passwordIterations, tokens });
     await groupRoutes(api, { db });
+    await profileRoutes(api, { db });
     await taskRoutes(api, {
       db,
       rules,
-      imports: { dataDir: config.dataDir, maxBytes: taskSettings.maxImportBytes, wake },
+      imports: { dataDir: config.dataDir, minFreeBytes: taskSettings.minFreeBytes, maxBytes: taskSettings.maxImportBytes, wake },
       uploadLimits: { fileBytes: taskSettings.maxImageBytes },
       tiles,
     });
@@ -184,6 +194,8 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   await app.ready();
   if (config.nodeRefreshIntervalMs > 0) refresher.start();
   if (taskSettings.scheduler) scheduler.start();
+  const expiry = { dataDir: config.dataDir, expiryMs: taskSettings.partialExpiryMs };
+  const stopExpirySweep = startExpirySweep(db, app.log, expiry, Math.min(3_600_000, expiry.expiryMs / 4));
 
   return {
     app,
@@ -198,6 +210,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       return address.replace('0.0.0.0', '127.0.0.1').replace('[::]', '[::1]');
     },
     async close() {
+      stopExpirySweep();
       await scheduler.stop();
       await refresher.stop();
       await app.close();

@@ -10,6 +10,8 @@ export class HttpError extends Error {
   constructor(
     readonly statusCode: number,
     readonly body: ErrorBody,
+    /** Headers of the reply, such as Retry-After. */
+    readonly headers: Record<string, string> = {},
   ) {
     super(typeof body.detail === 'string' ? body.detail : JSON.stringify(body));
   }
@@ -134,6 +136,7 @@ export function installErrorHandling(app: FastifyInstance, pages = false): void 
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const { status, body } = describe(error, request);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
+    if (error instanceof HttpError) reply.headers(error.headers);
     return reply.code(status).send(body);
   });
   app.setNotFoundHandler((request, reply) =>

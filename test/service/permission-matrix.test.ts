@@ -10,14 +10,15 @@ import { BACKENDS, type Client, ROLES, type Reply, type Role, type TestService, 
 import { ENGINE_PYTHON, TaskStatus, finished, imageForm, makeJpegs, postForm, python, waitForTask } from './taskhelpers.ts';
 
 
-/** open: anyone; user: any signed-in user; admin: staff and superusers; view, change, delete: that permission on
+/** open: anyone; user: any signed-in user; admin: staff and superusers; superuser: superusers only; view, change, delete: that permission on
  * the project; own: the owner of a preset, who alone sees it. */
-type Rule = 'open' | 'user' | 'admin' | 'view' | 'change' | 'delete' | 'own';
+type Rule = 'open' | 'user' | 'admin' | 'superuser' | 'view' | 'change' | 'delete' | 'own';
 
 const REFUSED: Record<Rule, Partial<Record<Role, number>>> = {
   open: {},
   user: { anonymous: 403 },
   admin: { anonymous: 403, owner: 403, other: 403, member: 403 },
+  superuser: { anonymous: 403, owner: 403, other: 403, member: 403, staff: 403 },
   view: { anonymous: 403, other: 404, staff: 404 },
   change: { anonymous: 403, other: 404, staff: 404, member: 403 },
   delete: { anonymous: 403, other: 404, staff: 404, member: 403 },
@@ -94,6 +95,11 @@ const MATRIX: Record<string, Row> = {
   } },
   'PATCH /api/admin/users/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.patch(`/api/admin/users/${await fx.newUser()}/`, { first_name: 'Ada' }) },
   'DELETE /api/admin/users/{id}/': { rule: 'admin', ok: 204, call: async (c, fx) => c.delete(`/api/admin/users/${await fx.newUser()}/`) },
+  'GET /api/admin/profiles/': { rule: 'admin', ok: 200, call: (c) => c.get('/api/admin/profiles/') },
+  'GET /api/admin/profiles/{user_id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.get(`/api/admin/profiles/${await fx.newUser()}/`) },
+  'PUT /api/admin/profiles/{user_id}/': { rule: 'superuser', ok: 200, call: async (c, fx) => c.put(`/api/admin/profiles/${await fx.newUser()}/`, { quota: 100 }) },
+  'PATCH /api/admin/profiles/{user_id}/': { rule: 'superuser', ok: 200, call: async (c, fx) => c.patch(`/api/admin/profiles/${await fx.newUser()}/`, { quota: 100 }) },
+  'GET /api/admin/profiles/{user_id}/used_quota/': { rule: 'admin', ok: 200, call: async (c, fx) => c.get(`/api/admin/profiles/${await fx.newUser()}/used_quota/`) },
   'GET /api/admin/groups/': { rule: 'admin', ok: 200, call: (c) => c.get('/api/admin/groups/') },
   'POST /api/admin/groups/': { rule: 'admin', ok: 201, call: (c) => c.post('/api/admin/groups/', { name: `g${Math.random().toString(36).slice(2, 10)}` }) },
   'GET /api/admin/groups/{id}/': { rule: 'admin', ok: 200, call: async (c, fx) => c.get(`/api/admin/groups/${await fx.newGroup()}/`) },

@@ -32,6 +32,8 @@ export interface ProcessingSettings {
   importTimeoutMs: number;
   /** Whether those URLs may reach loopback and private networks. */
   allowPrivateUrls: boolean;
+  /** Disk space kept free (MIN_FREE_DISK_GB): downloads stop short of it. */
+  minFreeBytes: number;
   /** The engine whose `tiles` command builds the tile pyramids that imported results lack. */
   enginePath: string;
   /** Steps that fail in a row before the task is failed, and the pause after the first (doubled each time). */

@@ -18,6 +18,7 @@ import { HttpError } from '../errors.ts';
 import { type StepContext, completeFromZip, fail, save, throttled } from './context.ts';
 import { badRequest, dropzoneChunk, writeChunk } from './intake.ts';
 import { taskFolder } from './layout.ts';
+import { type StorageSettings, type WriteBudget, admitUpload, diskBudget } from './storage.ts';
 
 export const UPLOADED_ZIP = 'file://all.zip';
 const DEFAULT_NAME = 'Imported Task';
@@ -53,11 +54,13 @@ async function fetchToFile(ctx: StepContext, url: string, file: string): Promise
   const length = Number(response.headers.get('content-length') ?? 0);
   if (length > importMaxBytes) throw new Error(`${length} bytes is larger than the limit of ${importMaxBytes} bytes`);
   const report = throttled((fraction) => save(ctx, { running_progress: 0.9 * fraction }));
+  const budget = await diskBudget(ctx.settings);
   const tmp = partialName(path.dirname(file));
   try {
     await pipeline(
       Readable.fromWeb(response.body as never),
       limitBytes(importMaxBytes, (total) => length > 0 && report(total / length)),
+      budget.meter(),
       createWriteStream(tmp),
       { signal: ctx.signal },
     );
@@ -91,8 +94,10 @@ export async function importStep(ctx: StepContext): Promise<null> {
   return completeFromZip(ctx);
 }
 
-export interface ImportSettings {
-  dataDir: string;
+/** Where the chunks of multipart imports wait for their last one. */
+export const importStaging = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'imports');
+
+export interface ImportSettings extends StorageSettings {
   maxBytes: number;
   wake(): void;
 }
@@ -135,18 +140,30 @@ async function createImport(
 }
 
 /** An application/zip body, streamed to the task's folder. */
-export function importZipBody(
+export async function importZipBody(
   db: Kysely<Database>,
   settings: ImportSettings,
   projectId: number,
   body: NodeJS.ReadableStream,
   name: string | undefined,
 ): Promise<number> {
+  return storeZip(db, settings, projectId, body, name, await admitUpload(db, settings, projectId));
+}
+
+function storeZip(
+  db: Kysely<Database>,
+  settings: ImportSettings,
+  projectId: number,
+  body: NodeJS.ReadableStream,
+  name: string | undefined,
+  budget: WriteBudget,
+): Promise<number> {
   return createImport(db, settings, projectId, name, UPLOADED_ZIP, async (zipFile) => {
     const tmp = partialName(path.dirname(zipFile));
     try {
-      await pipeline(body, limitBytes(settings.maxBytes, () => undefined), createWriteStream(tmp)).catch((error: Error) => {
-        throw new HttpError(413, { detail: `The zip file is ${error.message}.` });
+      const tooLarge = (error: Error) => new HttpError(413, { detail: `The zip file is ${error.message}.` });
+      await pipeline(body, limitBytes(settings.maxBytes, () => undefined), budget.meter(), createWriteStream(tmp)).catch((error: Error) => {
+        throw error instanceof HttpError ? error : tooLarge(error);
       });
       await rename(tmp, zipFile);
     } finally {
@@ -155,7 +172,7 @@ export function importZipBody(
   });
 }
 
-export function importFromUrl(
+export async function importFromUrl(
   db: Kysely<Database>,
   settings: ImportSettings,
   projectId: number,
@@ -166,6 +183,7 @@ export function importFromUrl(
     const hint = /^[\w.-]+\.[a-z]{2,}/i.test(url) ? ` Did you mean http://${url}?` : '';
     throw new HttpError(400, { url: [`Invalid URL: it must start with http:// or https://.${hint}`] });
   }
+  await admitUpload(db, settings, projectId);
   return createImport(db, settings, projectId, name, url);
 }
 
@@ -179,8 +197,9 @@ export async function importMultipart(
   projectId: number,
   request: FastifyRequest,
 ): Promise<number | null> {
+  const budget = await admitUpload(db, settings, projectId);
   const fields: Record<string, string> = {};
-  const staging = path.join(settings.dataDir, 'media', 'tmp', 'imports');
+  const staging = importStaging(settings.dataDir);
   await mkdir(staging, { recursive: true });
   let created: number | null = null;
   let files = 0;
@@ -190,7 +209,7 @@ export async function importMultipart(
       continue;
     }
     files++;
-    created = await importPart(db, settings, projectId, part, fields, staging);
+    created = await importPart(db, settings, projectId, part, fields, staging, budget);
   }
   if (files === 0) {
     if (fields.url) return importFromUrl(db, settings, projectId, fields.url, fields.name);
@@ -206,12 +225,13 @@ async function importPart(
   part: MultipartFile,
   fields: Record<string, string>,
   staging: string,
+  budget: WriteBudget,
 ): Promise<number | null> {
   const chunk = dropzoneChunk(fields);
-  if (!chunk) return importZipBody(db, settings, projectId, part.file, fields.name);
+  if (!chunk) return storeZip(db, settings, projectId, part.file, fields.name, budget);
   if (chunk.offset > settings.maxBytes) throw new HttpError(413, { detail: 'The zip file is larger than the import limit.' });
   const staged = path.join(staging, chunk.id);
-  await writeChunk(part, staged, chunk.offset);
+  await writeChunk(part, staged, chunk.offset, budget);
   if (!chunk.last) return null;
   return createImport(db, settings, projectId, fields.name, UPLOADED_ZIP, (zipFile) => rename(staged, zipFile));
 }

@@ -2,13 +2,14 @@
 // checked, then renamed into the task's images folder. Images must be whole images; .txt files are the GCP
 // list and geo.txt that travel with them; anything else is refused with the file's name.
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { partialName, safeFileName } from '../../files/safe-path.ts';
 import { HttpError } from '../errors.ts';
+import type { WriteBudget } from './storage.ts';
 
 const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.tif', '.tiff', '.png', '.dng']);
 const TEXT_EXTENSIONS = new Set(['.txt']);
@@ -71,10 +72,10 @@ export function uploadName(filename: string): string {
 }
 
 /** Streams one multipart file to a temporary name in `dir`; answers that name. */
-async function spool(part: MultipartFile, dir: string): Promise<string> {
+async function spool(part: MultipartFile, dir: string, budget: WriteBudget): Promise<string> {
   const tmp = partialName(dir);
   try {
-    await pipeline(part.file, createWriteStream(tmp));
+    await pipeline(part.file, budget.meter(), createWriteStream(tmp));
     if (part.file.truncated) throw new HttpError(413, { detail: `${part.filename} is larger than the size limit of one file.` });
     return tmp;
   } catch (error) {
@@ -108,6 +109,7 @@ export async function receiveMultipart(
   request: FastifyRequest,
   dir: string,
   limits: MultipartLimits,
+  budget: WriteBudget,
   onFile?: (part: MultipartFile, dir: string, fields: TextFields) => Promise<string | null>,
 ): Promise<{ fields: TextFields; stored: string[] }> {
   await mkdir(dir, { recursive: true });
@@ -125,17 +127,25 @@ export async function receiveMultipart(
       continue;
     }
     const name = uploadName(part.filename);
-    await admit(await spool(part, dir), dir, name);
+    await admit(await spool(part, dir, budget), dir, name);
     stored.push(name);
   }
   return { fields, stored };
 }
 
-/** Writes a chunk of a Dropzone upload at its offset in the upload's file (chunks may come again, or out of order). */
-export async function writeChunk(part: MultipartFile, file: string, offset: number): Promise<void> {
+/**
+ * Writes a chunk of a Dropzone upload at its offset in the upload's file (chunks may come again, or out of
+ * order). A chunk cut short is cut off again, so that the chunks before it stay as they were.
+ */
+export async function writeChunk(part: MultipartFile, file: string, offset: number, budget: WriteBudget): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   if (offset > 0) await (await open(file, 'a')).close();
-  await pipeline(part.file, createWriteStream(file, { flags: offset === 0 ? 'w' : 'r+', start: offset }));
+  try {
+    await pipeline(part.file, budget.meter(), createWriteStream(file, { flags: offset === 0 ? 'w' : 'r+', start: offset }));
+  } catch (error) {
+    await (offset === 0 ? rm(file, { force: true }) : truncate(file, offset).catch(() => undefined));
+    throw error;
+  }
   if (part.file.truncated) throw new HttpError(413, { detail: `${part.filename} is larger than the size limit of one file.` });
 }
 

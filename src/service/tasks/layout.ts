@@ -1,4 +1,5 @@
 // Where a task's files live: DATA_DIR/media/project/{pid}/task/{tid}/. Only this module knows the layout.
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface TaskFolder {
@@ -41,4 +42,16 @@ export function taskFolder(dataDir: string, projectId: number, taskId: number): 
     chunks: path.join(work, 'chunks'),
     tileCache: path.join(root, 'tile-cache'),
   };
+}
+
+/** The folders of every task that has files on disk, for the sweeps that go over all of them. */
+export async function existingTaskFolders(dataDir: string): Promise<TaskFolder[]> {
+  const projects = path.join(dataDir, 'media', 'project');
+  const folders: TaskFolder[] = [];
+  for (const project of await readdir(projects).catch(() => [])) {
+    for (const task of await readdir(path.join(projects, project, 'task')).catch(() => [])) {
+      if (/^\d+$/.test(project) && /^\d+$/.test(task)) folders.push(taskFolder(dataDir, Number(project), Number(task)));
+    }
+  }
+  return folders;
 }

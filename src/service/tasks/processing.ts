@@ -28,6 +28,7 @@ import {
 } from './context.ts';
 import { importStep } from './import.ts';
 import { type Step, StepSuperseded } from './scheduler.ts';
+import { waitForDiskRoom } from './storage.ts';
 
 /** Share of running_progress that the node's own progress covers; the download and unpacking take the rest. */
 const NODE_SHARE = 0.9;
@@ -225,8 +226,10 @@ async function poll(ctx: StepContext, client: NodeClient, node: ProcessingNode):
 }
 
 /** Downloads all.zip (resuming a cut download) and unpacks it as the task's assets. */
-async function collectResults(ctx: StepContext, client: NodeClient): Promise<null> {
+async function collectResults(ctx: StepContext, client: NodeClient): Promise<number | null> {
   if (!existsSync(ctx.folder.allZip)) {
+    const wait = await waitForDiskRoom(ctx);
+    if (wait !== null) return wait;
     await mkdir(ctx.folder.work, { recursive: true });
     const reportDownload = throttled((fraction) => save(ctx, { running_progress: NODE_SHARE + DOWNLOAD_SHARE * fraction }));
     await client.downloadAllZip(ctx.task.uuid, ctx.folder.allZip, { signal: ctx.signal, onProgress: reportDownload });

@@ -22,6 +22,12 @@ import type { TileService } from './tiles.ts';
 
 const tags = ['tasks'];
 const errors = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
+/** Routes that store files: a file over the size limit, and a disk within its reserve (403: a quota used up). */
+const storingErrors = {
+  ...errors,
+  413: Type.Ref('Error'),
+  507: Type.Ref('Error', { description: "Insufficient Storage: the server's disk is within its reserve (MIN_FREE_DISK_GB)" }),
+};
 const Item = ref(TaskSchema);
 const fieldsBody = { schema: TaskFieldsBody };
 
@@ -106,7 +112,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
           'for an empty task that upload/ and commit/ fill. Needs "change" on the project.',
         params: ProjectParams,
         body: taskBody,
-        response: { 201: Item, ...errors },
+        response: { 201: Item, ...storingErrors },
       },
     },
     async (request, reply) => {
@@ -163,7 +169,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         summary: 'Add files to a partial task',
         description: 'multipart/form-data; Dropzone chunk fields (dzuuid, dzchunkindex, dztotalchunkcount, dzchunkbyteoffset) resume big files.',
         params: TaskParams,
-        response: { 200: Type.Object({ success: Type.Boolean(), uploaded: Type.Record(Type.String(), Type.Integer()) }), ...errors },
+        response: { 200: Type.Object({ success: Type.Boolean(), uploaded: Type.Record(Type.String(), Type.Integer()) }), ...storingErrors },
       },
     },
     async (request) => {
@@ -280,7 +286,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         params: ProjectParams,
         querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 255 })) }),
         body: { content: { 'application/json': { schema: ImportBody }, 'application/x-www-form-urlencoded': { schema: ImportBody } } },
-        response: { 201: Item, 200: Type.Object({ uploaded: Type.Boolean() }), ...errors },
+        response: { 201: Item, 200: Type.Object({ uploaded: Type.Boolean() }), ...storingErrors },
       },
     },
     async (request, reply) => {

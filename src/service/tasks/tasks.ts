@@ -36,14 +36,14 @@ import {
   writeChunk,
 } from './intake.ts';
 import { taskFolder } from './layout.ts';
+import { type StorageSettings, admitUpload } from './storage.ts';
 import { checkOptions, type OptionPair, parseOptions } from './options.ts';
 import { type TaskFields, type TaskItem, parseBoolean, presentTask, rerunStages } from './schema.ts';
 
 export const MIN_IMAGES = 2;
 const FINISHED: number[] = [TaskStatus.FAILED, TaskStatus.COMPLETED, TaskStatus.CANCELED];
 
-export interface TaskRulesSettings {
-  dataDir: string;
+export interface TaskRulesSettings extends StorageSettings {
   upload: MultipartLimits;
   /** Called when a task has new work, so that the scheduler looks at once rather than at its next tick. */
   wake(): void;
@@ -159,10 +159,11 @@ export class TaskRules {
    */
   async createFromUpload(projectId: number, request: FastifyRequest): Promise<number> {
     const probe = await this.settle({});
+    const budget = await admitUpload(this.db, this.settings, projectId);
     const id = await this.insert(projectId, {}, probe);
     const folder = taskFolder(this.settings.dataDir, projectId, id);
     try {
-      const { fields } = await receiveMultipart(request, folder.images, this.settings.upload);
+      const { fields } = await receiveMultipart(request, folder.images, this.settings.upload, budget);
       const typed = textFieldsToTaskFields(fields);
       const settled = await this.settle(typed);
       if (parseBoolean(typed.partial)) {
@@ -204,12 +205,13 @@ export class TaskRules {
     if (task.partial !== 1) throw badRequest('This task is not waiting for files: its upload was committed.');
     const folder = this.folder(task);
     const uploaded: Record<string, number> = {};
-    const { stored } = await receiveMultipart(request, folder.images, this.settings.upload, async (part, dir, fields) => {
+    const budget = await admitUpload(this.db, this.settings, task.project_id);
+    const { stored } = await receiveMultipart(request, folder.images, this.settings.upload, budget, async (part, dir, fields) => {
       const chunk = dropzoneChunk(fields);
       if (!chunk) return null;
       const name = uploadName(part.filename);
       const partFile = path.join(folder.chunks, chunk.id);
-      await writeChunk(part, partFile, chunk.offset);
+      await writeChunk(part, partFile, chunk.offset, budget);
       if (!chunk.last) return `${name}#chunk`;
       await admit(partFile, dir, name);
       return name;

@@ -94,6 +94,7 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
           400: Type.Ref('Error'),
           403: Type.Ref('Error'),
           404: Type.Ref('Error'),
+          503: Type.Ref('Error', { description: 'Every tile worker is busy and the queue is full: try again after Retry-After seconds' }),
         },
       },
     },

@@ -1,6 +1,7 @@
-// The engine's `tile-worker`: one long-lived Python process that draws single tiles in the styles the pyramids do
+// The engine's `tile-worker`: a long-lived Python process that draws single tiles in the styles the pyramids do
 // not hold, from the GeoTIFFs (it keeps them open). Started on the first such tile, stopped after a while idle,
-// and started again after a crash; requests are answered in order, one JSON line each way.
+// and started again after a crash; requests are answered in order, one JSON line each way. A pool of them
+// draws side by side.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { HttpError } from '../errors.ts';
@@ -37,6 +38,16 @@ export interface TileWorkerOptions {
   timeoutMs?: number;
 }
 
+export interface TilePoolOptions extends TileWorkerOptions {
+  /** Most workers (TILE_WORKERS). */
+  workers: number;
+  /** Most requests waiting for a busy worker (TILE_QUEUE); more are answered 503. */
+  queue: number;
+}
+
+/** How long a client refused for a full queue waits before asking again. */
+const RETRY_AFTER_SECONDS = 2;
+
 export class TileWorker {
   private child: ChildProcess | undefined;
   private readonly pending = new Map<number, Pending>();
@@ -63,6 +74,11 @@ export class TileWorker {
       this.pending.set(id, { resolve, reject, timer });
       child.stdin?.write(`${JSON.stringify({ id, ...request })}\n`);
     });
+  }
+
+  /** Requests sent and not yet answered. */
+  get load(): number {
+    return this.pending.size;
   }
 
   close(): void {
@@ -111,5 +127,42 @@ export class TileWorker {
       this.idle = setTimeout(() => this.close(), this.idleMs);
       this.idle.unref();
     }
+  }
+}
+
+/**
+ * Tile workers shared by every user: each request goes to the least busy worker, and a new one starts while
+ * all are busy and fewer than `workers` run, so that one user's slow tiles do not hold up everyone's. Past
+ * `queue` waiting requests, a request is refused with 503 and Retry-After rather than queued without end.
+ */
+export class TileWorkerPool {
+  private readonly workers: TileWorker[] = [];
+
+  constructor(
+    private readonly enginePath: string,
+    private readonly options: TilePoolOptions,
+  ) {}
+
+  async render(request: RenderRequest): Promise<boolean> {
+    return this.leastBusy().render(request);
+  }
+
+  close(): void {
+    for (const worker of this.workers) worker.close();
+  }
+
+  private leastBusy(): TileWorker {
+    const idlest = this.workers.reduce<TileWorker | undefined>((best, worker) => (best && best.load <= worker.load ? best : worker), undefined);
+    if (idlest?.load === 0) return idlest;
+    if (this.workers.length < this.options.workers) {
+      const worker = new TileWorker(this.enginePath, this.options);
+      this.workers.push(worker);
+      return worker;
+    }
+    const waiting = this.workers.reduce((sum, worker) => sum + worker.load - 1, 0);
+    if (waiting >= this.options.queue) {
+      throw new HttpError(503, { detail: 'Too many tiles are being drawn; try again shortly.' }, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+    }
+    return idlest!;
   }
 }

@@ -10,7 +10,8 @@ import { notFound } from '../errors.ts';
 import type { TaskFolder } from './layout.ts';
 import { TILE, type TileLookup, drawFrom, emptyTile } from './tile-images.ts';
 import type { TileStyle } from './tile-query.ts';
-import { TileWorker } from './tile-worker.ts';
+import { TileCache } from './tile-cache.ts';
+import { type TilePoolOptions, TileWorkerPool } from './tile-worker.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -191,6 +192,12 @@ export interface TileRequest {
   style: TileStyle | null;
 }
 
+export interface TileSettings extends TilePoolOptions {
+  dataDir: string;
+  /** Bound of the tiles kept on disk in users' styles (TILE_CACHE_MB). */
+  cacheBytes: number;
+}
+
 export interface TileImage {
   data: Buffer;
   etag: string;
@@ -203,11 +210,13 @@ export interface TileImage {
 export class TileService {
   readonly pyramids = new TilePyramids();
   private readonly recent = new RecentTiles(64 * 2 ** 20);
-  private readonly worker: TileWorker;
+  private readonly worker: TileWorkerPool;
+  private readonly cache: TileCache;
   private readonly drawing = new Map<string, Promise<Buffer | null>>();
 
-  constructor(enginePath: string) {
-    this.worker = new TileWorker(enginePath);
+  constructor(enginePath: string, settings: TileSettings) {
+    this.worker = new TileWorkerPool(enginePath, settings);
+    this.cache = new TileCache(settings.dataDir, settings.cacheBytes);
   }
 
   async tile(folder: TaskFolder, pyramid: OpenPyramid, request: TileRequest): Promise<TileImage> {
@@ -251,7 +260,10 @@ export class TileService {
   private async drawn(folder: TaskFolder, layer: TileLayer, style: TileStyle, name: string, at: { z: number; x: number; y: number; size: number }) {
     const file = path.join(folder.tileCache, layer, style.key, `${name}.png`);
     const cached = await readFile(file).catch(() => undefined);
-    if (cached) return cached.length > 0 ? cached : null;
+    if (cached) {
+      this.cache.touch(file);
+      return cached.length > 0 ? cached : null;
+    }
     let drawing = this.drawing.get(file);
     if (!drawing) {
       drawing = this.draw(folder, layer, style, file, at).finally(() => this.drawing.delete(file));
@@ -271,10 +283,15 @@ export class TileService {
       hillshade: style.hillshade,
       out: file,
     });
-    if (written) return readFile(file);
+    if (written) {
+      const data = await readFile(file);
+      await this.cache.add(file, data.length);
+      return data;
+    }
     // An empty file marks a tile where the raster holds nothing, so it is not drawn again.
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, '');
+    await this.cache.add(file, 0);
     return null;
   }
 }
