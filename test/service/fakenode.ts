@@ -54,12 +54,15 @@ export async function startFakeNode(config: FakeNodeOptions = {}): Promise<FakeN
   return {
     port: (server.address() as AddressInfo).port,
     requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server),
   };
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
 }
 
 /** A loopback port with nothing listening on it. */
@@ -111,10 +114,6 @@ export async function startCuttingProxy(targetPort: number, cutAfterBytes: numbe
   return {
     port: (server.address() as AddressInfo).port,
     downloads,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => closeServer(server),
   };
 }
