@@ -112,7 +112,11 @@ export class UploadArea {
       const reason = (err.cause as Error | undefined)?.message ?? err.message;
       throw new Error(`Cannot download ${url}: ${reason}${refusal(err) ? ' (start the node with --allow-private-urls to allow it)' : ''}`);
     });
-    if (!response.ok || !response.body) throw new Error(`Cannot download ${url}: HTTP ${response.status}`);
+    if (!response.ok || !response.body) {
+      // The body left unread would hold its connection open.
+      await response.body?.cancel();
+      throw new Error(`Cannot download ${url}: HTTP ${response.status}`);
+    }
     await this.receive(uuid, 'zipurl.zip', Readable.fromWeb(response.body as WebReadableStream));
   }
 

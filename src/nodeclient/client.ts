@@ -14,6 +14,8 @@ export interface NodeAddress {
   hostname: string;
   port: number;
   token?: string;
+  /** Reach the node over TLS; by default only on port 443, as NodeODM clients do. */
+  tls?: boolean;
 }
 
 export interface NodeClientOptions {
@@ -54,14 +56,19 @@ export const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /** Runs `attempt` again after connection and server errors, with a growing pause; the node's refusals are final. */
-export async function withRetries<T>(retries: number, signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+export async function withRetries<T>(
+  retries: number,
+  signal: AbortSignal | undefined,
+  attempt: () => Promise<T>,
+  pauseMs: (tried: number) => number = (tried) => 500 * (tried + 1),
+): Promise<T> {
   for (let tried = 0; ; tried++) {
     try {
       return await attempt();
     } catch (error) {
       signal?.throwIfAborted();
       if (error instanceof NodeResponseError || !(error instanceof NodeError) || tried >= retries) throw error;
-      await sleep(500 * (tried + 1), signal);
+      await sleep(pauseMs(tried), signal);
     }
   }
 }
@@ -100,7 +107,7 @@ export class NodeClient {
 
   constructor(address: NodeAddress, options: NodeClientOptions = {}) {
     // NodeODM clients reach a node on port 443 over TLS and elsewhere over plain HTTP.
-    const scheme = address.port === 443 ? 'https' : 'http';
+    const scheme = (address.tls ?? address.port === 443) ? 'https' : 'http';
     const host = address.hostname.includes(':') && !address.hostname.startsWith('[') ? `[${address.hostname}]` : address.hostname;
     this.baseUrl = new URL(`${scheme}://${host}:${address.port}/`);
     this.token = address.token ?? '';

@@ -117,6 +117,8 @@ export async function downloadRanged(url: URL, destination: string, options: Ran
       failures = 0;
     } catch (error) {
       if (!(error instanceof NodeError)) throw error;
+      // A cut after some bytes is progress, not a failure: ClusterODM closes every long download part-way.
+      if ((await sizeOf(part)) > have) failures = 0;
       if (error instanceof NodeResponseError || ++failures > retries) {
         const Kind = error.constructor as new (message: string, options?: ErrorOptions) => NodeError;
         throw new Kind(`${options.label}: download of all.zip: ${error.message}`, { cause: error });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { extractZip } from '../files/zip-extract.ts';
 import { defaultEnginePath, describeEngine, spawnEngine } from '../node/engine.ts';
-import { NodeClient, NodeError } from '../nodeclient/index.ts';
+import { NodeClient, NodeError, withRetries } from '../nodeclient/index.ts';
 import { isImageName } from '../service/tasks/intake.ts';
 import { Display, type Verbosity } from './display.ts';
 import { FlagError, type OptionPair, flagsHelp, parseArgs } from './flags.ts';
@@ -83,11 +83,34 @@ async function runLocally(enginePath: string, project: string, options: OptionPa
   }
 }
 
+// A node busy for hours may miss a poll (a restart, a proxy's hiccup): a failed poll is tried again 1, 2, 4 ...
+// up to 30 s later, for about 5 minutes in all, before the run gives up.
+const POLL_RETRIES = 13;
+const pollPause = (tried: number) => Math.min(30_000, 1000 * 2 ** tried);
+
+/** The node of --node URL (http or https; http when the URL has no scheme). */
+function nodeAddress(url: string, token: string | undefined) {
+  let address: URL;
+  try {
+    address = new URL(url.includes('://') ? url : `http://${url}`);
+  } catch {
+    throw new FlagError(`--node: ${url} is not a URL`);
+  }
+  if (address.protocol !== 'http:' && address.protocol !== 'https:') throw new FlagError(`--node: only http and https URLs are allowed (${url})`);
+  const tls = address.protocol === 'https:';
+  return { hostname: address.hostname, port: Number(address.port || (tls ? 443 : 80)), token, tls };
+}
+
 /** Runs the task on a node: upload, wait with the node's console and progress, download and unpack. */
 async function runOnNode(url: string, token: string | undefined, project: string, options: OptionPair[], display: Display): Promise<number> {
-  const address = new URL(url.includes('://') ? url : `http://${url}`);
-  const port = Number(address.port || (address.protocol === 'https:' ? 443 : 80));
-  const client = new NodeClient({ hostname: address.hostname, port, token }, { quickTimeoutMs: 30_000 });
+  let client: NodeClient;
+  try {
+    client = new NodeClient(nodeAddress(url, token), { quickTimeoutMs: 30_000 });
+  } catch (error) {
+    if (!(error instanceof FlagError)) throw error;
+    process.stderr.write(`aeromap process: ${error.message}\n`);
+    return 2;
+  }
   const controller = new AbortController();
   let uuid = '';
   const interrupt = () => {
@@ -106,7 +129,7 @@ async function runOnNode(url: string, token: string | undefined, project: string
     display.log(`[INFO] Uploaded ${files.length} files to ${client.label}: task ${uuid}`);
     let lines = 0;
     for (;;) {
-      const info = await client.taskInfo(uuid, lines);
+      const info = await withRetries(POLL_RETRIES, controller.signal, () => client.taskInfo(uuid, lines), pollPause);
       for (const line of info.output ?? []) display.log(line);
       lines += info.output?.length ?? 0;
       if (info.status.code === 40) break;

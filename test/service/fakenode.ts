@@ -1,9 +1,10 @@
 // A small HTTP server that answers /info and /options the way a NodeODM node does (errors as HTTP 200
-// {"error": ...}, the token as ?token=), for testing the service's node refresher and client; and the task
-// protocol (chunked upload, info, cancel, remove, all.zip) with knobs that hold an upload or a commit in flight.
+// {"error": ...}, the token as ?token=), for testing the service's node refresher and client; the task protocol
+// (chunked upload, info, cancel, remove, all.zip) with knobs that hold an upload or a commit in flight; and a
+// proxy in front of a real node that cuts its all.zip downloads as ClusterODM does.
 import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface FakeNodeOptions {
@@ -136,12 +137,15 @@ export async function startFakeNode(config: FakeNodeOptions = {}): Promise<FakeN
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   node.port = (server.address() as AddressInfo).port;
-  node.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  node.close = () => closeServer(server);
   return node;
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
 }
 
 /** A loopback port with nothing listening on it. */
@@ -151,4 +155,48 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+export interface CuttingProxy {
+  port: number;
+  /** The Range header of each all.zip request, in order. */
+  downloads: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A node as ClusterODM fronts it: every request goes on to the real node at `targetPort`, but each all.zip
+ * answer says Connection: close and stops after `cutAfterBytes` bytes of its body, the socket closed.
+ */
+export async function startCuttingProxy(targetPort: number, cutAfterBytes: number): Promise<CuttingProxy> {
+  const downloads: string[] = [];
+  const server: Server = createServer((request, response) => {
+    const zip = /\/download\/all\.zip$/.test(new URL(request.url ?? '/', 'http://proxy').pathname);
+    if (zip) downloads.push(request.headers.range ?? '');
+    const upstream = httpRequest({ host: '127.0.0.1', port: targetPort, path: request.url, method: request.method, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...(zip ? { connection: 'close' } : {}) });
+      if (!zip) return void answer.pipe(response);
+      // The bytes before the cut go out at once, and the connection is closed while they are still in flight.
+      const held: Buffer[] = [];
+      let sent = 0;
+      answer.on('data', (chunk: Buffer) => {
+        held.push(chunk);
+        sent += chunk.length;
+        if (sent <= cutAfterBytes) return;
+        answer.destroy();
+        response.write(Buffer.concat(held).subarray(0, cutAfterBytes));
+        // After the write leaves the cork of this tick: what the kernel took arrives, then the close.
+        setImmediate(() => response.socket?.destroy());
+      });
+      answer.on('end', () => response.end(Buffer.concat(held)));
+    });
+    upstream.on('error', () => response.destroy());
+    request.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    downloads,
+    close: () => closeServer(server),
+  };
 }

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningNode, startNode } from '../../src/node/index.ts';
 import { buildService } from '../../src/service/app.ts';
+import { startCuttingProxy } from './fakenode.ts';
 import { ADMIN, Client, isolatedDatabase, startService, testConfig } from './helpers.ts';
 import { FAKE_ENGINE, REPO, TaskStatus, finished, imageForm, makeJpegs, postForm, waitForTask } from './taskhelpers.ts';
 
@@ -54,6 +55,7 @@ class ServiceProcess {
     private readonly dataDir: string,
     private readonly port: number,
     private readonly nodePort: number,
+    private readonly env: Record<string, string> = {},
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
@@ -72,6 +74,7 @@ class ServiceProcess {
         LOG_LEVEL: 'warn',
         TASK_LEASE_SECONDS: '2',
         TASK_POLL_SECONDS: '0.3',
+        ...this.env,
       },
       stdio: 'ignore',
     });
@@ -162,6 +165,42 @@ describe('tasks across crashes of the service', () => {
     const tasks = (await admin.get(`/api/projects/${projectId}/tasks/`)).body;
     expect(tasks.map((task: { status: number }) => task.status)).toEqual([40, 40, 40]);
   });
+});
+
+describe('a node that closes every download part-way, as ClusterODM does', () => {
+  it('keeps the service up, which resumes the download from its .part each time and completes the task', async () => {
+    const work = await mkdtemp(path.join(tmpdir(), 'aeromap-cut-'));
+    const node = await startNode({ dataDir: path.join(work, 'node'), port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
+    const proxy = await startCuttingProxy(node.port, 3 * 2 ** 20);
+    const service = new ServiceProcess(path.join(work, 'data'), await freePort(), 0, { EMBEDDED_NODE: 'false' });
+    try {
+      await service.start();
+      const pid = service.child?.pid;
+      const admin = await service.login();
+      await admin.post('/api/processingnodes/', { hostname: '127.0.0.1', port: proxy.port });
+      const until = Date.now() + 30_000;
+      while (!(await admin.get('/api/processingnodes/')).body.some((n: { online: boolean }) => n.online) && Date.now() < until) await sleep(200);
+      const projectId = (await admin.post('/api/projects/', { name: 'cut downloads' })).body.id;
+      const images = await makeJpegs(path.join(work, 'images'), 2);
+      const options = JSON.stringify([{ name: 'fake-output-mb', value: 24 }]);
+      const created = await postForm(admin, `/api/projects/${projectId}/tasks/`, await imageForm(images, { options }));
+      const done = await waitForTask(admin, `/api/projects/${projectId}/tasks/${created.body.id}/`, finished, 90_000);
+      expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+      expect(service.child?.exitCode).toBe(null);
+      expect(service.child?.pid).toBe(pid);
+      const assets = path.join(work, 'data', 'media', 'project', String(projectId), 'task', String(done.id), 'assets');
+      expect((await stat(path.join(assets, 'odm_orthophoto', 'odm_orthophoto.tif'))).size).toBe(24 * 2 ** 20);
+      // Cut after 3 MB each, the pieces went on from where the .part ended, never from the start again.
+      const starts = proxy.downloads.map((range) => Number(/^bytes=(\d+)-/.exec(range)?.[1]));
+      expect(starts.length).toBeGreaterThan(8);
+      expect(starts.slice(1).every((start, i) => start > starts[i])).toBe(true);
+    } finally {
+      await service.kill();
+      await proxy.close();
+      await node.close();
+      await rm(work, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe('a processing node killed and restarted mid-task', () => {

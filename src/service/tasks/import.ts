@@ -50,9 +50,12 @@ async function fetchToFile(ctx: StepContext, url: string, file: string): Promise
   } finally {
     clearTimeout(timer);
   }
-  if (!response.ok || !response.body) throw new Error(`the server answered HTTP ${response.status}`);
   const length = Number(response.headers.get('content-length') ?? 0);
-  if (length > importMaxBytes) throw new Error(`${length} bytes is larger than the limit of ${importMaxBytes} bytes`);
+  if (!response.ok || !response.body || length > importMaxBytes) {
+    // The body left unread would hold its connection open.
+    await response.body?.cancel();
+    throw new Error(response.ok && response.body ? `${length} bytes is larger than the limit of ${importMaxBytes} bytes` : `the server answered HTTP ${response.status}`);
+  }
   const report = throttled((fraction) => save(ctx, { running_progress: 0.9 * fraction }));
   const budget = await diskBudget(ctx.settings);
   const tmp = partialName(path.dirname(file));
