@@ -109,18 +109,33 @@ describe('processing node over HTTP, in process', () => {
 });
 
 describe('one node per data folder', () => {
-  it('refuses a second node on a folder in use, and takes over the lock of one that crashed', async () => {
+  const start = (dataDir: string) => startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
+
+  it('refuses a second node while the first runs, and takes the folder once the first was killed', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-lock-'));
-    const start = () => startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
-    const first = await start();
-    await expect(start()).rejects.toThrow(`Another processing node (process ${process.pid}) uses ${dataDir}`);
-    await first.close();
-    // A lock left by a process that is gone.
-    fs.writeFileSync(path.join(dataDir, 'node.lock'), '999999999');
-    const second = await start();
-    expect(fs.readFileSync(path.join(dataDir, 'node.lock'), 'utf8')).toBe(String(process.pid));
+    const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
+    const first = spawn(bin, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise((resolve) => first.once('exit', resolve));
+    await new Promise((resolve, reject) => {
+      first.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('listening on') && resolve(undefined));
+      first.once('exit', (code) => reject(new Error(`aeromap node exited with ${code}`)));
+    });
+    await expect(start(dataDir)).rejects.toThrow(`Another processing node uses ${dataDir}`);
+    first.kill('SIGKILL');
+    await exited;
+    const second = await start(dataDir);
+    // While it runs, the folder is refused to others in this process too.
+    await expect(start(dataDir)).rejects.toThrow('Another processing node');
     await second.close();
-    expect(fs.existsSync(path.join(dataDir, 'node.lock'))).toBe(false);
+    await (await start(dataDir)).close();
+  }, 60_000);
+
+  it('is not held up by a lock file of an earlier version naming a live process, this one', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-lock-'));
+    fs.writeFileSync(path.join(dataDir, 'node.lock'), String(process.pid));
+    const node = await start(dataDir);
+    await expect(start(dataDir)).rejects.toThrow('Another processing node');
+    await node.close();
   });
 });
 
