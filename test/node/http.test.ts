@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -198,6 +199,70 @@ describe('requests from web pages', () => {
       await node.close();
     }
   });
+});
+
+/** A GET with this Host header (fetch would send the URL's): the status and the JSON body. */
+function getWithHost(port: number, pathname: string, host: string, origin?: string): Promise<{ status: number; body: { error?: string } }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { host, ...(origin ? { origin } : {}) };
+    http.get({ host: '127.0.0.1', port, path: pathname, headers }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(text) }));
+    }).on('error', reject);
+  });
+}
+
+describe('requests for other host names (DNS rebinding)', () => {
+  it('answers a node without a token only for loopback and the names it is given', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, allowedHosts: ['Maps.Internal'] });
+    const { port } = node;
+    try {
+      // A page on attacker.example, whose DNS now says 127.0.0.1, calling the node as its own origin.
+      const rebound = await getWithHost(port, '/task/list', `attacker.example:${port}`, `http://attacker.example:${port}`);
+      expect(rebound.status).toBe(403);
+      expect(rebound.body.error).toMatch(/no request for host "attacker\.example:\d+".*--allowed-hosts/);
+      expect((await getWithHost(port, '/info', 'attacker.example')).status).toBe(403);
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, 'localhost', `maps.internal:${port}`]) {
+        expect((await getWithHost(port, '/task/list', host)).status, host).toBe(200);
+      }
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('answers a node with a token for any host name', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, token: 'secret' });
+    try {
+      expect((await getWithHost(node.port, '/task/list?token=secret', 'node.example.org')).status).toBe(200);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('takes the names from --allowed-hosts or AEROMAP_NODE_ALLOWED_HOSTS', async () => {
+    const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
+    const child = spawn(bin, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE], {
+      env: { ...process.env, AEROMAP_NODE_ALLOWED_HOSTS: 'maps.internal,nodes.internal' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          const line = /listening on http:\/\/[\d.]+:(\d+)/.exec(chunk.toString());
+          if (line) resolve(Number(line[1]));
+        });
+        child.once('exit', (code) => reject(new Error(`aeromap node exited with ${code}`)));
+      });
+      expect((await getWithHost(port, '/info', 'nodes.internal')).status).toBe(200);
+      expect((await getWithHost(port, '/info', 'other.internal')).status).toBe(403);
+    } finally {
+      child.kill('SIGTERM');
+    }
+  }, 60_000);
 });
 
 describe('a node whose disk is nearly full', () => {
