@@ -42,10 +42,16 @@ describe('embedded processing node', () => {
   let t: TestService;
   const nodes: { close(): Promise<void> }[] = [];
 
+  // The service's secrets, as `aeromap serve` holds them in its environment.
+  const SECRETS = { SECRET_KEY: 'signing-key', DATABASE_URL: 'postgres://aeromap:db-password@db/aeromap', AEROMAP_ADMIN_PASSWORD: 'admin-password' };
+  const saved = { ...process.env };
+
   beforeAll(async () => {
     t = await startService('sqlite');
+    Object.assign(process.env, SECRETS);
   });
   afterAll(async () => {
+    process.env = saved;
     for (const node of nodes) await node.close();
     await t.close();
   });
@@ -94,6 +100,11 @@ describe('embedded processing node', () => {
     const first = node.pid!;
     expect(first).not.toBe(process.pid);
     expect(held(dataDir)).toBe(true);
+    // It needs none of the service's secrets, and gets its token.
+    const environment = readFileSync(`/proc/${first}/environ`, 'utf8').split('\0');
+    const names = environment.map((entry) => entry.split('=')[0]);
+    for (const name of Object.keys(SECRETS)) expect(names).not.toContain(name);
+    expect(names).toContain('AEROMAP_NODE_TOKEN');
     const { token } = (await t.admin.get(`/api/processingnodes/${id}/`)).body;
     const killedAt = new Date().toISOString();
     process.kill(first, 'SIGKILL');
@@ -109,7 +120,8 @@ describe('embedded processing node', () => {
   it('goes down with a service that is killed', async () => {
     const dataDir = path.join(t.dataDir, 'killed-service');
     const service = spawn(path.join(REPO, 'bin', 'aeromap'), ['serve'], {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AEROMAP_ENGINE: FAKE_ENGINE,
+      // Not the stand-in secrets set above: its DATABASE_URL names no server.
+      env: { ...saved, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AEROMAP_ENGINE: FAKE_ENGINE,
         AEROMAP_ADMIN_PASSWORD: ADMIN.password, PASSWORD_ITERATIONS: '1000', LOG_LEVEL: 'warn' },
       stdio: 'ignore',
     });
