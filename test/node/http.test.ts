@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -109,18 +109,28 @@ describe('processing node over HTTP, in process', () => {
   });
 });
 
+const BIN = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
+
+/** `aeromap node` on this folder in a process of its own, once it listens: the process and its port. */
+async function nodeProcess(dataDir: string, env: NodeJS.ProcessEnv = process.env): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(BIN, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const line = /listening on http:\/\/[\d.]+:(\d+)/.exec(chunk.toString());
+      if (line) resolve(Number(line[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`aeromap node exited with ${code}`)));
+  });
+  return { child, port };
+}
+
 describe('one node per data folder', () => {
   const start = (dataDir: string) => startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
 
   it('refuses a second node while the first runs, and takes the folder once the first was killed', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-lock-'));
-    const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
-    const first = spawn(bin, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const { child: first } = await nodeProcess(dataDir);
     const exited = new Promise((resolve) => first.once('exit', resolve));
-    await new Promise((resolve, reject) => {
-      first.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('listening on') && resolve(undefined));
-      first.once('exit', (code) => reject(new Error(`aeromap node exited with ${code}`)));
-    });
     await expect(start(dataDir)).rejects.toThrow(`Another processing node uses ${dataDir}`);
     first.kill('SIGKILL');
     await exited;
@@ -142,9 +152,8 @@ describe('one node per data folder', () => {
 
 /** `aeromap node` with these flags, until it says where it listens: that line and what it wrote to stderr. */
 async function nodeCommand(flags: string[]): Promise<{ listening: string; warnings: string }> {
-  const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-command-'));
-  const child = spawn(bin, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE, ...flags]);
+  const child = spawn(BIN, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE, ...flags]);
   let stdout = '';
   let warnings = '';
   child.stderr.on('data', (chunk: Buffer) => (warnings += chunk.toString()));
@@ -243,20 +252,9 @@ describe('requests for other host names (DNS rebinding)', () => {
   });
 
   it('takes the names from --allowed-hosts or AEROMAP_NODE_ALLOWED_HOSTS', async () => {
-    const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
-    const child = spawn(bin, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE], {
-      env: { ...process.env, AEROMAP_NODE_ALLOWED_HOSTS: 'maps.internal,nodes.internal' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const { child, port } = await nodeProcess(dataDir, { ...process.env, AEROMAP_NODE_ALLOWED_HOSTS: 'maps.internal,nodes.internal' });
     try {
-      const port = await new Promise<number>((resolve, reject) => {
-        child.stdout.on('data', (chunk: Buffer) => {
-          const line = /listening on http:\/\/[\d.]+:(\d+)/.exec(chunk.toString());
-          if (line) resolve(Number(line[1]));
-        });
-        child.once('exit', (code) => reject(new Error(`aeromap node exited with ${code}`)));
-      });
       expect((await getWithHost(port, '/info', 'nodes.internal')).status).toBe(200);
       expect((await getWithHost(port, '/info', 'other.internal')).status).toBe(403);
     } finally {
