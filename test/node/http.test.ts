@@ -112,8 +112,9 @@ describe('processing node over HTTP, in process', () => {
 const BIN = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
 
 /** `aeromap node` on this folder in a process of its own, once it listens: the process and its port. */
-async function nodeProcess(dataDir: string, env: NodeJS.ProcessEnv = process.env): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(BIN, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+async function nodeProcess(dataDir: string, flags: string[] = [], env = process.env): Promise<{ child: ChildProcess; port: number }> {
+  const args = ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE, ...flags];
+  const child = spawn(BIN, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {
       const line = /listening on http:\/\/[\d.]+:(\d+)/.exec(chunk.toString());
@@ -252,13 +253,16 @@ describe('requests for other host names (DNS rebinding)', () => {
   });
 
   it('takes the names from --allowed-hosts or AEROMAP_NODE_ALLOWED_HOSTS', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
-    const { child, port } = await nodeProcess(dataDir, { ...process.env, AEROMAP_NODE_ALLOWED_HOSTS: 'maps.internal,nodes.internal' });
-    try {
-      expect((await getWithHost(port, '/info', 'nodes.internal')).status).toBe(200);
-      expect((await getWithHost(port, '/info', 'other.internal')).status).toBe(403);
-    } finally {
-      child.kill('SIGTERM');
+    const env = { ...process.env, AEROMAP_NODE_ALLOWED_HOSTS: 'maps.internal,nodes.internal' };
+    for (const [flags, environment] of [[['--allowed-hosts', 'maps.internal', 'nodes.internal'], process.env], [[], env]] as const) {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
+      const { child, port } = await nodeProcess(dataDir, [...flags], environment);
+      try {
+        expect((await getWithHost(port, '/info', 'nodes.internal')).status).toBe(200);
+        expect((await getWithHost(port, '/info', 'other.internal')).status).toBe(403);
+      } finally {
+        child.kill('SIGTERM');
+      }
     }
   }, 60_000);
 });
