@@ -55,7 +55,7 @@ export interface RunningNode {
 const HOST_HEADER = /^(\[[0-9a-f:.]+\]|[^:[\]/@\s]+)(?::\d{1,5})?$/i;
 
 /** The host name of a Host header, lower case, without brackets or port; null when it is none. */
-export function hostName(header: string | undefined): string | null {
+function hostName(header: string | undefined): string | null {
   const match = header === undefined ? null : HOST_HEADER.exec(header);
   return match ? match[1].toLowerCase().replace(/^\[(.*)\]$/, '$1') : null;
 }
