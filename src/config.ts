@@ -2,6 +2,7 @@
 // ("Configuration") lists them. Invalid values stop the start with a message naming the variable.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 
@@ -21,6 +22,8 @@ export interface ServiceConfig {
   nodeTimeoutMs: number;
   bodyLimitBytes: number;
   logLevel: string;
+  /** Fastify's trustProxy: which proxies' X-Forwarded-For gives the client's address (request.ip). */
+  trustProxy: TrustProxy;
   /** The processing node `aeromap serve` runs in its own process; null when EMBEDDED_NODE is off. */
   embeddedNode: { port: number; dataDir: string } | null;
   tasks: TaskSettings;
@@ -60,6 +63,9 @@ export interface TaskSettings {
   tileWorkers: number;
   tileQueue: number;
 }
+
+/** false: the peer is the client; true: any peer is a proxy; a list: the proxies' addresses and CIDRs. */
+export type TrustProxy = boolean | string[];
 
 const GIB = 1024 ** 3;
 
@@ -150,8 +156,34 @@ export function loadOrCreateSecretKey(dataDir: string): string {
   return key;
 }
 
-function embeddedNodeConfig(env: NodeJS.ProcessEnv, dataDir: string): ServiceConfig['embeddedNode'] {
-  if (!booleanSetting(env, 'EMBEDDED_NODE', true)) return null;
+// proxy-addr's names for address ranges, which Fastify's trustProxy takes besides addresses and CIDRs.
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isAddressOrCidr(entry: string): boolean {
+  if (PROXY_RANGE_NAMES.includes(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const version = isIP(address);
+  if (version === 0 || rest.length) return false;
+  if (prefix === undefined) return true;
+  const bits = Number(prefix);
+  return /^\d+$/.test(prefix) && bits <= (version === 4 ? 32 : 128);
+}
+
+function trustProxySetting(env: NodeJS.ProcessEnv): TrustProxy {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || raw.toLowerCase() === 'false') return false;
+  if (raw.toLowerCase() === 'true') return true;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  const wrong = entries.filter((entry) => !isAddressOrCidr(entry));
+  if (wrong.length) {
+    throw new ConfigError(`TRUST_PROXY must be true, false or a comma-separated list of addresses and CIDRs; "${wrong.join('", "')}" is none of them`);
+  }
+  return entries;
+}
+
+function embeddedNodeConfig(env: NodeJS.ProcessEnv, dataDir: string, databaseUrl: string | undefined): ServiceConfig['embeddedNode'] {
+  // Instances sharing a PostgreSQL database would each start a node and overwrite one record's token.
+  if (!booleanSetting(env, 'EMBEDDED_NODE', databaseUrl === undefined)) return null;
   // A fixed port by default, so that the node keeps one record across restarts.
   const servicePort = integer(env, 'PORT', 8000, 0, 65535);
   const port = integer(env, 'EMBEDDED_NODE_PORT', servicePort > 0 && servicePort < 65535 ? servicePort + 1 : 0, 0, 65535);
@@ -182,7 +214,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig 
     nodeTimeoutMs: 5_000,
     bodyLimitBytes: 1024 * 1024,
     logLevel,
-    embeddedNode: embeddedNodeConfig(env, dataDir),
+    trustProxy: trustProxySetting(env),
+    embeddedNode: embeddedNodeConfig(env, dataDir, databaseUrl),
     tasks: taskSettings(env),
   };
   // Last, so that a configuration error leaves DATA_DIR untouched.

@@ -24,6 +24,11 @@ function gigabytes(value: string): number {
   return n;
 }
 
+/** Names from the command line or the environment (separated by commas or spaces), added to those before. */
+function names(value: string, previous: string[] = []): string[] {
+  return [...previous, ...value.split(/[\s,]+/).filter(Boolean)];
+}
+
 interface NodeFlags {
   port: number;
   host: string;
@@ -35,6 +40,7 @@ interface NodeFlags {
   webhook?: string;
   allowPrivateUrls?: boolean;
   corsOrigin?: string[];
+  allowedHosts?: string[];
   minFreeDisk: number;
   maxRuntime?: number;
   maxMemory?: number;
@@ -57,6 +63,11 @@ export function registerNodeCommand(program: Command): void {
     .option('--max-memory <GB>', 'stop and fail a task whose engine holds more memory (default: no limit)', gigabytes)
     .option('--min-free-disk <GB>', 'disk space kept free: uploads and unpacking stop short of it', Number, 1)
     .option('--cors-origin <origin...>', 'web applications (e.g. https://maps.example.org) whose browser requests are accepted')
+    .addOption(
+      new Option('--allowed-hosts <name...>', 'host names (besides loopback) this node answers without --token, e.g. a proxy\'s')
+        .env('AEROMAP_NODE_ALLOWED_HOSTS')
+        .argParser(names),
+    )
     .option('--allow-private-urls', 'let zipurl and webhooks reach loopback and private networks (default: public addresses only)')
     .option('--engine <path>', `engine executable (default: $AEROMAP_ENGINE or ${defaultEnginePath()})`)
     .action(async (flags: NodeFlags) => {
@@ -83,6 +94,7 @@ export function registerNodeCommand(program: Command): void {
         webhook: flags.webhook,
         allowPrivateUrls: flags.allowPrivateUrls,
         corsOrigins: flags.corsOrigin,
+        allowedHosts: flags.allowedHosts,
         minFreeBytes: Math.max(0, flags.minFreeDisk) * 2 ** 30,
         maxRuntimeMs: flags.maxRuntime ? flags.maxRuntime * 60_000 : null,
         maxMemoryBytes: flags.maxMemory ? flags.maxMemory * 2 ** 30 : null,

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { engineEnvironment } from './environment.ts';
 import type { EngineOption } from './options.ts';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -47,7 +48,8 @@ function isEngineOption(o: unknown): o is EngineOption {
 export async function describeEngine(enginePath: string, timeoutMs = 120_000): Promise<EngineDescription> {
   const run = async (command: string): Promise<string> => {
     try {
-      return (await execFileAsync(enginePath, [command], { maxBuffer: 64 * 2 ** 20, timeout: timeoutMs, killSignal: 'SIGKILL' })).stdout;
+      const options = { env: engineEnvironment(), maxBuffer: 64 * 2 ** 20, timeout: timeoutMs, killSignal: 'SIGKILL' as const };
+      return (await execFileAsync(enginePath, [command], options)).stdout;
     } catch (err) {
       const late = (err as { killed?: boolean }).killed ? `no answer within ${timeoutMs / 1000} s` : (err as Error).message;
       throw new Error(`Cannot run the engine (${enginePath} ${command}): ${late}`);
@@ -128,7 +130,7 @@ export function spawnEngine(
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
-      ...process.env,
+      ...engineEnvironment(),
       PYTHONUNBUFFERED: '1',
       AEROMAP_PUBLIC_URLS_ONLY: limits.allowPrivateUrls ? '' : '1',
       AEROMAP_MEMORY_LIMIT: limits.maxMemoryBytes === null ? '' : String(limits.maxMemoryBytes),

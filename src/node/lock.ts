@@ -1,36 +1,45 @@
 // One processing node per data folder: two would run the same queue in the same task folders, and the second
-// would stop the first one's engines as leftovers. The lock is a file holding the owner's process id; a lock
-// whose process is gone (a crash) is taken over.
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+// would stop the first one's engines as leftovers. The lock is the kernel's: `node.lock` is an SQLite database
+// that the node holds exclusively for as long as it runs, so the lock goes with the process however it ends,
+// and a process id reused in a container can never pass for the owner.
+import { truncateSync } from 'node:fs';
 import path from 'node:path';
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+import Database from 'better-sqlite3';
 
 /** The folder is held by a node that is still running. */
 export class FolderInUseError extends Error {}
 
+function holdExclusively(file: string): Database.Database {
+  // No wait: a held lock means another node, not a moment's contention.
+  const db = new Database(file, { timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = OFF');
+    // In exclusive locking mode, the lock a write takes is kept until the connection closes.
+    db.exec('BEGIN EXCLUSIVE; COMMIT');
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
 /** Takes the data folder's lock; answers the function that releases it. */
 export function lockDataDir(dataDir: string): () => void {
   const file = path.join(dataDir, 'node.lock');
-  for (let attempt = 0; attempt < 2; attempt++) {
+  for (let attempt = 0; ; attempt++) {
     try {
-      writeFileSync(file, String(process.pid), { flag: 'wx' });
-      return () => rmSync(file, { force: true });
+      const db = holdExclusively(file);
+      return () => db.close();
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      if (!(err instanceof Database.SqliteError)) throw err;
+      if (err.code === 'SQLITE_BUSY') {
+        throw new FolderInUseError(`Another processing node uses ${dataDir}; give this one its own --data-dir`);
+      }
+      if (err.code !== 'SQLITE_NOTADB' || attempt > 0) throw err;
+      // Earlier versions wrote the owner's process id here. Emptied in place rather than replaced, so that two
+      // nodes starting together still contend for one and the same file.
+      truncateSync(file);
     }
-    const owner = Number(readFileSync(file, 'utf8').trim());
-    if (Number.isInteger(owner) && owner > 0 && alive(owner)) {
-      throw new FolderInUseError(`Another processing node (process ${owner}) uses ${dataDir}; give this one its own --data-dir`);
-    }
-    rmSync(file, { force: true });
   }
-  throw new Error(`Cannot take the lock of ${dataDir}`);
 }

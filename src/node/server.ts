@@ -4,6 +4,7 @@ import formbody from '@fastify/formbody';
 import multipart from '@fastify/multipart';
 import Fastify from 'fastify';
 import { mkdir } from 'node:fs/promises';
+import { isIPv4 } from 'node:net';
 import path from 'node:path';
 import { defaultEnginePath, describeEngine } from './engine.ts';
 
@@ -36,6 +37,8 @@ export interface NodeOptions {
   corsOrigins?: string[];
   /** Let zipurl and webhooks reach loopback and private networks (default: public addresses only). */
   allowPrivateUrls?: boolean;
+  /** Host names a node without a token answers besides loopback's (default: none). */
+  allowedHosts?: string[];
   enginePath?: string;
   log?: (message: string) => void;
 }
@@ -46,6 +49,29 @@ export interface RunningNode {
   port: number;
   /** Stops serving and stops running engines; their tasks resume when a node starts on the same data folder. */
   close(): Promise<void>;
+}
+
+// A Host header: a name or an IPv4 address, or an IPv6 address in brackets, and an optional port.
+const HOST_HEADER = /^(\[[0-9a-f:.]+\]|[^:[\]/@\s]+)(?::\d{1,5})?$/i;
+
+/** The host name of a Host header, lower case, without brackets or port; null when it is none. */
+function hostName(header: string | undefined): string | null {
+  const match = header === undefined ? null : HOST_HEADER.exec(header);
+  return match ? match[1].toLowerCase().replace(/^\[(.*)\]$/, '$1') : null;
+}
+
+function isLoopback(name: string): boolean {
+  return name === 'localhost' || name === '::1' || (isIPv4(name) && name.startsWith('127.'));
+}
+
+/**
+ * Whether a node without a token answers a request for this Host. A web page on a name that its DNS points at
+ * 127.0.0.1 (DNS rebinding) reaches the node as its own origin, with that name in Host; only loopback's names and
+ * those the operator lists are this node's.
+ */
+function answersHost(header: string | undefined, allowedHosts: string[]): boolean {
+  const name = hostName(header);
+  return name !== null && (isLoopback(name) || allowedHosts.includes(name));
 }
 
 function sameHost(origin: string, host: string | undefined): boolean {
@@ -88,6 +114,14 @@ export async function startNode(options: NodeOptions): Promise<RunningNode> {
     // not. A web page the user happens to open must not submit or remove tasks (even a "simple" POST needs no
     // preflight), so other origins are refused unless named.
     const corsOrigins = options.corsOrigins ?? [];
+    const allowedHosts = (options.allowedHosts ?? []).map((name) => hostName(name) ?? name.toLowerCase());
+    if (!settings.token) {
+      app.addHook('onRequest', async (request, reply) => {
+        if (answersHost(request.headers.host, allowedHosts)) return;
+        const host = request.headers.host ?? '';
+        return reply.code(403).send({ error: `This node answers no request for host "${host}": without --token it answers loopback (127.0.0.1, [::1], localhost) and the names --allowed-hosts lists` });
+      });
+    }
     app.addHook('onRequest', async (request, reply) => {
       const origin = request.headers.origin;
       if (origin === undefined || corsOrigins.includes(origin) || sameHost(origin, request.headers.host)) return;

@@ -104,6 +104,8 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     bodyLimit: config.bodyLimitBytes,
+    // Behind a trusted proxy, request.ip is the client's address from X-Forwarded-For (the login throttle counts by it).
+    trustProxy: config.trustProxy,
     // A path parameter of any length reaches its route, which answers 400 or 404 as documented (the router's own
     // limit of 100 characters answers an undocumented 414).
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 8192 },

@@ -15,6 +15,7 @@ import type { ServiceConfig } from '../config.ts';
 import { allNodes, insertNode, updateNode } from '../db/processingnodes.ts';
 import type { Database } from '../db/schema.ts';
 import { FOLDER_IN_USE_EXIT_CODE, type NodeReady } from '../node/child.ts';
+import { nodeEnvironment } from '../node/environment.ts';
 import type { NodeRefresher } from './refresher.ts';
 
 const LOOPBACK = '127.0.0.1';
@@ -111,7 +112,7 @@ class NodeSupervisor implements EmbeddedNode {
   private async launch(): Promise<number> {
     const args = [...nodeCommand(), '--port', String(this.port), '--host', LOOPBACK, '--data-dir', this.settings.dataDir];
     const child = spawn(process.execPath, args, {
-      env: { ...process.env, AEROMAP_NODE_TOKEN: this.token },
+      env: { ...nodeEnvironment(), AEROMAP_NODE_TOKEN: this.token },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     this.child = child;

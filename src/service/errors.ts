@@ -2,6 +2,7 @@
 // fixes: {"detail": "..."} for 403/404/405/413 and for validation that concerns no single field, and
 // {"field": ["message"]} for field errors. Anything else is a bug: logged, and answered 500.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify';
+import { ErrorReply } from './schemas.ts';
 import { isPageRequest, sendPage } from './web.ts';
 
 export type ErrorBody = Record<string, unknown>;
@@ -142,7 +143,12 @@ export function installErrorHandling(app: FastifyInstance, pages = false): void 
   app.setNotFoundHandler((request, reply) =>
     pages && isPageRequest(request) ? sendPage(reply) : reply.code(404).send({ detail: 'Not found.' }),
   );
-  // Strings with NUL would pass the schemas but fail in PostgreSQL; refuse them for both databases.
+  // Strings with NUL would pass the schemas but fail in PostgreSQL; refuse them for both databases. Any request
+  // may carry them in its query string, so every operation documents the 400.
+  app.addHook('onRoute', (route) => {
+    const replies = route.schema?.response as Record<string, unknown> | undefined;
+    if (replies) replies[400] ??= { $ref: ErrorReply.$id };
+  });
   app.addHook('preValidation', async (request) => {
     const field = findField(request.query, holdsNul) ?? findField(request.body, holdsNul);
     if (field !== undefined) throw fieldError(field || 'non_field_errors', 'Null characters are not allowed.');

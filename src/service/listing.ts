@@ -5,6 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import { type Expression, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import { fieldError } from './errors.ts';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from './pagination.ts';
+import { INT32 } from './schemas.ts';
 
 export type FilterKind = 'integer' | 'string' | 'datetime' | 'boolean';
 
@@ -23,8 +24,6 @@ export interface ListSpec {
 }
 
 export type ListQuery = Record<string, unknown> & { ordering?: string; page?: string; page_size?: number };
-
-const INT32 = { minimum: -2147483648, maximum: 2147483647 };
 
 function filterSchema(kind: FilterKind, description: string): TSchema {
   switch (kind) {

@@ -30,7 +30,10 @@ export function Body<T extends TProperties>(properties: T, options?: ObjectOptio
 /** Django's user names: letters, digits and @ . + - _. */
 export const USERNAME_PATTERN = '^[\\w.@+-]+$';
 
-export const Id = Type.Integer({ minimum: 1, maximum: 2147483647 });
+/** The range of the databases' integer columns: a value beyond it fails in PostgreSQL rather than matching nothing. */
+export const INT32 = { minimum: -2147483648, maximum: 2147483647 };
+
+export const Id = Type.Integer({ minimum: 1, maximum: INT32.maximum });
 export const IdParams = Type.Object({ id: Id });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC, e.g. 2024-05-01T12:00:00.000Z' });
 

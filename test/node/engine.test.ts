@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeEngine, failureMessage, type EngineExit } from '../../src/node/engine.ts';
+import { describeEngine, failureMessage, spawnEngine, type EngineExit } from '../../src/node/engine.ts';
 
 const exit = (changes: Partial<EngineExit>): EngineExit => ({
   code: null,
@@ -49,5 +49,38 @@ describe('engine description', () => {
 
   it('says which command could not run', async () => {
     await expect(describeEngine('/nonexistent/engine')).rejects.toThrow('Cannot run the engine');
+  });
+});
+
+describe('engine environment', () => {
+  const SECRETS = { SECRET_KEY: 'signing-key', DATABASE_URL: 'postgres://aeromap:db-password@db/aeromap', AEROMAP_ADMIN_PASSWORD: 'admin-password' };
+
+  it('passes a run none of the service\'s secrets, and what the engine and its libraries read', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, SECRETS, { OMP_NUM_THREADS: '2', AEROMAP_ENGINE_DEBUG: '1', LC_ALL: 'C.UTF-8' });
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-env-'));
+    const engine = path.join(dir, 'engine');
+    fs.writeFileSync(engine, '#!/bin/sh\nenv\n', { mode: 0o755 });
+    try {
+      const lines: string[] = [];
+      const run = spawnEngine(engine, dir, path.join(dir, 'options.json'), { allowPrivateUrls: false, maxMemoryBytes: 2 ** 30 }, {
+        onLine: (line) => lines.push(line),
+        onProgress: () => {},
+      });
+      expect((await run.exited).code).toBe(0);
+      const seen = Object.fromEntries(lines.map((line) => line.split('=', 2)));
+      for (const name of Object.keys(SECRETS)) expect(seen, name).not.toHaveProperty(name);
+      expect(lines.join('\n')).not.toMatch(/signing-key|db-password|admin-password/);
+      expect(seen).toMatchObject({
+        PATH: process.env.PATH,
+        OMP_NUM_THREADS: '2',
+        AEROMAP_ENGINE_DEBUG: '1',
+        LC_ALL: 'C.UTF-8',
+        AEROMAP_PUBLIC_URLS_ONLY: '1',
+        AEROMAP_MEMORY_LIMIT: String(2 ** 30),
+      });
+    } finally {
+      process.env = saved;
+    }
   });
 });

@@ -1,5 +1,6 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,27 +109,52 @@ describe('processing node over HTTP, in process', () => {
   });
 });
 
+const BIN = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
+
+/** `aeromap node` on this folder in a process of its own, once it listens: the process and its port. */
+async function nodeProcess(dataDir: string, flags: string[] = [], env = process.env): Promise<{ child: ChildProcess; port: number }> {
+  const args = ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE, ...flags];
+  const child = spawn(BIN, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const line = /listening on http:\/\/[\d.]+:(\d+)/.exec(chunk.toString());
+      if (line) resolve(Number(line[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`aeromap node exited with ${code}`)));
+  });
+  return { child, port };
+}
+
 describe('one node per data folder', () => {
-  it('refuses a second node on a folder in use, and takes over the lock of one that crashed', async () => {
+  const start = (dataDir: string) => startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
+
+  it('refuses a second node while the first runs, and takes the folder once the first was killed', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-lock-'));
-    const start = () => startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {} });
-    const first = await start();
-    await expect(start()).rejects.toThrow(`Another processing node (process ${process.pid}) uses ${dataDir}`);
-    await first.close();
-    // A lock left by a process that is gone.
-    fs.writeFileSync(path.join(dataDir, 'node.lock'), '999999999');
-    const second = await start();
-    expect(fs.readFileSync(path.join(dataDir, 'node.lock'), 'utf8')).toBe(String(process.pid));
+    const { child: first } = await nodeProcess(dataDir);
+    const exited = new Promise((resolve) => first.once('exit', resolve));
+    await expect(start(dataDir)).rejects.toThrow(`Another processing node uses ${dataDir}`);
+    first.kill('SIGKILL');
+    await exited;
+    const second = await start(dataDir);
+    // While it runs, the folder is refused to others in this process too.
+    await expect(start(dataDir)).rejects.toThrow('Another processing node');
     await second.close();
-    expect(fs.existsSync(path.join(dataDir, 'node.lock'))).toBe(false);
+    await (await start(dataDir)).close();
+  }, 60_000);
+
+  it('is not held up by a lock file of an earlier version naming a live process, this one', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-lock-'));
+    fs.writeFileSync(path.join(dataDir, 'node.lock'), String(process.pid));
+    const node = await start(dataDir);
+    await expect(start(dataDir)).rejects.toThrow('Another processing node');
+    await node.close();
   });
 });
 
 /** `aeromap node` with these flags, until it says where it listens: that line and what it wrote to stderr. */
 async function nodeCommand(flags: string[]): Promise<{ listening: string; warnings: string }> {
-  const bin = fileURLToPath(new URL('../../bin/aeromap', import.meta.url));
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-command-'));
-  const child = spawn(bin, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE, ...flags]);
+  const child = spawn(BIN, ['node', '--port', '0', '--data-dir', dataDir, '--engine', FAKE_ENGINE, ...flags]);
   let stdout = '';
   let warnings = '';
   child.stderr.on('data', (chunk: Buffer) => (warnings += chunk.toString()));
@@ -183,6 +209,62 @@ describe('requests from web pages', () => {
       await node.close();
     }
   });
+});
+
+/** A GET with this Host header (fetch would send the URL's): the status and the JSON body. */
+function getWithHost(port: number, pathname: string, host: string, origin?: string): Promise<{ status: number; body: { error?: string } }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { host, ...(origin ? { origin } : {}) };
+    http.get({ host: '127.0.0.1', port, path: pathname, headers }, (response) => {
+      let text = '';
+      response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(text) }));
+    }).on('error', reject);
+  });
+}
+
+describe('requests for other host names (DNS rebinding)', () => {
+  it('answers a node without a token only for loopback and the names it is given', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, allowedHosts: ['Maps.Internal'] });
+    const { port } = node;
+    try {
+      // A page on attacker.example, whose DNS now says 127.0.0.1, calling the node as its own origin.
+      const rebound = await getWithHost(port, '/task/list', `attacker.example:${port}`, `http://attacker.example:${port}`);
+      expect(rebound.status).toBe(403);
+      expect(rebound.body.error).toMatch(/no request for host "attacker\.example:\d+".*--allowed-hosts/);
+      expect((await getWithHost(port, '/info', 'attacker.example')).status).toBe(403);
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, 'localhost', `maps.internal:${port}`]) {
+        expect((await getWithHost(port, '/task/list', host)).status, host).toBe(200);
+      }
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('answers a node with a token for any host name', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
+    const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', enginePath: FAKE_ENGINE, log: () => {}, token: 'secret' });
+    try {
+      expect((await getWithHost(node.port, '/task/list?token=secret', 'node.example.org')).status).toBe(200);
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('takes the names from --allowed-hosts or AEROMAP_NODE_ALLOWED_HOSTS', async () => {
+    const env = { ...process.env, AEROMAP_NODE_ALLOWED_HOSTS: 'maps.internal,nodes.internal' };
+    for (const [flags, environment] of [[['--allowed-hosts', 'maps.internal', 'nodes.internal'], process.env], [[], env]] as const) {
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-hosts-'));
+      const { child, port } = await nodeProcess(dataDir, [...flags], environment);
+      try {
+        expect((await getWithHost(port, '/info', 'nodes.internal')).status).toBe(200);
+        expect((await getWithHost(port, '/info', 'other.internal')).status).toBe(403);
+      } finally {
+        child.kill('SIGTERM');
+      }
+    }
+  }, 60_000);
 });
 
 describe('a node whose disk is nearly full', () => {

@@ -82,6 +82,55 @@ describe('configuration', () => {
       await rm(dataDir, { recursive: true, force: true });
     }
   });
+  it('runs no embedded node on PostgreSQL unless asked to', () => {
+    const postgres = { DATA_DIR: '/nonexistent', DATABASE_URL: 'postgres://db/aeromap', SECRET_KEY: 'k' };
+    expect(loadConfig(postgres).embeddedNode).toBeNull();
+    expect(loadConfig({ ...postgres, EMBEDDED_NODE: 'true' }).embeddedNode).toMatchObject({ port: 8001 });
+    expect(loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k' }).embeddedNode).toMatchObject({ port: 8001 });
+    expect(loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k', EMBEDDED_NODE: 'false' }).embeddedNode).toBeNull();
+  });
+
+  it('reads TRUST_PROXY as Fastify takes it, and refuses what is no address', () => {
+    const trust = (value: string | undefined) => loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k', TRUST_PROXY: value }).trustProxy;
+    expect(trust(undefined)).toBe(false);
+    expect(trust('false')).toBe(false);
+    expect(trust('true')).toBe(true);
+    // Fastify trusts no hop count (a client that reaches the service directly could forge them all).
+    expect(() => trust('2')).toThrow(ConfigError);
+    expect(trust('127.0.0.1, 10.0.0.0/8,::1,fd00::/8,loopback')).toEqual(['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8', 'loopback']);
+    expect(() => trust('proxy.example')).toThrow(/TRUST_PROXY .*"proxy.example"/);
+    expect(() => trust('10.0.0.0/33')).toThrow(ConfigError);
+  });
+});
+
+describe('login throttle behind a proxy', () => {
+  const attempt = (t: TestService, forwardedFor: string) =>
+    fetch(new URL('/api/token-auth/', t.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor },
+      body: JSON.stringify({ username: 'nobody', password: 'wrong' }),
+    }).then((reply) => reply.status);
+
+  it('counts each client apart when the proxy is trusted', async () => {
+    const t = await startService('sqlite', { trustProxy: ['127.0.0.1'] });
+    try {
+      for (let i = 0; i < 10; i++) expect(await attempt(t, '198.51.100.1')).toBe(400);
+      expect(await attempt(t, '198.51.100.1')).toBe(429);
+      expect(await attempt(t, '198.51.100.2')).toBe(400);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('counts by the peer when no proxy is trusted, whatever X-Forwarded-For says', async () => {
+    const t = await startService('sqlite');
+    try {
+      for (let i = 0; i < 10; i++) expect(await attempt(t, `198.51.100.${i}`)).toBe(400);
+      expect(await attempt(t, '198.51.100.99')).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
 });
 
 describe.each(BACKENDS)('token authentication (%s)', (backend) => {

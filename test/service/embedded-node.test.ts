@@ -1,16 +1,32 @@
 // The node that `aeromap serve` embeds: a real processing node running the real engine in a process of its own,
 // reached by the service over the NodeODM API like any other node.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FolderInUseError, lockDataDir } from '../../src/node/lock.ts';
 import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
 import { ADMIN, type TestService, startService } from './helpers.ts';
 import { FAKE_ENGINE, REPO } from './taskhelpers.ts';
 
-const lockOwner = (dataDir: string): number | undefined => {
-  const file = path.join(dataDir, 'node.lock');
-  return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
+/** Whether a node holds the folder's lock: taking it (and letting it go at once) fails then. */
+const held = (dataDir: string): boolean => {
+  try {
+    lockDataDir(dataDir)();
+    return false;
+  } catch (error) {
+    if (error instanceof FolderInUseError) return true;
+    throw error;
+  }
+};
+
+/** The process ids of a process's children. */
+const children = (pid: number): number[] => {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
 };
 
 const alive = (pid: number): boolean => {
@@ -26,10 +42,16 @@ describe('embedded processing node', () => {
   let t: TestService;
   const nodes: { close(): Promise<void> }[] = [];
 
+  // The service's secrets, as `aeromap serve` holds them in its environment.
+  const SECRETS = { SECRET_KEY: 'signing-key', DATABASE_URL: 'postgres://aeromap:db-password@db/aeromap', AEROMAP_ADMIN_PASSWORD: 'admin-password' };
+  const saved = { ...process.env };
+
   beforeAll(async () => {
     t = await startService('sqlite');
+    Object.assign(process.env, SECRETS);
   });
   afterAll(async () => {
+    process.env = saved;
     for (const node of nodes) await node.close();
     await t.close();
   });
@@ -77,14 +99,19 @@ describe('embedded processing node', () => {
     const dataDir = path.join(t.dataDir, `node-${nodes.length - 1}`);
     const first = node.pid!;
     expect(first).not.toBe(process.pid);
-    expect(lockOwner(dataDir)).toBe(first);
+    expect(held(dataDir)).toBe(true);
+    // It needs none of the service's secrets, and gets its token.
+    const environment = readFileSync(`/proc/${first}/environ`, 'utf8').split('\0');
+    const names = environment.map((entry) => entry.split('=')[0]);
+    for (const name of Object.keys(SECRETS)) expect(names).not.toContain(name);
+    expect(names).toContain('AEROMAP_NODE_TOKEN');
     const { token } = (await t.admin.get(`/api/processingnodes/${id}/`)).body;
     const killedAt = new Date().toISOString();
     process.kill(first, 'SIGKILL');
     const answers = () => fetch(`${node.url}/info?token=${token}`).then((r) => r.ok, () => false);
     await expect.poll(answers, { timeout: 30_000 }).toBe(true);
     expect(node.pid).not.toBe(first);
-    expect(lockOwner(dataDir)).toBe(node.pid);
+    expect(held(dataDir)).toBe(true);
     // Once it listens again, the service asks it for its state at once.
     const refreshed = async () => (await t.admin.get(`/api/processingnodes/${id}/`)).body.last_refreshed > killedAt;
     await expect.poll(refreshed, { timeout: 10_000 }).toBe(true);
@@ -93,16 +120,17 @@ describe('embedded processing node', () => {
   it('goes down with a service that is killed', async () => {
     const dataDir = path.join(t.dataDir, 'killed-service');
     const service = spawn(path.join(REPO, 'bin', 'aeromap'), ['serve'], {
-      env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AEROMAP_ENGINE: FAKE_ENGINE,
+      // Not the stand-in secrets set above: its DATABASE_URL names no server.
+      env: { ...saved, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AEROMAP_ENGINE: FAKE_ENGINE,
         AEROMAP_ADMIN_PASSWORD: ADMIN.password, PASSWORD_ITERATIONS: '1000', LOG_LEVEL: 'warn' },
       stdio: 'ignore',
     });
     const nodeDir = path.join(dataDir, 'node');
-    await expect.poll(() => lockOwner(nodeDir), { timeout: 30_000 }).toBeGreaterThan(0);
-    const child = lockOwner(nodeDir)!;
-    expect(child).not.toBe(service.pid);
+    await expect.poll(() => held(nodeDir), { timeout: 30_000 }).toBe(true);
+    const [child] = children(service.pid!);
+    expect(child).toBeGreaterThan(0);
     service.kill('SIGKILL');
     await expect.poll(() => alive(child), { timeout: 20_000 }).toBe(false);
-    expect(lockOwner(nodeDir)).toBeUndefined();
+    expect(held(nodeDir)).toBe(false);
   }, 60_000);
 });

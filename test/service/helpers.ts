@@ -132,6 +132,7 @@ export function testConfig(dataDir: string, databaseUrl: string | undefined, ove
     nodeTimeoutMs: 2000,
     bodyLimitBytes: 1024 * 1024,
     logLevel: 'silent',
+    trustProxy: false,
     embeddedNode: null,
     // The tests serve imports from loopback.
     tasks: { ...loadConfig({ SECRET_KEY: 'unused' }).tasks, tickMs: 100, pollMs: 200, retryMs: 300, leaseMs: 5000, allowPrivateUrls: true },

@@ -9,7 +9,7 @@ import yazl from 'yazl';
 import type { Database, Task } from '../../db/schema.ts';
 import { currentUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
-import { Success, ref } from '../schemas.ts';
+import { INT32, Success, ref } from '../schemas.ts';
 import { resultHeaders } from '../security-headers.ts';
 import type { App } from '../types.ts';
 import { ASSETS, downloadName, filesUnder, resolveAssetPath } from './assets.ts';
@@ -93,7 +93,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         tags,
         summary: "List a project's tasks",
         params: ProjectParams,
-        querystring: Type.Object({ status: Type.Optional(Type.Integer()) }),
+        querystring: Type.Object({ status: Type.Optional(Type.Integer(INT32)) }),
         response: { 200: Type.Array(Item), ...errors },
       },
     },

@@ -7,12 +7,13 @@ import type { FastifyRequest } from 'fastify';
 import { currentUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
 import type { App } from '../types.ts';
+import { TaskParams } from './schema.ts';
 import type { TaskRules } from './tasks.ts';
 import { TileQuery, tileSize, tileStyle } from './tile-query.ts';
 import { TILE_LAYERS, type TileLayer, type TileService, servedZooms } from './tiles.ts';
 
 const Layer = Type.Union(Object.keys(TILE_LAYERS).map((layer) => Type.Literal(layer)));
-const LayerParams = Type.Object({ project_id: Type.Integer({ minimum: 1 }), task_id: Type.Integer({ minimum: 1 }), layer: Layer });
+const LayerParams = Type.Object({ ...TaskParams.properties, layer: Layer });
 const TileParams = Type.Object({
   ...LayerParams.properties,
   z: Type.Integer({ minimum: 0, maximum: 30 }),

@@ -4,6 +4,7 @@
 // draws side by side.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { engineEnvironment } from '../../node/environment.ts';
 import { HttpError } from '../errors.ts';
 
 export interface RenderRequest {
@@ -90,7 +91,7 @@ export class TileWorker {
 
   private start(): ChildProcess {
     if (this.child) return this.child;
-    const child = spawn(this.enginePath, ['tile-worker'], { stdio: ['pipe', 'pipe', 'ignore'], env: { ...process.env, PYTHONUNBUFFERED: '1' } });
+    const child = spawn(this.enginePath, ['tile-worker'], { stdio: ['pipe', 'pipe', 'ignore'], env: { ...engineEnvironment(), PYTHONUNBUFFERED: '1' } });
     child.stdin?.on('error', () => {}); // a worker that died is noticed by its exit
     createInterface({ input: child.stdout! }).on('line', (line) => this.answer(line));
     const gone = (reason: string) => {
