@@ -54,3 +54,12 @@ def engine_log() -> Callable[..., ContextManager[EngineLog]]:
     """engine_log(level=INFO): a context in which the engine's log messages of that level and above, written by
     this process and by the child processes the stages run in, are kept; `.lines` and `.text` read them."""
     return _capture
+
+
+@pytest.fixture(scope="session")
+def datasets() -> Path:
+    """The real surveys' folder, shared/datasets beside the checkout (a worktree's checkout sits one level deeper)."""
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "shared" / "datasets").is_dir():
+            return folder / "shared" / "datasets"
+    raise FileNotFoundError(f"no shared/datasets above {Path(__file__).parent}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pycolmap
 import pytest
@@ -13,7 +14,8 @@ from aeromap_engine.dem.grid import Grid, Window, bin_points
 from aeromap_engine.dem.smrf import SmrfSettings, is_ground, terrain
 from aeromap_engine.dem.surface import fill_all, grow
 from aeromap_engine.dense.camera import working_pinhole
-from aeromap_engine.dense.rectify import rectify_pair
+from aeromap_engine.dense.rectify import RectifiedPair, UnmatchablePair, rectify_pair
+from aeromap_engine.dense.stereo import SgbmSettings, match, matching_plan, rectified_images
 from aeromap_engine.dense.pairs import shared_counts
 from aeromap_engine.dense.views import SparseModel, View
 from aeromap_engine.stages.odm_orthophoto import TILE, serpentine
@@ -32,24 +34,79 @@ def _view(name: str, center: np.ndarray, yaw: float, tilt: float) -> View:
     return View(name, camera, rotation, -rotation @ center, np.array([], dtype=np.int64))
 
 
+def _rectified_x(view: View, pinhole, h: np.ndarray, world: np.ndarray) -> np.ndarray:
+    """Rectified pixel coordinates (N, 2) of world points seen by a view through its rectifying homography."""
+    cam = view.to_camera(world)
+    pixel = cam[:, :2] / cam[:, 2:] @ np.diag(pinhole.K[[0, 1], [0, 1]]) + pinhole.K[:2, 2]
+    mapped = np.c_[pixel, np.ones(len(pixel))] @ h.T
+    return mapped[:, :2] / mapped[:, 2:]
+
+
 @pytest.mark.parametrize("yaw", [0.0, 0.7, 2.0])
 def test_rectified_pairs_put_matches_on_one_row(yaw: float) -> None:
     ref = _view("a", np.array([0.0, 0.0, 40.0]), yaw, 0.05)
     other = _view("b", np.array([9.0, 6.0, 41.0]), yaw + 0.1, -0.03)  # baseline at an angle to the image axes
     pin_ref, pin_other = working_pinhole(ref.camera, 0.5), working_pinhole(other.camera, 0.5)
     pair = rectify_pair(ref, pin_ref, other, pin_other)
-    assert pair is not None
     world = np.random.default_rng(0).uniform([-5, -5, 0], [10, 8, 12], (200, 3))
-    rect = []
-    for view, pinhole, h in ((ref, pin_ref, pair.h_ref), (other, pin_other, pair.h_other)):
-        cam = view.to_camera(world)
-        pixel = cam[:, :2] / cam[:, 2:] @ np.diag(pinhole.K[[0, 1], [0, 1]]) + pinhole.K[:2, 2]
-        mapped = np.c_[pixel, np.ones(len(pixel))] @ h.T
-        rect.append(mapped[:, :2] / mapped[:, 2:])
+    rect = [_rectified_x(ref, pin_ref, pair.h_ref, world), _rectified_x(other, pin_other, pair.h_other, world)]
     assert np.allclose(rect[0][:, 1], rect[1][:, 1], atol=1e-6)  # same row in both
     disparity = rect[0][:, 0] - rect[1][:, 0]
     assert np.allclose(disparity, pair.disparity(ref.center, world), atol=1e-6)
     assert disparity.min() > 0  # the partner always sits to the right
+    moved = pair.partner_moved(37)
+    moved_x = _rectified_x(other, pin_other, moved.h_other, world)[:, 0]
+    assert np.allclose(rect[0][:, 0] - moved_x, disparity - 37, atol=1e-6)
+    assert np.allclose(moved.disparity(ref.center, world), disparity - 37, atol=1e-6)
+
+
+def test_coincident_cameras_are_unmatchable() -> None:
+    ref = _view("a", np.array([0.0, 0.0, 40.0]), 0.0, 0.0)
+    pinhole = working_pinhole(ref.camera, 0.5)
+    with pytest.raises(UnmatchablePair, match="no baseline"):
+        rectify_pair(ref, pinhole, ref, pinhole)
+
+
+def _shifted_texture(width: int, height: int, disparity: int) -> tuple[np.ndarray, np.ndarray]:
+    """A rectified reference image of random texture and its partner, which sees every pixel `disparity` px to
+    the left (a plane parallel to the baseline)."""
+    rng = np.random.default_rng(1)
+    ref = cv2.GaussianBlur(rng.integers(0, 256, (height, width), dtype=np.uint8), (3, 3), 0)
+    other = cv2.GaussianBlur(rng.integers(0, 256, (height, width), dtype=np.uint8), (3, 3), 0)
+    other[:, : width - disparity] = ref[:, disparity:]
+    return ref, other
+
+
+def _identity_pair(width: int, height: int) -> RectifiedPair:
+    """A pair whose images are already rectified."""
+    return RectifiedPair(rotation=np.eye(3), focal=100.0, cx_ref=0.0, cx_other=0.0, cy=0.0, width=width,
+                         height=height, baseline=1.0, h_ref=np.eye(3), h_other=np.eye(3))
+
+
+def test_a_search_far_from_zero_is_matched_on_the_moved_partner() -> None:
+    """Sparse disparities of 120 to 240 px on a 255 px canvas (a long baseline over uneven ground, as in the
+    18-photograph Brighton survey at its lowest quality): searched where they lie, from 91 px over 192 px, no
+    column could be matched and OpenCV failed to allocate a negative size. On the partner moved 91 px right the
+    search starts at 0 and the 63 columns it leaves find the true 150 px."""
+    width, height, truth = 255, 60, 150
+    ref, other = _shifted_texture(width, height, truth)
+    pair = _identity_pair(width, height)
+    sparse = np.linspace(120.0, 240.0, 50)
+    settings = SgbmSettings()
+    moved, search = matching_plan(pair, sparse, settings)
+    disparity = match(*rectified_images(moved, ref, other), search, settings)
+    assert search.minimum == 0 and search.count == 192 and moved.cx_other == 91
+    found = disparity[np.isfinite(disparity)] + moved.cx_other - moved.cx_ref
+    assert found.size > 0.5 * height * (width - search.count)
+    assert np.median(np.abs(found - truth)) < 0.5
+
+
+def test_disparities_wider_than_the_canvas_are_unmatchable() -> None:
+    pair, settings = _identity_pair(255, 60), SgbmSettings()
+    with pytest.raises(UnmatchablePair, match="search spans 432 px, which leaves 0 of its 255 rectified columns"):
+        matching_plan(pair, np.linspace(10.0, 300.0, 50), settings)
+    with pytest.raises(UnmatchablePair, match="only 3 sparse points"):
+        matching_plan(pair, np.array([20.0, 30.0, 40.0, np.nan]), settings)
 
 
 def test_smrf_separates_a_building_from_sloping_ground() -> None:

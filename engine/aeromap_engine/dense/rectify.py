@@ -8,7 +8,7 @@ flips and transposes before semi-global matching.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,6 +18,10 @@ from .views import View
 # Rectified canvases grow when a pair is rotated against the image axes; past this many times the reference
 # image's area, the rectified focal length is reduced so matching time stays bounded.
 MAX_AREA_RATIO = 3.0
+
+
+class UnmatchablePair(ValueError):
+    """A pair whose geometry cannot give a depth map; the message says what was measured."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,12 @@ class RectifiedPair:
         """Disparity (px) that world points (N, 3) should have in this pair."""
         depth = (world - ref_center) @ self.rotation[2]
         return self.focal * self.baseline / depth + self.cx_ref - self.cx_other
+
+    def partner_moved(self, columns: int) -> RectifiedPair:
+        """The pair with the partner's canvas moved `columns` px to the right, which lowers every disparity by as
+        much and leaves the depths they give unchanged."""
+        move = np.array([[1.0, 0.0, columns], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+        return replace(self, cx_other=self.cx_other + columns, h_other=move @ self.h_other)
 
     def ref_depth(self, disparity: np.ndarray, ref_pinhole: Pinhole, ref_rotation: np.ndarray) -> np.ndarray:
         """Depth along the reference camera's axis for a disparity map already resampled onto the reference
@@ -64,28 +74,28 @@ def _normalised_outline(rect_from_pixel: np.ndarray, pinhole: Pinhole) -> np.nda
     return rays[:, :2] / rays[:, 2:]
 
 
-def rectify_pair(ref: View, ref_pinhole: Pinhole, other: View, other_pinhole: Pinhole) -> RectifiedPair | None:
-    """The rectification of (ref, other), or None when the geometry does not allow one (no baseline, a view
-    looking along the baseline, no common rows)."""
+def rectify_pair(ref: View, ref_pinhole: Pinhole, other: View, other_pinhole: Pinhole) -> RectifiedPair:
+    """The rectification of (ref, other); UnmatchablePair when the geometry does not allow one (no baseline, a
+    view looking along the baseline, no common rows)."""
     base = other.center - ref.center
     baseline = float(np.linalg.norm(base))
     if baseline < 1e-9:
-        return None
+        raise UnmatchablePair(f"no baseline ({baseline:.2g} m between the cameras)")
     x = base / baseline
     y = np.cross(ref.axis + other.axis, x)
     if np.linalg.norm(y) < 1e-6:
-        return None
+        raise UnmatchablePair("the cameras look along their baseline")
     y /= np.linalg.norm(y)
     rotation = np.stack([x, y, np.cross(x, y)])
     m_ref = rotation @ ref.rotation.T @ np.linalg.inv(ref_pinhole.K)
     m_other = rotation @ other.rotation.T @ np.linalg.inv(other_pinhole.K)
     out_ref, out_other = _normalised_outline(m_ref, ref_pinhole), _normalised_outline(m_other, other_pinhole)
     if out_ref is None or out_other is None:
-        return None
+        raise UnmatchablePair("an image reaches behind the rectified cameras (a view along the baseline)")
     y_min = max(out_ref[:, 1].min(), out_other[:, 1].min())
     y_max = min(out_ref[:, 1].max(), out_other[:, 1].max())
     if y_max <= y_min:
-        return None
+        raise UnmatchablePair("the rectified images share no row")
     span_ref = out_ref[:, 0].max() - out_ref[:, 0].min()
     span_other = out_other[:, 0].max() - out_other[:, 0].min()
     focal = (ref_pinhole.focal + other_pinhole.focal) / 2

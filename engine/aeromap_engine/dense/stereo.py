@@ -9,7 +9,7 @@ import cv2
 import numpy as np
 
 from .camera import Pinhole
-from .rectify import RectifiedPair
+from .rectify import RectifiedPair, UnmatchablePair
 
 
 @dataclass(frozen=True)
@@ -29,15 +29,33 @@ class DisparitySearch:
     count: int  # a multiple of 16, as StereoSGBM requires
 
 
-def disparity_search(sparse_disparities: np.ndarray, settings: SgbmSettings) -> DisparitySearch | None:
+def disparity_search(sparse_disparities: np.ndarray, settings: SgbmSettings) -> DisparitySearch:
     """The range to search, from the disparities of sparse points both views see (robust to a few outliers)."""
     finite = sparse_disparities[np.isfinite(sparse_disparities)]
     if len(finite) < 5:
-        return None
+        raise UnmatchablePair(f"only {len(finite)} sparse points seen by both give a disparity")
     low, high = np.percentile(finite, [1, 99])
     margin = max(settings.min_margin, settings.range_margin * (high - low))
     minimum = math.floor(low - margin)
     return DisparitySearch(minimum, 16 * math.ceil((high + margin - minimum) / 16))
+
+
+def matching_plan(pair: RectifiedPair, sparse_disparities: np.ndarray, settings: SgbmSettings
+                  ) -> tuple[RectifiedPair, DisparitySearch]:
+    """The pair with its partner's canvas moved so that the disparity search starts at 0, and that search.
+
+    OpenCV's semi-global matching computes only the reference columns from max(minimum + count, 0) to
+    width + min(minimum, 0), where the whole search stays on the partner's canvas. A search that starts far from
+    0 (a long baseline, or rectified outlines that start apart) loses that many columns, and one that leaves no
+    column makes OpenCV allocate a negative size (an 'insufficient memory' error). Starting at 0 keeps
+    width - count columns, the most any start gives; a pair left with fewer than a matching block's width is
+    unmatchable."""
+    search = disparity_search(sparse_disparities, settings)
+    columns = pair.width - search.count
+    if columns < settings.block_size:
+        raise UnmatchablePair(f"its disparity search spans {search.count} px, which leaves {max(columns, 0)} of its "
+                              f"{pair.width} rectified columns to match")
+    return pair.partner_moved(search.minimum), DisparitySearch(0, search.count)
 
 
 def rectified_images(pair: RectifiedPair, ref: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, ...]:

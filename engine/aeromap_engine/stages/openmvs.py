@@ -24,8 +24,8 @@ from ..cloud.points import PointCloud
 from ..dense.camera import QUALITY_SCALES, Pinhole, undistortion_maps, working_pinhole, working_scale
 from ..dense.fusion import DepthMap, FusionSettings, fuse_pairs, fuse_views
 from ..dense.pairs import ViewLinks, link_views
-from ..dense.rectify import rectify_pair
-from ..dense.stereo import SgbmSettings, disparity_search, match, rectified_images, ref_depth
+from ..dense.rectify import UnmatchablePair, rectify_pair
+from ..dense.stereo import SgbmSettings, match, matching_plan, rectified_images, ref_depth
 from ..dense.views import SparseModel, View, sparse_model
 from ..errors import InputError
 from ..io.images import Levels, load_levels, read_scaled, resize_area
@@ -107,12 +107,12 @@ class WorkingImages:
 def _pair_depth(model: SparseModel, images: WorkingImages, i: int, j: int, settings: SgbmSettings
                 ) -> tuple[np.ndarray, float] | None:
     ref, other = model.views[i], model.views[j]
-    pair = rectify_pair(ref, images.pinholes[i], other, images.pinholes[j])
-    if pair is None:
-        return None
     shared = np.intersect1d(ref.point_ids, other.point_ids, assume_unique=True)
-    search = disparity_search(pair.disparity(ref.center, model.xyz(shared)), settings)
-    if search is None:
+    try:
+        pair = rectify_pair(ref, images.pinholes[i], other, images.pinholes[j])
+        pair, search = matching_plan(pair, pair.disparity(ref.center, model.xyz(shared)), settings)
+    except UnmatchablePair as reason:
+        log.info("No depth from %s with %s: %s", ref.name, other.name, reason)
         return None
     ref_rect, ref_mask, other_rect, other_mask = rectified_images(pair, images.get(i)[1], images.get(j)[1])
     disparity = match(ref_rect, ref_mask, other_rect, other_mask, search, settings)
