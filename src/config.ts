@@ -25,7 +25,8 @@ export interface ServiceConfig {
   /** Fastify's trustProxy: which proxies' X-Forwarded-For gives the client's address (request.ip). */
   trustProxy: TrustProxy;
   /** The processing node `aeromap serve` runs in its own process; null when EMBEDDED_NODE is off. */
-  embeddedNode: { port: number; dataDir: string } | null;
+  /** The node `aeromap serve` starts; a task whose engine runs longer than maxRuntimeMinutes is stopped. */
+  embeddedNode: { port: number; dataDir: string; maxRuntimeMinutes?: number } | null;
   tasks: TaskSettings;
 }
 
@@ -187,7 +188,9 @@ function embeddedNodeConfig(env: NodeJS.ProcessEnv, dataDir: string, databaseUrl
   // A fixed port by default, so that the node keeps one record across restarts.
   const servicePort = integer(env, 'PORT', 8000, 0, 65535);
   const port = integer(env, 'EMBEDDED_NODE_PORT', servicePort > 0 && servicePort < 65535 ? servicePort + 1 : 0, 0, 65535);
-  return { port, dataDir: path.join(dataDir, 'node') };
+  // A run that never ends (a hung library, a survey far beyond the machine) would hold the only slot for good.
+  const maxRuntimeMinutes = integer(env, 'EMBEDDED_NODE_MAX_RUNTIME_HOURS', 24, 1, 24 * 365) * 60;
+  return { port, dataDir: path.join(dataDir, 'node'), maxRuntimeMinutes };
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ServiceConfig {

@@ -110,7 +110,9 @@ class NodeSupervisor implements EmbeddedNode {
   }
 
   private async launch(): Promise<number> {
-    const args = [...nodeCommand(), '--port', String(this.port), '--host', LOOPBACK, '--data-dir', this.settings.dataDir];
+    const { dataDir, maxRuntimeMinutes } = this.settings;
+    const limits = maxRuntimeMinutes ? ['--max-runtime', String(maxRuntimeMinutes)] : [];
+    const args = [...nodeCommand(), '--port', String(this.port), '--host', LOOPBACK, '--data-dir', dataDir, ...limits];
     const child = spawn(process.execPath, args, {
       env: { ...nodeEnvironment(), AEROMAP_NODE_TOKEN: this.token },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

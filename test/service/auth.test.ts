@@ -86,7 +86,9 @@ describe('configuration', () => {
     const postgres = { DATA_DIR: '/nonexistent', DATABASE_URL: 'postgres://db/aeromap', SECRET_KEY: 'k' };
     expect(loadConfig(postgres).embeddedNode).toBeNull();
     expect(loadConfig({ ...postgres, EMBEDDED_NODE: 'true' }).embeddedNode).toMatchObject({ port: 8001 });
-    expect(loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k' }).embeddedNode).toMatchObject({ port: 8001 });
+    expect(loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k' }).embeddedNode).toMatchObject({ port: 8001, maxRuntimeMinutes: 24 * 60 });
+    expect(loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k', EMBEDDED_NODE_MAX_RUNTIME_HOURS: '3' }).embeddedNode).toMatchObject({ maxRuntimeMinutes: 180 });
+    expect(() => loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k', EMBEDDED_NODE_MAX_RUNTIME_HOURS: '0' })).toThrow(/EMBEDDED_NODE_MAX_RUNTIME_HOURS/);
     expect(loadConfig({ DATA_DIR: '/nonexistent', SECRET_KEY: 'k', EMBEDDED_NODE: 'false' }).embeddedNode).toBeNull();
   });
 

@@ -58,7 +58,7 @@ describe('embedded processing node', () => {
 
   // Each node its own data folder: a folder takes one node at a time.
   const start = async () => {
-    const settings = { port: 0, dataDir: path.join(t.dataDir, `node-${nodes.length}`) };
+    const settings = { port: 0, dataDir: path.join(t.dataDir, `node-${nodes.length}`), maxRuntimeMinutes: 90 };
     const started = await startEmbeddedNode(settings, t.service.db, t.service.refresher, () => {});
     nodes.push(started.node);
     return started;
@@ -105,6 +105,8 @@ describe('embedded processing node', () => {
     const names = environment.map((entry) => entry.split('=')[0]);
     for (const name of Object.keys(SECRETS)) expect(names).not.toContain(name);
     expect(names).toContain('AEROMAP_NODE_TOKEN');
+    // A run that never ends stops at the limit rather than holding the node for good.
+    expect(readFileSync(`/proc/${first}/cmdline`, 'utf8').split('\0').join(' ')).toContain('--max-runtime 90');
     const { token } = (await t.admin.get(`/api/processingnodes/${id}/`)).body;
     const killedAt = new Date().toISOString();
     process.kill(first, 'SIGKILL');
