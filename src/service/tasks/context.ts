@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ZipLimits } from '../../files/zip-extract.ts';
+import { diskRoom } from '../../files/disk.ts';
 import { extractZip } from '../../files/zip-extract.ts';
 import type { Database, ProcessingNode, Task, TaskUpdate } from '../../db/schema.ts';
 import { NodeClient } from '../../nodeclient/index.ts';
@@ -119,15 +120,19 @@ async function imagesInResults(assetsDir: string): Promise<number> {
  * Unpacking and tiling stop as soon as the step is aborted (the user's cancel or remove then runs).
  */
 export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}): Promise<null> {
-  const { folder } = ctx;
+  const { folder, settings } = ctx;
   await rm(folder.assetsNext, { recursive: true, force: true });
+  // Results unpack only into the room above the disk's reserve: a zip that unpacks to more fills nothing.
+  const room = Math.max(0, await diskRoom(settings.dataDir, settings.minFreeBytes));
+  const limits = { ...settings.zipLimits, maxBytes: Math.min(settings.zipLimits.maxBytes, room) };
   try {
-    await extractZip(folder.allZip, folder.assetsNext, 'tree', ctx.settings.zipLimits, ctx.signal);
+    await extractZip(folder.allZip, folder.assetsNext, 'tree', limits, ctx.signal);
   } catch (error) {
     await rm(folder.assetsNext, { recursive: true, force: true });
     ctx.signal.throwIfAborted();
     await rm(folder.allZip, { force: true });
-    return fail(ctx, `The task's results are not a usable zip file: ${(error as Error).message}`);
+    const disk = room < settings.zipLimits.maxBytes ? ` (the server's disk has room for ${Math.round(room / 2 ** 20)} MB above its reserve)` : '';
+    return fail(ctx, `The task's results cannot be unpacked: ${(error as Error).message}${disk}`);
   }
   await installAssets(folder.assetsNext, folder.assets, folder.assetsOld);
   await rm(folder.tileCache, { recursive: true, force: true });
