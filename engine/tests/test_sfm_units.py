@@ -23,6 +23,7 @@ from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_directio
                                           robust_similarity)
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
 from aeromap_engine.sfm.database import PositionPrior, open_database, without_priors
+from aeromap_engine.sfm.georeference import barometric_heights
 from aeromap_engine.sfm.features import Features, extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo
@@ -54,6 +55,26 @@ def test_exif_gps_and_dji_xmp() -> None:
     assert photo.gps_xy_stddev == pytest.approx(0.018) and photo.gps_z_stddev == pytest.approx(0.031)
     assert photo.focal_ratio == pytest.approx(24 / 36)
     assert photo.utc_time == pytest.approx(1709251200000.0 + 250.0)  # 00:00:00.25 UTC
+
+
+def test_rtk_deviations_without_an_rtk_solution_are_not_its_accuracy() -> None:
+    """DJI writes RTK deviations with RtkFlag 16 (single point) too: they are not the fix's accuracy then."""
+    single = photo_from_metadata("a.jpg", 100, 100, {}, xmp_tags(DJI_XMP.replace("RtkStdHgt", 'RtkFlag="16" x')))
+    fixed = photo_from_metadata("a.jpg", 100, 100, {}, xmp_tags(DJI_XMP.replace("RtkStdHgt", 'RtkFlag="50" x')))
+    assert single.gps_z_stddev == 9 and fixed.gps_xy_stddev == pytest.approx(0.018)
+
+
+def test_barometer_replaces_only_imprecise_gps_heights() -> None:
+    """A flight at 140 m whose RTK fix (3 cm) is lost for its last three photographs, GPS heights 3 m off there,
+    its barometer drifting 0.2 m a photograph: the RTK heights are kept, the others come from the barometer
+    levelled on them."""
+    drift = 0.2 * np.arange(6)
+    photos = [Photo(f"{i}.jpg", 100, 100, latitude=45.0, longitude=-92.0, altitude=0.0, relative_altitude=40.0 + d,
+                    utc_time=1000.0 * i, gps_z_stddev=0.03 if i < 3 else None) for i, d in enumerate(drift)]
+    positions = np.c_[np.zeros((6, 2)), [140.0, 140.0, 140.0, 143.0, 137.0, 143.0]]
+    heights = barometric_heights(photos, positions)[:, 2]
+    assert heights[:3] == pytest.approx([140.0] * 3)
+    assert heights[3:] == pytest.approx(140.0 - 0.2 + drift[3:])  # the zero: the median RTK height less its drift
 
 
 def test_exif_without_position_or_focal() -> None:
@@ -260,7 +281,7 @@ def test_keypoints_land_on_full_resolution_pixels() -> None:
 def test_sfm_options_are_declared_for_the_opensfm_stage() -> None:
     specs = {o.name: o for o in pipeline.all_options()}
     for name in ("feature-quality", "min-num-features", "matcher-neighbors", "sfm-algorithm", "use-exif",
-                 "gps-accuracy", "camera-lens", "use-fixed-camera-params"):
+                 "gps-accuracy", "camera-lens", "use-fixed-camera-params", "force-gps", "gps-z-offset"):
         assert specs[name].stage == "opensfm"
     assert specs["feature-quality"].default == "high" and specs["min-num-features"].default == 10000
     assert set(specs["sfm-algorithm"].choices) == {"incremental", "global"}

@@ -77,6 +77,13 @@ OPTIONS: list[Option] = [
            "camera poses at once (faster on large sets).", "opensfm", choices=SFM_ALGORITHMS),
     Option("use-exif", "bool", False,
            "Georeference with the images' GPS even when a gcp_list.txt is present.", "opensfm"),
+    Option("force-gps", "bool", False,
+           "Use the images' GPS positions in the reconstruction even when a gcp_list.txt is present (the ground "
+           "control points still georeference the model). Useful with high-precision GPS such as RTK; without "
+           "control points it changes nothing.", "opensfm"),
+    Option("gps-z-offset", "float", 0.0,
+           "Metres added to the altitude of every image's GPS position (not to the ground control points), for "
+           "example to go from ellipsoidal to orthometric heights.", "opensfm"),
     Option("gps-accuracy", "float", 10.0,
            "Accuracy of the images' GPS positions in metres. When set, it replaces the accuracy the images "
            "declare (for example RTK); smaller values hold the model closer to the GPS positions, which can "
@@ -153,7 +160,7 @@ def read_survey(ctx: "StageContext") -> Survey:
     if len(photos) < 2:
         raise InputError("Need at least 2 images: run the dataset stage first")
     frame = world_frame(photos, None if options.use_exif else read_gcp_file(project))
-    positions = barometric_heights(photos, photo_positions(photos, frame))
+    positions = barometric_heights(photos, photo_positions(photos, frame) + [0.0, 0.0, options.gps_z_offset])
     priors = position_priors(photos, positions, options.gps_accuracy, options.was_given("gps-accuracy"))
     return Survey(photos, frame, positions, priors, [camera_kind(p, options.camera_lens) for p in photos])
 
@@ -164,7 +171,8 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
     project, options = ctx.project, ctx.options
     threads = options.max_concurrency
     photos, positions = survey.photos, survey.positions
-    mapping_priors = survey.priors if survey.frame.source == "gps" else {}  # control points replace the GPS
+    # Control points replace the GPS unless force-gps keeps it.
+    mapping_priors = survey.priors if survey.frame.source == "gps" or options.force_gps else {}
     project.path("opensfm").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sfm-", dir=project.path("opensfm")) as scratch:
         database = Path(scratch) / "database.db"
