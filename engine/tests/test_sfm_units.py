@@ -327,17 +327,39 @@ def test_height_range_of_a_surface_against_its_cameras() -> None:
     """Ground 40 m below nadir cameras passes; a surface reaching above them, or a fold 200 m below, fails;
     obliques may see above themselves (a hillside)."""
     rng = np.random.default_rng(0)
-    ground = rng.normal(0, 2, 1000)
-    cameras = np.full(20, 40.0)
+    ground = np.c_[rng.uniform(0, 100, (1000, 2)), rng.normal(0, 2, 1000)]
+    cameras = np.array([(x, y, 40.0) for x in range(5, 100, 20) for y in range(10, 100, 25)])
     assert height_range(ground, cameras, True, "DSM", "dsm").passed
-    above = np.r_[ground, np.full(50, 300.0)]
+    above = np.r_[ground, ground[:50] + [0, 0, 300]]
     failed = height_range(above, cameras, True, "DSM", "dsm")
     assert not failed.passed and failed.fatal and "no survey from those cameras" in failed.message
     assert height_range(above, cameras, False, "DSM", "dsm").passed
-    assert not height_range(np.r_[ground, np.full(50, -200.0)], cameras, True, "DSM", "dsm").passed
-    assert not height_range(ground + 60, cameras, True, "DSM", "dsm").passed  # above the cameras altogether
+    assert not height_range(np.r_[ground, ground[:50] - [0, 0, 200]], cameras, True, "DSM", "dsm").passed
+    assert not height_range(ground + [0, 0, 60], cameras, True, "DSM", "dsm").passed  # above the cameras altogether
     down, tilted = np.array([[0.0, 0.0, -1.0]] * 5), np.array([[0.0, 0.8, -0.6]] * 5)
     assert nadir_views(down) and not nadir_views(tilted)
+
+
+def terrain_following_survey(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A slope rising 400 m over 800 m (a mountainside, an open-pit wall) and cameras 60 m above it every 30 m:
+    the surface (N, 3) and the cameras (M, 3)."""
+    xy = rng.uniform(0, 800, (20_000, 2)) * [1, 0.25]
+    surface = np.c_[xy, 0.5 * xy[:, 0] + rng.normal(0, 1, len(xy))]
+    cameras = np.array([(x, y, 0.5 * x + 60.0) for x in range(15, 800, 30) for y in range(15, 200, 30)])
+    return surface, cameras
+
+
+def test_height_range_follows_the_terrain_under_each_camera() -> None:
+    """A terrain-following flight 60 m above a 400 m slope is possible (the surface lies 340 m below the
+    median ground at the foot of the slope); the same survey with a strip of it buried 300 m below where it
+    lies (a fold) is not."""
+    surface, cameras = terrain_following_survey(np.random.default_rng(1))
+    slope = height_range(surface, cameras, True, "DSM", "dsm")
+    assert slope.passed, slope.message
+    buried = surface.copy()
+    buried[(buried[:, 0] > 300) & (buried[:, 0] < 400), 2] -= 300.0
+    folded = height_range(buried, cameras, True, "DSM", "dsm")
+    assert not folded.passed and folded.fatal and folded.value > 50
 
 
 def test_fix_spacing_is_the_median_nearest_neighbour_distance() -> None:

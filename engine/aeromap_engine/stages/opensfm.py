@@ -229,13 +229,13 @@ def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
     """What the sparse model tells of its own trustworthiness (see quality.py)."""
     registered = [model.image(i) for i in model.reg_image_ids()]
     centres = np.array([image.projection_center() for image in registered])
-    heights = np.array([point.xyz[2] for point in model.points3D.values()])
+    points = np.array([point.xyz for point in model.points3D.values()]).reshape(-1, 3)
     checks = [quality.registered_share(len(registered), total),
               quality.points_per_image(model.num_points3D(), len(registered)),
               quality.track_length(model.compute_mean_track_length())]
-    if len(heights):
+    if len(points):
         nadir = quality.nadir_views(np.array([image.viewing_direction() for image in registered]))
-        checks.append(quality.height_range(heights, centres[:, 2], nadir, "sparse model", "sparse"))
+        checks.append(quality.height_range(points, centres, nadir, "sparse model", "sparse"))
     return checks
 
 
