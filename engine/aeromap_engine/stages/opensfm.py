@@ -256,7 +256,8 @@ def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray,
     """Forget verified pairs that the GPS says cannot overlap (sfm/pairs.py contradicting_pairs)."""
     located = {p.filename: xyz for p, xyz in zip(photos, positions) if np.isfinite(xyz).all()}
     nadir = {p.filename for p, tilted in zip(photos, oblique) if not tilted}
-    far = contradicting_pairs(verified_pairs(database, MIN_PAIR_INLIERS), located, nadir)
+    far = contradicting_pairs(verified_pairs(database, MIN_PAIR_INLIERS), located, nadir,
+                              {p.filename: p.footprint_ratio for p in photos})
     if far:
         log.info("Rejected %d matched pairs whose GPS positions lie too far apart for their views to overlap: %s",
                  len(far), ", ".join(f"{a}-{b}" for a, b in far))
