@@ -171,8 +171,10 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
     project, options = ctx.project, ctx.options
     threads = options.max_concurrency
     photos, positions = survey.photos, survey.positions
-    # Control points replace the GPS unless force-gps keeps it.
-    mapping_priors = survey.priors if survey.frame.source == "gps" or options.force_gps else {}
+    mapping_priors = survey.priors if survey.frame.source == "gps" else {}  # control points replace the GPS
+    if survey.frame.source == "gcp" and options.force_gps and survey.priors:
+        log.info("Mapping with the GPS positions as priors beside the ground control points (force-gps)")
+        mapping_priors = survey.priors
     project.path("opensfm").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sfm-", dir=project.path("opensfm")) as scratch:
         database = Path(scratch) / "database.db"
