@@ -30,7 +30,7 @@ from aeromap_engine.sfm.alignment import apply
 from aeromap_engine.stages import opensfm
 from aeromap_engine.stages.openmvs import dense_cloud_path
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
-from test_sfm import DATASET, SFM, UTM_15N, downscale, exif_utm, make_project, model_centres, stats
+from test_sfm import DATASET, SFM, SUBSET, UTM_15N, downscale, exif_utm, make_project, model_centres, stats
 
 ALL = sorted(p.name for p in DATASET.iterdir())  # three flight lines of six
 TRUE_FIX_M = 1.5  # how far a camera may lie from its photograph's own fix (DJI GPS, and the model's fit)
@@ -218,16 +218,19 @@ def test_photographs_of_another_place_are_left_out(tmp_path: Path) -> None:
 def test_rtk_heights_are_kept_over_a_drifting_barometer(tmp_path: Path) -> None:
     """Brighton Beach as an RTK drone writes it (fix, 3 cm vertical) with a barometer drifting 1 m over the
     flight: the heights that georeferencing holds the cameras to are the GPS's, at the stated 3 cm, not the
-    barometer's; gps-z-offset raises them all."""
-    project = make_project(tmp_path, names=ALL)
-    for k, name in enumerate(ALL):  # in capture order
-        set_rtk(project.images_dir / name, k / (len(ALL) - 1))
-    pipeline.run(project, [{"name": "end-with", "value": "dataset"}])
-    truth = exif_utm(ALL)
+    barometer's; gps-z-offset raises them all. The model's cameras follow: held to the barometer they lay
+    0.23 to 0.41 m off their GPS heights, with the ground tilted by 2.5 degrees."""
+    project = make_project(tmp_path, names=SUBSET)
+    for k, name in enumerate(SUBSET):  # in capture order
+        set_rtk(project.images_dir / name, k / (len(SUBSET) - 1))
+    pipeline.run(project, SFM)
+    truth = exif_utm(SUBSET)
+    centres = model_centres(project)
+    assert max(abs(centres[name][2] - truth[name][2]) for name in SUBSET) < 0.2
     for offset in (0.0, 10.0):
         options = resolve(pipeline.all_options(), [{"name": "gps-z-offset", "value": offset}])[0]
         priors = opensfm.read_survey(pipeline.StageContext(project, options, "opensfm", 0.0, 1.0)).priors
-        assert sorted(priors) == ALL
-        errors = [priors[name].position[2] - truth[name][2] - offset for name in ALL]
+        assert sorted(priors) == SUBSET
+        errors = [priors[name].position[2] - truth[name][2] - offset for name in SUBSET]
         assert np.abs(errors).max() < 0.01, errors
         assert all(prior.vertical_stddev == pytest.approx(0.03) for prior in priors.values())
