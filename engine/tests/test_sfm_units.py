@@ -201,14 +201,13 @@ def test_levelled_fit_ignores_drifting_heights() -> None:
     assert matrix[2, 3] == pytest.approx(140.0, abs=1.0)  # the median height
 
 
-def test_levelling_uses_viewing_directions_and_pitch() -> None:
-    rng = np.random.default_rng(11)
-    tilt = random_rotation(rng)  # the model's frame is tilted against the world
+def tilted_views(tilt: np.ndarray, views: list[tuple[float, float]]) -> pycolmap.Reconstruction:
+    """A model of cameras at the given (heading, pitch from nadir) in degrees, its frame turned by `tilt` against
+    the world's."""
     model = pycolmap.Reconstruction()
     camera = pycolmap.Camera.create_from_model_name(1, "SIMPLE_PINHOLE", 500.0, 640, 480)
     model.add_camera_with_trivial_rig(camera)
-    pitches = {}
-    for i, (heading, pitch) in enumerate([(0, 0), (90, 0), (180, 20), (270, 45)]):
+    for i, (heading, pitch) in enumerate(views):
         # World from camera: look down (camera z = world -Z) at the pitch from nadir, turned to the heading.
         p, h = np.deg2rad(pitch), np.deg2rad(heading)
         look_down = np.array([[1, 0, 0], [0, -1, 0], [0, 0, -1]], dtype=float)
@@ -216,13 +215,29 @@ def test_levelling_uses_viewing_directions_and_pitch() -> None:
         turn = np.array([[np.cos(h), -np.sin(h), 0], [np.sin(h), np.cos(h), 0], [0, 0, 1]])
         world_from_camera = turn @ look_down @ pitch_up
         cam_from_model = pycolmap.Rigid3d(pycolmap.Rotation3d((tilt @ world_from_camera).T), np.zeros(3))
-        image = pycolmap.Image(name=f"{i}.jpg", camera_id=1, image_id=i + 1)
-        model.add_image_with_trivial_frame(image, cam_from_model)
-        pitches[image.name] = float(pitch)
-    down = gravity_direction(model, pitches)
+        model.add_image_with_trivial_frame(pycolmap.Image(name=f"{i}.jpg", camera_id=1, image_id=i + 1),
+                                           cam_from_model)
+    return model
+
+
+def test_levelling_uses_viewing_directions_and_pitch() -> None:
+    tilt = random_rotation(np.random.default_rng(11))  # the model's frame is tilted against the world
+    views = [(0, 0), (90, 0), (180, 20), (270, 45)]
+    down = gravity_direction(tilted_views(tilt, views), {f"{i}.jpg": float(p) for i, (_, p) in enumerate(views)})
     assert np.allclose(down, tilt @ [0, 0, -1], atol=1e-6)
     level = levelling_transform(down)
     assert np.allclose(apply(level, down[None])[0], [0, 0, -1], atol=1e-9)
+
+
+def test_levelling_finds_obliques_that_state_no_pitch() -> None:
+    """Twelve nadir views and eight looking north 60 degrees from nadir, none stating its pitch (most non-DJI
+    cameras): taken all for nadir they would tilt the model by 23 degrees; the obliques are found by their axes
+    and the model is level. A rig of four obliques all round and one nadir stays level too."""
+    tilt = random_rotation(np.random.default_rng(12))
+    one_way = tilted_views(tilt, [(30.0 * i, 0.0) for i in range(12)] + [(0.0, 60.0)] * 8)
+    assert np.allclose(gravity_direction(one_way, {}), tilt @ [0, 0, -1], atol=1e-6)
+    rig = tilted_views(tilt, [(0.0, 0.0)] + [(90.0 * i, 45.0) for i in range(4)])
+    assert np.allclose(gravity_direction(rig, {}), tilt @ [0, 0, -1], atol=1e-6)
 
 
 def test_odm_camera_normalisation() -> None:
