@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -48,6 +49,12 @@ class Photo:
     def focal_known(self) -> bool:
         """Whether focal_ratio comes from the metadata rather than the default guess."""
         return bool(self.focal_length_35mm or (self.focal_length and self.sensor_width))
+
+    @property
+    def footprint_ratio(self) -> float:
+        """Half the image diagonal over the focal length: the radius of a nadir view's footprint on the ground
+        per metre of height."""
+        return 0.5 * math.hypot(self.width, self.height) / (self.focal_ratio * max(self.width, self.height))
 
     def to_odm(self) -> dict[str, Any]:
         return asdict(self)

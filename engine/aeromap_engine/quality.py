@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from .errors import InputError
 from .log import log
@@ -25,7 +26,7 @@ MIN_GPS_AGREEMENT = 0.5  # a model that most GPS fixes contradict is wrong, not 
 MIN_POINTS_PER_IMAGE = 100  # Brighton Beach's 18 images give 260; a model glued by chance gives tens
 MIN_TRACK_LENGTH = 3.0  # views per point; below it most points are seen only by a pair
 # The highest surface a nadir survey sees lies below its cameras; ground more than this many flying heights
-# below the median ground would be a ravine deeper than any photograph could see from that height.
+# below a camera's own ground would be a ravine deeper than any photograph could see from that height.
 MAX_DEPTH_BELOW_GROUND = 3.0
 NADIR_COS = np.cos(np.radians(30.0))  # views within 30 degrees of straight down count as nadir
 
@@ -80,22 +81,33 @@ def track_length(mean_views: float) -> Check:
                   f"points are seen in {mean_views:.1f} images on average", "the overlap is weak")
 
 
-def height_range(surface_z: np.ndarray, camera_z: np.ndarray, nadir: bool, what: str, key: str) -> Check:
-    """Whether the surface's heights are possible for cameras at these heights: below the cameras when they
-    look down, and not deeper below the ground than a few flying heights."""
-    ground = float(np.median(surface_z))
-    flying = float(np.median(camera_z)) - ground
-    low, high = (float(v) for v in np.percentile(surface_z, [1, 99]))
+def height_range(surface: np.ndarray, cameras: np.ndarray, nadir: bool, what: str, key: str) -> Check:
+    """Whether the surface's points (N, 3) are possible for cameras at these positions (M, 3): below the
+    cameras when they look down, and not deeper below them than a few flying heights. Each point is judged
+    against the camera nearest to it horizontally, and each camera's flying height against its own ground, so
+    that a flight that follows the terrain of a slope, a quarry or a mountain is judged where it flew."""
+    flying = float(np.median(flying_heights(surface, cameras)))
     if nadir and flying <= 0:
         return _check(f"{key}_height_range", False, True, flying, 0.0,
                       f"the {what} lies {-flying:.0f} m above the cameras that look down on it",
                       "the model is upside down or folded")
-    floor = ground - MAX_DEPTH_BELOW_GROUND * abs(flying)
-    ceiling = float(np.max(camera_z)) if nadir else np.inf
-    excess = max(0.0, floor - low, high - ceiling)  # metres outside the possible range
+    nearest = cKDTree(cameras[:, :2]).query(surface[:, :2])[1]
+    below = cameras[nearest, 2] - surface[:, 2]  # each point's depth below its camera
+    low, high = (float(v) for v in np.percentile(below, [1, 99]))
+    deepest = (1.0 + MAX_DEPTH_BELOW_GROUND) * abs(flying)
+    excess = max(0.0, high - deepest, -low if nadir else 0.0)  # metres outside the possible range
     return _check(f"{key}_height_range", excess == 0, True, excess, 0.0,
-                  f"the {what} spans {low - ground:+.0f} m to {high - ground:+.0f} m around its median, with the "
-                  f"cameras {flying:.0f} m above it", "heights that no survey from those cameras can see")
+                  f"the {what} spans {low:.0f} m to {high:.0f} m below the camera nearest to each point, with the "
+                  f"cameras {flying:.0f} m above their ground", "heights that no survey from those cameras can see")
+
+
+def flying_heights(surface: np.ndarray, cameras: np.ndarray) -> np.ndarray:
+    """Each camera's height above its own ground: the median height of the surface points nearest below it,
+    as many as the surface has points per camera."""
+    count = int(np.clip(len(surface) // max(len(cameras), 1), 1, len(surface)))
+    _, nearest = cKDTree(surface[:, :2]).query(cameras[:, :2], count)
+    ground = np.median(surface[nearest.reshape(len(cameras), count), 2], axis=1)
+    return cameras[:, 2] - ground
 
 
 def nadir_views(viewing_directions: np.ndarray) -> bool:

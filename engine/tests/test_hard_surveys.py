@@ -9,6 +9,7 @@ whatever fix the test gave it.
 from __future__ import annotations
 
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -23,11 +24,13 @@ from aeromap_engine import pipeline
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.errors import InputError
 from aeromap_engine.io.ply import read_ply, write_ply
+from aeromap_engine.options import resolve
 from aeromap_engine.project import Project
 from aeromap_engine.sfm.alignment import apply
+from aeromap_engine.stages import opensfm
 from aeromap_engine.stages.openmvs import dense_cloud_path
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
-from test_sfm import DATASET, SFM, UTM_15N, downscale, exif_utm, make_project, model_centres, stats
+from test_sfm import DATASET, SFM, SUBSET, UTM_15N, downscale, exif_utm, make_project, model_centres, stats
 
 ALL = sorted(p.name for p in DATASET.iterdir())  # three flight lines of six
 TRUE_FIX_M = 1.5  # how far a camera may lie from its photograph's own fix (DJI GPS, and the model's fit)
@@ -44,6 +47,17 @@ def set_fix(path: Path, utm: np.ndarray) -> None:
     gps[3], gps[4] = ("E" if lon >= 0 else "W"), _dms(abs(lon))
     gps[6] = IFDRational(round(float(utm[2]) * 1000), 1000)
     pixels.save(path, quality=92, exif=exif, xmp=xmp)
+
+
+def set_rtk(path: Path, barometer_drift_m: float) -> None:
+    """Tag a photograph as DJI writes an RTK fix (3 cm vertical) and add a drift to its barometer's height."""
+    with Image.open(path) as image:
+        exif, xmp, pixels = image.getexif(), image.info["xmp"].decode("utf-8"), image.copy()
+    relative = float(re.search(r'drone-dji:RelativeAltitude="([-+0-9.]+)"', xmp).group(1)) + barometer_drift_m
+    xmp = re.sub(r'drone-dji:RelativeAltitude="[-+0-9.]+"',
+                 f'drone-dji:RelativeAltitude="{relative:+.2f}" drone-dji:RtkFlag="50" drone-dji:RtkStdLon="0.02" '
+                 f'drone-dji:RtkStdLat="0.02" drone-dji:RtkStdHgt="0.03"', xmp)
+    pixels.save(path, quality=92, exif=exif, xmp=xmp.encode("utf-8"))
 
 
 def _dms(degrees: float) -> tuple[IFDRational, IFDRational, IFDRational]:
@@ -199,3 +213,24 @@ def test_photographs_of_another_place_are_left_out(tmp_path: Path) -> None:
     assert all("km away by its GPS: photographs of another place" in reason for reason in left_out.values())
     errors = distances_to_truth(project)
     assert sorted(errors) == ALL[::2] and max(errors.values()) < TRUE_FIX_M
+
+
+def test_rtk_heights_are_kept_over_a_drifting_barometer(tmp_path: Path) -> None:
+    """Brighton Beach as an RTK drone writes it (fix, 3 cm vertical) with a barometer drifting 1 m over the
+    flight: the heights that georeferencing holds the cameras to are the GPS's, at the stated 3 cm, not the
+    barometer's; gps-z-offset raises them all. The model's cameras follow: held to the barometer they lay
+    0.23 to 0.41 m off their GPS heights, with the ground tilted by 2.5 degrees."""
+    project = make_project(tmp_path, names=SUBSET)
+    for k, name in enumerate(SUBSET):  # in capture order
+        set_rtk(project.images_dir / name, k / (len(SUBSET) - 1))
+    pipeline.run(project, SFM)
+    truth = exif_utm(SUBSET)
+    centres = model_centres(project)
+    assert max(abs(centres[name][2] - truth[name][2]) for name in SUBSET) < 0.2
+    for offset in (0.0, 10.0):
+        options = resolve(pipeline.all_options(), [{"name": "gps-z-offset", "value": offset}])[0]
+        priors = opensfm.read_survey(pipeline.StageContext(project, options, "opensfm", 0.0, 1.0)).priors
+        assert sorted(priors) == SUBSET
+        errors = [priors[name].position[2] - truth[name][2] - offset for name in SUBSET]
+        assert np.abs(errors).max() < 0.01, errors
+        assert all(prior.vertical_stddev == pytest.approx(0.03) for prior in priors.values())

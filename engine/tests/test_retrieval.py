@@ -108,9 +108,27 @@ def test_pairs_verified_from_too_far_apart_are_contradicted() -> None:
     pairs += [(f"{c}{r}", f"{c}{r + 1}") for r in range(4) for c in range(10)]
     far = ("00", "90")  # 180 m
     everything = set(positions)
-    assert contradicting_pairs(pairs + [far], positions, everything) == [far]
-    assert contradicting_pairs(pairs + [far], positions, everything - {"90"}) == []
-    assert contradicting_pairs(pairs + [("00", "x")], positions, everything) == []  # no position: no verdict
+    ratios = dict.fromkeys(positions, 1.0)
+    assert contradicting_pairs(pairs + [far], positions, everything, ratios) == [far]
+    assert contradicting_pairs(pairs + [far], positions, everything - {"90"}, ratios) == []
+    assert contradicting_pairs(pairs + [("00", "x")], positions, everything, ratios) == []  # no position: no verdict
+
+
+def test_pairs_of_a_higher_flight_are_kept_by_their_footprints() -> None:
+    """A low flight 40 m up (photographs 15 m apart) and a high one 160 m up (70 m apart, most pairs 15 m: the
+    median) over the same field, lens footprint 1.04 m per metre of height: the high flight's neighbours 70
+    and 99 m apart and a high photograph paired with the low ones beneath it see the same ground and are kept;
+    low photographs 200 m apart, and high ones 700 m apart, cannot and are dropped."""
+    low = {f"L{c}-{r}": np.array([c * 15.0, r * 15.0, 40.0]) for r in range(15) for c in range(15)}
+    high = {f"H{c}-{r}": np.array([c * 70.0, r * 70.0, 160.0]) for r in range(4) for c in range(4)}
+    positions = {**low, **high, "Hfar": np.array([910.0, 0.0, 160.0])}
+    pairs = [(a, b) for a in low for b in low if a < b and np.linalg.norm(low[a] - low[b]) < 16]
+    normal_high = [(a, b) for a in high for b in high if a < b and np.linalg.norm(high[a] - high[b]) < 100]
+    across = [("H1-1", "L4-4"), ("H1-1", "L6-6")]
+    far = [("L0-0", "L0-13"), ("H3-0", "Hfar")]
+    ratios = dict.fromkeys(positions, 0.5 * np.hypot(4, 3) / (0.6 * 4))
+    rejected = contradicting_pairs(pairs + normal_high + across + far, positions, set(positions), ratios)
+    assert rejected == far
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_directio
                                           robust_similarity)
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
 from aeromap_engine.sfm.database import PositionPrior, open_database, without_priors
+from aeromap_engine.sfm.georeference import barometric_heights
 from aeromap_engine.sfm.features import Features, extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo
@@ -54,6 +55,26 @@ def test_exif_gps_and_dji_xmp() -> None:
     assert photo.gps_xy_stddev == pytest.approx(0.018) and photo.gps_z_stddev == pytest.approx(0.031)
     assert photo.focal_ratio == pytest.approx(24 / 36)
     assert photo.utc_time == pytest.approx(1709251200000.0 + 250.0)  # 00:00:00.25 UTC
+
+
+def test_rtk_deviations_without_an_rtk_solution_are_not_its_accuracy() -> None:
+    """DJI writes RTK deviations with RtkFlag 16 (single point) too: they are not the fix's accuracy then."""
+    single = photo_from_metadata("a.jpg", 100, 100, {}, xmp_tags(DJI_XMP.replace("RtkStdHgt", 'RtkFlag="16" x')))
+    fixed = photo_from_metadata("a.jpg", 100, 100, {}, xmp_tags(DJI_XMP.replace("RtkStdHgt", 'RtkFlag="50" x')))
+    assert single.gps_z_stddev == 9 and fixed.gps_xy_stddev == pytest.approx(0.018)
+
+
+def test_barometer_replaces_only_imprecise_gps_heights() -> None:
+    """A flight at 140 m whose RTK fix (3 cm) is lost for its last three photographs, GPS heights 3 m off there,
+    its barometer drifting 0.2 m a photograph: the RTK heights are kept, the others come from the barometer
+    levelled on them."""
+    drift = 0.2 * np.arange(6)
+    photos = [Photo(f"{i}.jpg", 100, 100, latitude=45.0, longitude=-92.0, altitude=0.0, relative_altitude=40.0 + d,
+                    utc_time=1000.0 * i, gps_z_stddev=0.03 if i < 3 else None) for i, d in enumerate(drift)]
+    positions = np.c_[np.zeros((6, 2)), [140.0, 140.0, 140.0, 143.0, 137.0, 143.0]]
+    heights = barometric_heights(photos, positions)[:, 2]
+    assert heights[:3] == pytest.approx([140.0] * 3)
+    assert heights[3:] == pytest.approx(140.0 - 0.2 + drift[3:])  # the zero: the median RTK height less its drift
 
 
 def test_exif_without_position_or_focal() -> None:
@@ -180,14 +201,13 @@ def test_levelled_fit_ignores_drifting_heights() -> None:
     assert matrix[2, 3] == pytest.approx(140.0, abs=1.0)  # the median height
 
 
-def test_levelling_uses_viewing_directions_and_pitch() -> None:
-    rng = np.random.default_rng(11)
-    tilt = random_rotation(rng)  # the model's frame is tilted against the world
+def tilted_views(tilt: np.ndarray, views: list[tuple[float, float]]) -> pycolmap.Reconstruction:
+    """A model of cameras at the given (heading, pitch from nadir) in degrees, its frame turned by `tilt` against
+    the world's."""
     model = pycolmap.Reconstruction()
     camera = pycolmap.Camera.create_from_model_name(1, "SIMPLE_PINHOLE", 500.0, 640, 480)
     model.add_camera_with_trivial_rig(camera)
-    pitches = {}
-    for i, (heading, pitch) in enumerate([(0, 0), (90, 0), (180, 20), (270, 45)]):
+    for i, (heading, pitch) in enumerate(views):
         # World from camera: look down (camera z = world -Z) at the pitch from nadir, turned to the heading.
         p, h = np.deg2rad(pitch), np.deg2rad(heading)
         look_down = np.array([[1, 0, 0], [0, -1, 0], [0, 0, -1]], dtype=float)
@@ -195,13 +215,29 @@ def test_levelling_uses_viewing_directions_and_pitch() -> None:
         turn = np.array([[np.cos(h), -np.sin(h), 0], [np.sin(h), np.cos(h), 0], [0, 0, 1]])
         world_from_camera = turn @ look_down @ pitch_up
         cam_from_model = pycolmap.Rigid3d(pycolmap.Rotation3d((tilt @ world_from_camera).T), np.zeros(3))
-        image = pycolmap.Image(name=f"{i}.jpg", camera_id=1, image_id=i + 1)
-        model.add_image_with_trivial_frame(image, cam_from_model)
-        pitches[image.name] = float(pitch)
-    down = gravity_direction(model, pitches)
+        model.add_image_with_trivial_frame(pycolmap.Image(name=f"{i}.jpg", camera_id=1, image_id=i + 1),
+                                           cam_from_model)
+    return model
+
+
+def test_levelling_uses_viewing_directions_and_pitch() -> None:
+    tilt = random_rotation(np.random.default_rng(11))  # the model's frame is tilted against the world
+    views = [(0, 0), (90, 0), (180, 20), (270, 45)]
+    down = gravity_direction(tilted_views(tilt, views), {f"{i}.jpg": float(p) for i, (_, p) in enumerate(views)})
     assert np.allclose(down, tilt @ [0, 0, -1], atol=1e-6)
     level = levelling_transform(down)
     assert np.allclose(apply(level, down[None])[0], [0, 0, -1], atol=1e-9)
+
+
+def test_levelling_finds_obliques_that_state_no_pitch() -> None:
+    """Twelve nadir views and eight looking north 60 degrees from nadir, none stating its pitch (most non-DJI
+    cameras): taken all for nadir they would tilt the model by 23 degrees; the obliques are found by their axes
+    and the model is level. A rig of four obliques all round and one nadir stays level too."""
+    tilt = random_rotation(np.random.default_rng(12))
+    one_way = tilted_views(tilt, [(30.0 * i, 0.0) for i in range(12)] + [(0.0, 60.0)] * 8)
+    assert np.allclose(gravity_direction(one_way, {}), tilt @ [0, 0, -1], atol=1e-6)
+    rig = tilted_views(tilt, [(0.0, 0.0)] + [(90.0 * i, 45.0) for i in range(4)])
+    assert np.allclose(gravity_direction(rig, {}), tilt @ [0, 0, -1], atol=1e-6)
 
 
 def test_odm_camera_normalisation() -> None:
@@ -260,7 +296,7 @@ def test_keypoints_land_on_full_resolution_pixels() -> None:
 def test_sfm_options_are_declared_for_the_opensfm_stage() -> None:
     specs = {o.name: o for o in pipeline.all_options()}
     for name in ("feature-quality", "min-num-features", "matcher-neighbors", "sfm-algorithm", "use-exif",
-                 "gps-accuracy", "camera-lens", "use-fixed-camera-params"):
+                 "gps-accuracy", "camera-lens", "use-fixed-camera-params", "force-gps", "gps-z-offset"):
         assert specs[name].stage == "opensfm"
     assert specs["feature-quality"].default == "high" and specs["min-num-features"].default == 10000
     assert set(specs["sfm-algorithm"].choices) == {"incremental", "global"}
@@ -306,17 +342,39 @@ def test_height_range_of_a_surface_against_its_cameras() -> None:
     """Ground 40 m below nadir cameras passes; a surface reaching above them, or a fold 200 m below, fails;
     obliques may see above themselves (a hillside)."""
     rng = np.random.default_rng(0)
-    ground = rng.normal(0, 2, 1000)
-    cameras = np.full(20, 40.0)
+    ground = np.c_[rng.uniform(0, 100, (1000, 2)), rng.normal(0, 2, 1000)]
+    cameras = np.array([(x, y, 40.0) for x in range(5, 100, 20) for y in range(10, 100, 25)])
     assert height_range(ground, cameras, True, "DSM", "dsm").passed
-    above = np.r_[ground, np.full(50, 300.0)]
+    above = np.r_[ground, ground[:50] + [0, 0, 300]]
     failed = height_range(above, cameras, True, "DSM", "dsm")
     assert not failed.passed and failed.fatal and "no survey from those cameras" in failed.message
     assert height_range(above, cameras, False, "DSM", "dsm").passed
-    assert not height_range(np.r_[ground, np.full(50, -200.0)], cameras, True, "DSM", "dsm").passed
-    assert not height_range(ground + 60, cameras, True, "DSM", "dsm").passed  # above the cameras altogether
+    assert not height_range(np.r_[ground, ground[:50] - [0, 0, 200]], cameras, True, "DSM", "dsm").passed
+    assert not height_range(ground + [0, 0, 60], cameras, True, "DSM", "dsm").passed  # above the cameras altogether
     down, tilted = np.array([[0.0, 0.0, -1.0]] * 5), np.array([[0.0, 0.8, -0.6]] * 5)
     assert nadir_views(down) and not nadir_views(tilted)
+
+
+def terrain_following_survey(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A slope rising 400 m over 800 m (a mountainside, an open-pit wall) and cameras 60 m above it every 30 m:
+    the surface (N, 3) and the cameras (M, 3)."""
+    xy = rng.uniform(0, 800, (20_000, 2)) * [1, 0.25]
+    surface = np.c_[xy, 0.5 * xy[:, 0] + rng.normal(0, 1, len(xy))]
+    cameras = np.array([(x, y, 0.5 * x + 60.0) for x in range(15, 800, 30) for y in range(15, 200, 30)])
+    return surface, cameras
+
+
+def test_height_range_follows_the_terrain_under_each_camera() -> None:
+    """A terrain-following flight 60 m above a 400 m slope is possible (the surface lies 340 m below the
+    median ground at the foot of the slope); the same survey with a strip of it buried 300 m below where it
+    lies (a fold) is not."""
+    surface, cameras = terrain_following_survey(np.random.default_rng(1))
+    slope = height_range(surface, cameras, True, "DSM", "dsm")
+    assert slope.passed, slope.message
+    buried = surface.copy()
+    buried[(buried[:, 0] > 300) & (buried[:, 0] < 400), 2] -= 300.0
+    folded = height_range(buried, cameras, True, "DSM", "dsm")
+    assert not folded.passed and folded.fatal and folded.value > 50
 
 
 def test_fix_spacing_is_the_median_nearest_neighbour_distance() -> None:

@@ -28,6 +28,7 @@ _XMP_ELEMENT = re.compile(r"<([\w.-]+:[\w.-]+)>([^<]*)</\1>")
 
 # Millimetres per unit of EXIF FocalPlaneResolutionUnit (2 inch, 3 cm, 4 mm, 5 micrometre).
 _MM_PER_UNIT = {2: 25.4, 3: 10.0, 4: 1.0, 5: 0.001}
+RTK_FLOAT_FLAG = 34  # DJI's RtkFlag of a float RTK solution; 50 is a fixed one
 
 
 def exif_tags(data: bytes) -> dict[str, Any]:
@@ -103,7 +104,9 @@ def _read_position(photo: Photo, exif: dict[str, Any], xmp: dict[str, str]) -> N
 
 
 def _read_accuracy(photo: Photo, exif: dict[str, Any], xmp: dict[str, str]) -> None:
-    if "drone-dji:RtkStdLon" in xmp:
+    # Without an RTK solution (RtkFlag 0: none, 16: single point) DJI's RTK deviations describe no fix.
+    rtk_flag = _float(xmp.get("drone-dji:RtkFlag"))
+    if "drone-dji:RtkStdLon" in xmp and (rtk_flag is None or rtk_flag >= RTK_FLOAT_FLAG):
         stds = [_float(xmp.get("drone-dji:RtkStdLon")), _float(xmp.get("drone-dji:RtkStdLat"))]
         photo.gps_xy_stddev = max((s for s in stds if s is not None), default=None)
         photo.gps_z_stddev = _float(xmp.get("drone-dji:RtkStdHgt"))

@@ -35,6 +35,8 @@ COLLINEAR_RATIO = 0.05  # median distance from the principal line, over the leng
 ADJUSTED_OBSERVATIONS = 600_000
 COVERAGE_GRID = 12
 POINT_CHUNK_OBSERVATIONS = 200_000
+OBLIQUE_AXIS_DEG = 30.0  # a view without a stated pitch whose axis lies this far from the vertical is oblique
+MAX_LEVELLING_ROUNDS = 10  # each leaves out the obliques that the previous vertical shows
 
 
 AlignmentMode = Literal["full", "line", "level"]
@@ -170,15 +172,35 @@ _ESTIMATORS = {"full": pycolmap.estimate_sim3d, "line": similarity_along_line,
 
 def gravity_direction(reconstruction: pycolmap.Reconstruction, pitch_by_name: dict[str, float]) -> np.ndarray:
     """The model's downward direction: each camera looks down at its pitch (degrees from nadir, from the
-    metadata; nadir when unknown) with a level image x axis, which puts gravity at (0, sin p, cos p) in the
-    camera frame. The average over all cameras is robust to gimbal wobble."""
-    total = np.zeros(3)
+    metadata) with a level image x axis, which puts gravity at (0, sin p, cos p) in the camera frame. The average
+    over all cameras is robust to gimbal wobble. A camera whose metadata give no pitch is taken to look straight
+    down unless its axis lies more than OBLIQUE_AXIS_DEG from the average: an oblique of a camera that does not
+    record its pitch, left out and the average taken again."""
+    known, unknown = [], []
     for image in reconstruction.images.values():
         if not image.has_pose:
             continue
-        pitch = np.deg2rad(pitch_by_name.get(image.name, 0.0))
-        down_in_camera = np.array([0.0, np.sin(pitch), np.cos(pitch)])
-        total += image.cam_from_world().rotation.matrix().T @ down_in_camera
+        world_from_camera = image.cam_from_world().rotation.matrix().T
+        if image.name in pitch_by_name:
+            pitch = np.deg2rad(pitch_by_name[image.name])
+            known.append(world_from_camera @ [0.0, np.sin(pitch), np.cos(pitch)])
+        else:
+            unknown.append(world_from_camera[:, 2])  # the optical axis
+    stated, axes = np.array(known).reshape(-1, 3), np.array(unknown).reshape(-1, 3)
+    down = _mean_direction(np.r_[stated, axes])
+    for _ in range(MAX_LEVELLING_ROUNDS):
+        kept = np.r_[stated, axes[axes @ down >= np.cos(np.radians(OBLIQUE_AXIS_DEG))]]
+        if not len(kept):  # obliques all round and none looking down: their average is the vertical
+            break
+        refined = _mean_direction(kept)
+        if np.allclose(refined, down):
+            break
+        down = refined
+    return down
+
+
+def _mean_direction(vectors: np.ndarray) -> np.ndarray:
+    total = vectors.sum(axis=0)
     norm = np.linalg.norm(total)
     return total / norm if norm > 0 else np.array([0.0, 0.0, -1.0])
 

@@ -31,6 +31,7 @@ MAX_TILT_DEG = 3.0
 MIN_GPS_STDDEV = 0.05  # m; no GPS is trusted beyond this
 FLIGHT_GAP_S = 120.0  # a pause this long between photographs is a landing
 UNTRUSTED_STDDEV = 1000.0  # m; the standard deviation that makes a doubtful GPS height pull on nothing
+PRECISE_HEIGHT_STDDEV = 0.5  # m; a GPS height stated this accurate (RTK) beats the barometer (barometric_heights)
 
 
 @dataclass(frozen=True)
@@ -93,19 +94,32 @@ def barometric_heights(photos: list[Photo], positions: np.ndarray) -> np.ndarray
     above the take-off point: a barometer holds relative heights to decimetres where a GPS errs by metres, and
     relative heights are what levels a model (3 m of GPS noise tilts 40 photographs over 150 m by most of a
     degree). Each flight (photographs less than FLIGHT_GAP_S apart) is put at the median of its GPS altitudes,
-    since every take-off has its own zero."""
+    since every take-off has its own zero. A height whose stated accuracy is better than PRECISE_HEIGHT_STDDEV
+    (an RTK fix) is kept, and levels its flight: the barometer drifts by decimetres to a metre over a flight,
+    and RTK surveys are flown to do without control points."""
     located = [i for i, p in enumerate(photos) if np.isfinite(positions[i]).all()]
     if not located or any(photos[i].relative_altitude is None for i in located):
         return positions
+    coarse = {i for i in located if not precise_height(photos[i])}
+    if not coarse:
+        log.info("Camera heights from the GPS: their stated vertical accuracy (RTK) beats the barometer's")
+        return positions
     out = positions.copy()
     for flight in _flights([photos[i] for i in located], located):
-        zero = np.median([positions[i][2] - photos[i].relative_altitude for i in flight])
-        for i in flight:
+        levelling = [i for i in flight if i not in coarse] or flight
+        zero = np.median([positions[i][2] - photos[i].relative_altitude for i in levelling])
+        for i in coarse.intersection(flight):
             out[i][2] = zero + photos[i].relative_altitude
     spread = float(np.sqrt(np.mean((out[located, 2] - positions[located, 2]) ** 2)))
-    log.info("Camera heights from the barometer (relative altitude), levelled on the GPS altitudes of each flight; "
-             "the GPS heights differ from them by %.2f m RMS", spread)
+    log.info("Camera heights of %d of %d photographs from the barometer (relative altitude), levelled on the GPS "
+             "altitudes of each flight; the GPS heights differ from them by %.2f m RMS", len(coarse), len(located),
+             spread)
     return out
+
+
+def precise_height(photo: Photo) -> bool:
+    """Whether the photograph states a GPS height better than a barometer holds over a flight."""
+    return photo.gps_z_stddev is not None and photo.gps_z_stddev < PRECISE_HEIGHT_STDDEV
 
 
 def _flights(photos: list[Photo], indices: list[int]) -> list[list[int]]:

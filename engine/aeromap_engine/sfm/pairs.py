@@ -24,6 +24,7 @@ EXHAUSTIVE_WITHOUT_GPS = 60
 # Two nadir photographs overlap only within about a footprint of each other, a few times the distance at which
 # overlapping pairs typically lie; a pair verified from farther apart was matched on repeated texture.
 FAR_PAIR_FACTOR = 4.0
+LOW_CAMERAS_PERCENTILE = 5.0  # the height of the lowest flight, robust to a few wild fixes below it
 
 Pair = tuple[int, int]
 
@@ -110,13 +111,26 @@ def _ordered(a: int, b: int) -> Pair:
     return (a, b) if a < b else (b, a)
 
 
-def contradicting_pairs(pairs: list[tuple[str, str]], positions: dict[str, np.ndarray], nadir: set[str]
-                        ) -> list[tuple[str, str]]:
+def contradicting_pairs(pairs: list[tuple[str, str]], positions: dict[str, np.ndarray], nadir: set[str],
+                        footprint_ratios: dict[str, float]) -> list[tuple[str, str]]:
     """Verified pairs of nadir photographs whose GPS positions lie too far apart for their views to overlap:
-    farther than FAR_PAIR_FACTOR times the median distance of all verified pairs with positions."""
+    farther than the sum of their footprint radii (footprint_radii)."""
     located = [(a, b) for a, b in pairs if a in positions and b in positions]
     if len(located) < 3:
         return []
     distances = np.array([np.linalg.norm(positions[a][:2] - positions[b][:2]) for a, b in located])
-    bound = FAR_PAIR_FACTOR * float(np.median(distances))
-    return [(a, b) for (a, b), d in zip(located, distances) if d > bound and a in nadir and b in nadir]
+    radii = footprint_radii(positions, footprint_ratios, FAR_PAIR_FACTOR / 2 * float(np.median(distances)))
+    return [(a, b) for (a, b), d in zip(located, distances)
+            if d > radii[a] + radii[b] and a in nadir and b in nadir]
+
+
+def footprint_radii(positions: dict[str, np.ndarray], footprint_ratios: dict[str, float], lowest_radius: float
+                    ) -> dict[str, float]:
+    """Each camera's reach on the ground: the lowest cameras' radius, which the distances between verified pairs
+    tell (no height above the ground is known before the model: a barometer's is above the take-off point),
+    grown by the camera's height above them times its footprint ratio (half the image diagonal over the focal
+    length), so that a flight at several altitudes keeps the higher flights' pairs."""
+    heights = {name: float(xyz[2]) for name, xyz in positions.items()}
+    lowest = float(np.percentile(list(heights.values()), LOW_CAMERAS_PERCENTILE))
+    return {name: lowest_radius + max(0.0, z - lowest) * footprint_ratios.get(name, 0.0)
+            for name, z in heights.items()}

@@ -114,10 +114,10 @@ def area_settings(spacing: float, footprint: tuple[float, float], crop: float) -
                         max_hole=MAX_HOLE_FOOTPRINTS * long * short, min_part=np.pi * closing**2, crop=crop)
 
 
-def cloud_heights(z: np.ndarray, model: SparseModel) -> quality.Check:
+def cloud_heights(xyz: np.ndarray, model: SparseModel) -> quality.Check:
     """Whether the cloud's heights, which the DSM is made of, are possible for the cameras (quality.py)."""
     nadir = quality.nadir_views(np.array([view.axis for view in model.views]))
-    return quality.height_range(z, np.array([view.center[2] for view in model.views]), nadir, "point cloud",
+    return quality.height_range(xyz, np.array([view.center for view in model.views]), nadir, "point cloud",
                                 "cloud")
 
 
@@ -198,7 +198,7 @@ def run(ctx: "StageContext") -> None:
         cloud = TiledCloud.open(filtered_path)
         if options.crop > 0:
             cloud = crop_tiles(cloud, area, output, scratch)
-    quality.record(project, [cloud_heights(cloud.sample(SAMPLE_POINTS)[:, 2], model)])
+    quality.record(project, [cloud_heights(cloud.sample(SAMPLE_POINTS), model)])
     write_geometry(bounds_path(project), area.geometry(georef.offset), georef.crs)
     figures.update({"points": len(cloud), "area_m2": round(area.area, 1), "area_parts": len(area.polygons),
                     "area_cell_m": round(settings.cell, 3), "area_closing_m": round(settings.closing, 2),

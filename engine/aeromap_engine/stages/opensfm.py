@@ -77,6 +77,13 @@ OPTIONS: list[Option] = [
            "camera poses at once (faster on large sets).", "opensfm", choices=SFM_ALGORITHMS),
     Option("use-exif", "bool", False,
            "Georeference with the images' GPS even when a gcp_list.txt is present.", "opensfm"),
+    Option("force-gps", "bool", False,
+           "Use the images' GPS positions in the reconstruction even when a gcp_list.txt is present (the ground "
+           "control points still georeference the model). Useful with high-precision GPS such as RTK; without "
+           "control points it changes nothing.", "opensfm"),
+    Option("gps-z-offset", "float", 0.0,
+           "Metres added to the altitude of every image's GPS position (not to the ground control points), for "
+           "example to go from ellipsoidal to orthometric heights.", "opensfm"),
     Option("gps-accuracy", "float", 10.0,
            "Accuracy of the images' GPS positions in metres. When set, it replaces the accuracy the images "
            "declare (for example RTK); smaller values hold the model closer to the GPS positions, which can "
@@ -153,7 +160,7 @@ def read_survey(ctx: "StageContext") -> Survey:
     if len(photos) < 2:
         raise InputError("Need at least 2 images: run the dataset stage first")
     frame = world_frame(photos, None if options.use_exif else read_gcp_file(project))
-    positions = barometric_heights(photos, photo_positions(photos, frame))
+    positions = barometric_heights(photos, photo_positions(photos, frame) + [0.0, 0.0, options.gps_z_offset])
     priors = position_priors(photos, positions, options.gps_accuracy, options.was_given("gps-accuracy"))
     return Survey(photos, frame, positions, priors, [camera_kind(p, options.camera_lens) for p in photos])
 
@@ -165,6 +172,9 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
     threads = options.max_concurrency
     photos, positions = survey.photos, survey.positions
     mapping_priors = survey.priors if survey.frame.source == "gps" else {}  # control points replace the GPS
+    if survey.frame.source == "gcp" and options.force_gps and survey.priors:
+        log.info("Mapping with the GPS positions as priors beside the ground control points (force-gps)")
+        mapping_priors = survey.priors
     project.path("opensfm").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".sfm-", dir=project.path("opensfm")) as scratch:
         database = Path(scratch) / "database.db"
@@ -221,13 +231,13 @@ def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
     """What the sparse model tells of its own trustworthiness (see quality.py)."""
     registered = [model.image(i) for i in model.reg_image_ids()]
     centres = np.array([image.projection_center() for image in registered])
-    heights = np.array([point.xyz[2] for point in model.points3D.values()])
+    points = np.array([point.xyz for point in model.points3D.values()]).reshape(-1, 3)
     checks = [quality.registered_share(len(registered), total),
               quality.points_per_image(model.num_points3D(), len(registered)),
               quality.track_length(model.compute_mean_track_length())]
-    if len(heights):
+    if len(points):
         nadir = quality.nadir_views(np.array([image.viewing_direction() for image in registered]))
-        checks.append(quality.height_range(heights, centres[:, 2], nadir, "sparse model", "sparse"))
+        checks.append(quality.height_range(points, centres, nadir, "sparse model", "sparse"))
     return checks
 
 
@@ -248,7 +258,8 @@ def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray,
     """Forget verified pairs that the GPS says cannot overlap (sfm/pairs.py contradicting_pairs)."""
     located = {p.filename: xyz for p, xyz in zip(photos, positions) if np.isfinite(xyz).all()}
     nadir = {p.filename for p, tilted in zip(photos, oblique) if not tilted}
-    far = contradicting_pairs(verified_pairs(database, MIN_PAIR_INLIERS), located, nadir)
+    far = contradicting_pairs(verified_pairs(database, MIN_PAIR_INLIERS), located, nadir,
+                              {p.filename: p.footprint_ratio for p in photos})
     if far:
         log.info("Rejected %d matched pairs whose GPS positions lie too far apart for their views to overlap: %s",
                  len(far), ", ".join(f"{a}-{b}" for a, b in far))
