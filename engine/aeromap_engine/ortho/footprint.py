@@ -4,6 +4,10 @@ colour it.
 The frame itself is cast onto the ground, not the box of the tie points a view observes: a photograph that is
 mostly water (or any surface without texture) has its tie points in one corner, and a box around them misses the
 rest of the frame, so the views that see a water tile best were never asked and the tile had holes.
+
+A lens model fitted on few tie points may have no inverse at the frame's edge (a strong tangential term folds
+the edge back inward): the distortion-free ray stands in there, since a frame cast on the ground with no figure
+at all (NaN) would reach no tile, and the orthophoto would be empty.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dense.views import SparseModel, View
+from ..log import log
 from ..quality import NADIR_COS
 
 FRAME_SAMPLES = 9  # points along each side of the frame cast onto the ground (distortion bends the sides)
@@ -28,6 +33,10 @@ def frame_rays(view: View) -> np.ndarray:
     border = np.concatenate([np.c_[t * width, np.zeros_like(t)], np.c_[np.full_like(t, width), t * height],
                              np.c_[(1 - t) * width, np.full_like(t, height)], np.c_[np.zeros_like(t), (1 - t) * height]])
     normalised = np.asarray(view.camera.cam_from_img(border), dtype=np.float64)
+    lost = ~np.isfinite(normalised).all(axis=1)
+    if lost.any():  # pixels the lens model maps nothing to
+        K = view.camera.calibration_matrix()
+        normalised[lost] = (border[lost] - K[:2, 2]) / np.diag(K)[:2]
     rays = np.c_[normalised, np.ones(len(normalised))] @ view.rotation  # rotation.T @ ray, for each ray
     return rays / np.linalg.norm(rays, axis=1, keepdims=True)
 
@@ -44,9 +53,8 @@ def frame_outline(view: View, ground: float) -> np.ndarray:
     return centre[:2] + rays[:, :2] * distance[:, None]
 
 
-def frame_footprint(view: View, ground: float) -> tuple[float, float, float, float]:
-    """The box (xmin, ymin, xmax, ymax) of the ground the view's frame covers on the plane z = ground, padded."""
-    xy = frame_outline(view, ground)
+def padded_box(xy: np.ndarray) -> tuple[float, float, float, float]:
+    """The box (xmin, ymin, xmax, ymax) of a ring of ground, padded."""
     low, high = xy.min(axis=0), xy.max(axis=0)
     pad = PAD * (high - low)
     return (*(low - pad), *(high + pad))
@@ -59,14 +67,29 @@ def ground_heights(model: SparseModel) -> list[float]:
             else overall for view in model.views]
 
 
-def footprints(model: SparseModel) -> list[tuple[float, float, float, float]]:
-    """Per view, the box of ground its frame covers."""
-    return [frame_footprint(view, ground) for view, ground in zip(model.views, ground_heights(model))]
+def cast_frames(model: SparseModel) -> list[np.ndarray | None]:
+    """Per view, the ring of ground its frame covers; None, with a warning naming the photograph, where the ring
+    has no finite figure (a pose or a ground height that is not a number)."""
+    rings: list[np.ndarray | None] = []
+    for view, ground in zip(model.views, ground_heights(model)):
+        ring = frame_outline(view, ground)
+        if not np.isfinite(ring).all():
+            log.warning("%s: its frame cast on the ground (at %.2f m) has no finite outline; it is left out of the "
+                        "ground the photographs show", view.name, ground)
+            ring = None
+        rings.append(ring)
+    return rings
 
 
-def ground_outlines(model: SparseModel) -> list[np.ndarray]:
-    """The rings of ground the frames of the views that look down within 30 degrees of the vertical cover:
-    together, the ground the placed photographs show (an oblique frame reaches towards the horizon, over ground
-    no orthophoto is made of)."""
-    return [frame_outline(view, ground) for view, ground in zip(model.views, ground_heights(model))
-            if -view.axis[2] >= NADIR_COS]
+def footprints(rings: list[np.ndarray | None]) -> list[tuple[float, float, float, float]]:
+    """Per view, the box of ground its frame (of cast_frames) covers; everywhere for a view without one: asking
+    it costs time, leaving it out would lose what it alone shows."""
+    return [padded_box(ring) if ring is not None else (-np.inf, -np.inf, np.inf, np.inf) for ring in rings]
+
+
+def ground_outlines(model: SparseModel, rings: list[np.ndarray | None] | None = None) -> list[np.ndarray]:
+    """The rings of ground the frames (cast_frames', cast here when not given) of the views that look down
+    within 30 degrees of the vertical cover: together, the ground the placed photographs show (an oblique frame
+    reaches towards the horizon, over ground no orthophoto is made of)."""
+    cast = cast_frames(model) if rings is None else rings
+    return [ring for view, ring in zip(model.views, cast) if ring is not None and -view.axis[2] >= NADIR_COS]

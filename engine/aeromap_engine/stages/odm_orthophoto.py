@@ -38,7 +38,7 @@ from ..parallel import forked_map
 from ..photometry import Photometry
 from ..resources import release_free_memory, workers_within_memory
 from ..ortho.coverage import check_coverage, measure_coverage
-from ..ortho.footprint import footprints, ground_outlines
+from ..ortho.footprint import cast_frames, footprints, ground_outlines
 from ..ortho.mosaic import Mosaic
 from ..ortho.seams import FORBIDDEN, SeamSettings, place_seams
 from ..ortho.visibility import Projection, off_nadir, visible, zbuffer
@@ -378,7 +378,8 @@ def run(ctx: "StageContext") -> None:
     workers = tile_workers(options.max_concurrency, len(tiles))
     images = ViewImages(project.images_dir, load_levels(project.radiometry_file), photometry_of(ctx),
                         IMAGE_CACHE_BYTES // workers)
-    job = TileJob(grid, surface_model, model.views, footprints(model), scales, images, area)
+    frames = cast_frames(model)
+    job = TileJob(grid, surface_model, model.views, footprints(frames), scales, images, area)
     log.info("Orthophoto: %d tiles in %d process%s", len(tiles), workers, "es" if workers > 1 else "")
     names = [view.name for view in model.views]
     covered = 0
@@ -395,7 +396,7 @@ def run(ctx: "StageContext") -> None:
             out.write(core, rgba)
             sources_out.write(core, sources)
             ctx.progress(0.95 * (n + 1) / len(tiles))
-        coverage = measure_coverage(covered * resolution**2, area, ground_outlines(model), resolution)
+        coverage = measure_coverage(covered * resolution**2, area, ground_outlines(model, frames), resolution)
         check_coverage(coverage)  # inside the writers: a refused orthophoto is never written
     project.update_stats("orthophoto", {"resolution_cm": round(resolution * 100, 3), "width": grid.width,
                                         "height": grid.height, "covered_m2": round(coverage.covered_m2, 1),
