@@ -30,6 +30,8 @@ from aeromap_engine.io.geotiff import RasterFormat
 from aeromap_engine.errors import EngineError
 from aeromap_engine.ortho.coverage import check_coverage, measure_coverage
 from aeromap_engine.ortho.footprint import cast_frames, footprints, ground_outlines
+from aeromap_engine.sfm.cameras import lens_coverage
+from aeromap_engine.stages.opensfm import model_checks
 from aeromap_engine.stages import odm_dem
 
 SETTINGS = AreaSettings(cell=1.0, closing=10.0, max_hole=5000.0, min_part=math.pi * 10.0**2)
@@ -322,9 +324,14 @@ def border_pixels(width: int, height: int, count: int = 50) -> np.ndarray:
                            np.c_[np.zeros(count), t * height], np.c_[np.full(count, width), t * height]])
 
 
-def test_a_lens_folded_at_the_frame_edge_still_casts_the_whole_frame() -> None:
-    camera = pycolmap.Camera.create_from_model_name(1, "OPENCV", 555.6, 1000, 750)
+def folded_camera(camera_id: int = 1) -> pycolmap.Camera:
+    camera = pycolmap.Camera.create_from_model_name(camera_id, "OPENCV", 555.6, 1000, 750)
     camera.params = FOLDED_LENS
+    return camera
+
+
+def test_a_lens_folded_at_the_frame_edge_still_casts_the_whole_frame() -> None:
+    camera = folded_camera()
     border = border_pixels(1000, 750)
     rays = np.asarray(camera.cam_from_img(border))
     lost = np.isnan(rays).any(axis=1)
@@ -340,6 +347,17 @@ def test_a_lens_folded_at_the_frame_edge_still_casts_the_whole_frame() -> None:
     # ... and reaches past the fold to the left edge's distortion-free ray (500 px left of the centre: 90 m).
     assert xmin <= -90
     assert len(ground_outlines(model)) == 1
+
+
+def test_a_folded_lens_is_a_quality_warning_naming_the_camera() -> None:
+    model = pycolmap.Reconstruction()
+    model.add_camera(pycolmap.Camera.create_from_model_name(1, "OPENCV", 555.6, 1000, 750))
+    assert lens_coverage(model.cameras[1]) == 1.0
+    model.add_camera(folded_camera(2))
+    check = next(c for c in model_checks(model, 8) if c.name == "lens_frame")
+    assert not check.passed and not check.fatal
+    assert check.value == pytest.approx(0.67, abs=0.01)  # the left edge and the corners beside it
+    assert "camera 2 (OPENCV:" in check.message and "p2 0.0911" in check.message
 
 
 def test_a_frame_without_a_finite_outline_is_named_and_left_out(engine_log) -> None:

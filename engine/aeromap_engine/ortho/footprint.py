@@ -17,6 +17,7 @@ import numpy as np
 from ..dense.views import SparseModel, View
 from ..log import log
 from ..quality import NADIR_COS
+from ..sfm.cameras import frame_border
 
 FRAME_SAMPLES = 9  # points along each side of the frame cast onto the ground (distortion bends the sides)
 GROUND_PERCENTILE = 5  # the plane the frame is cast on: this percentile of the heights of the view's tie points
@@ -28,10 +29,7 @@ REACH_HEIGHTS = 10.0  # rays that meet the plane farther than this many heights 
 
 def frame_rays(view: View) -> np.ndarray:
     """Unit rays (N, 3), world frame, through points along the border of the view's frame, in order around it."""
-    width, height = view.camera.width, view.camera.height
-    t = np.linspace(0.0, 1.0, FRAME_SAMPLES)[:-1]
-    border = np.concatenate([np.c_[t * width, np.zeros_like(t)], np.c_[np.full_like(t, width), t * height],
-                             np.c_[(1 - t) * width, np.full_like(t, height)], np.c_[np.zeros_like(t), (1 - t) * height]])
+    border = frame_border(view.camera.width, view.camera.height, FRAME_SAMPLES)
     normalised = np.asarray(view.camera.cam_from_img(border), dtype=np.float64)
     lost = ~np.isfinite(normalised).all(axis=1)
     if lost.any():  # pixels the lens model maps nothing to
