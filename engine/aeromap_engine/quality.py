@@ -84,8 +84,8 @@ def lens_frame(coverage: float, camera: str) -> Check:
     """Whether the worst camera's fitted lens model gives a ray for its whole frame (sfm/cameras.py)."""
     return _check("lens_frame", coverage >= 1.0, False, coverage, 1.0,
                   f"the lens model of {camera} gives rays for {coverage:.0%} of its frame's border",
-                  "its distortion, fitted on too few tie points, folds the frame's edge inward, so the products "
-                  "near the photographs' edges may be misplaced")
+                  "its distortion folds the frame's edge inward (bent by too few tie points, or by photographs "
+                  "resized to another shape), so the products near the photographs' edges may be misplaced")
 
 
 def height_range(surface_z: np.ndarray, camera_z: np.ndarray, nadir: bool, what: str, key: str) -> Check:

@@ -311,9 +311,10 @@ def test_a_view_that_is_mostly_water_is_asked_for_the_water() -> None:
     assert (low - pad)[0] > -20 and (low - pad)[1] > -20
 
 
-# The lens bundle adjustment fitted on 196 tie points of 6 of the first 8 Brighton photographs at 1000 px
-# (fx, fy, cx, cy, k1, k2, p1, p2): its tangential term folds the frame's left edge back inward, so that no ray
-# of the lens model reaches the frame's left edge. The frames cast on the ground were NaN, no view reached
+# The lens bundle adjustment fitted on 196 tie points of 6 of the first 8 Brighton photographs stretched from
+# 4000x2250 to 1000x750 (fx, fy, cx, cy, k1, k2, p1, p2; the focal length held at the metadata's, the distortion
+# absorbed the stretch): its tangential term folds the frame's left edge back inward, so that no ray of the lens
+# model reaches the frame's left edge. The frames cast on the ground were NaN, no view reached
 # any tile and the orthophoto was transparent in every pixel.
 FOLDED_LENS = [555.6, 555.6, 500.0, 375.0, -0.0549, 0.00544, 0.00146, 0.0911]
 

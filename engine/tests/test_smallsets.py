@@ -20,6 +20,7 @@ from aeromap_engine.dem.grid import Grid
 from aeromap_engine.dense.views import sparse_model
 from aeromap_engine.errors import EngineError
 from aeromap_engine.georef import Georef
+from aeromap_engine.io.exif import captured_stretch
 from aeromap_engine.ortho.coverage import Coverage, check_coverage, measure_coverage
 from aeromap_engine.ortho.footprint import ground_outlines
 from aeromap_engine.project import Project
@@ -157,3 +158,25 @@ def test_an_area_beside_the_photographs_is_named() -> None:
 def test_a_nearly_empty_orthophoto_is_refused() -> None:
     with pytest.raises(EngineError, match="5% of the 10,000 m2"):
         check_coverage(Coverage(covered_m2=500.0, area_m2=9000.0, area_on_ground_m2=9000.0, ground_m2=10_000.0))
+
+
+# --- photographs resized to another shape --------------------------------------------------------------------------
+
+def test_photographs_stretched_to_another_shape_are_named(tmp_path: Path, engine_log) -> None:
+    """The empty orthophoto's photographs were the first 8 stretched from 4000x2250 to 1000x750: the lens, its
+    focal length held at the metadata's, bent its distortion to absorb the stretch until it folded the frame's
+    edge (the same 8 scaled keeping their shape give p2 -0.003 and a lens that covers its frame). The dataset
+    stage names such photographs; copies scaled keeping their shape pass."""
+    (tmp_path / "images").mkdir()
+    for n, path in enumerate(sorted(DATASET.glob("*.JPG"))[:3]):
+        with Image.open(path) as image:
+            size = (1000, 750) if n < 2 else (1000, 562)
+            image.resize(size).save(tmp_path / "images" / path.name, quality=85, exif=image.info["exif"])
+    with engine_log() as captured:
+        pipeline.run(Project(tmp_path), [{"name": "end-with", "value": "dataset"}])
+        warned = [line for line in captured.lines if "resized to another shape" in line]
+        assert len(warned) == 1 and "DJI_0018.JPG and 1 other(s)" in warned[0] and "1.33 times" in warned[0]
+        assert "DJI_0020.JPG" not in captured.text
+    exif = {"ExifImageWidth": 4000, "ExifImageHeight": 2250}
+    assert captured_stretch(2250, 4000, exif) == pytest.approx(1.0)  # turned upright
+    assert captured_stretch(1000, 750, {}) is None

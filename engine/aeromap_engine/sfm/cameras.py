@@ -117,7 +117,8 @@ def frame_border(width: int, height: int, samples: int) -> np.ndarray:
 
 def lens_coverage(camera: pycolmap.Camera) -> float:
     """The share of the frame's border the lens model gives a ray for: below 1 where the fitted distortion folds
-    the frame's edge inward (the first 8 Brighton photographs at 1000 px, 6 placed on 196 tie points: a
-    tangential term of 0.091 left a third of the border, the left edge and the corners beside it, without a ray)."""
+    the frame's edge inward (the first 8 Brighton photographs stretched to 1000x750, 6 placed on 196 tie points:
+    a tangential term of 0.091 left a third of the border, the left edge and the corners beside it, without a
+    ray)."""
     rays = np.asarray(camera.cam_from_img(frame_border(camera.width, camera.height, LENS_BORDER_SAMPLES)))
     return float(np.isfinite(rays).all(axis=1).mean())
