@@ -81,6 +81,14 @@ def track_length(mean_views: float) -> Check:
                   f"points are seen in {mean_views:.1f} images on average", "the overlap is weak")
 
 
+def lens_frame(coverage: float, camera: str) -> Check:
+    """Whether the worst camera's fitted lens model gives a ray for its whole frame (sfm/cameras.py)."""
+    return _check("lens_frame", coverage >= 1.0, False, coverage, 1.0,
+                  f"the lens model of {camera} gives rays for {coverage:.0%} of its frame's border",
+                  "its distortion folds the frame's edge inward (bent by too few tie points, or by photographs "
+                  "resized to another shape), so the products near the photographs' edges may be misplaced")
+
+
 def height_range(surface: np.ndarray, cameras: np.ndarray, nadir: bool, what: str, key: str) -> Check:
     """Whether the surface's points (N, 3) are possible for cameras at these positions (M, 3): below the
     cameras when they look down, and not deeper below them than a few flying heights. Each point is judged

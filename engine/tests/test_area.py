@@ -27,7 +27,11 @@ from aeromap_engine.dense.views import SparseModel, View
 from aeromap_engine.georef import Georef
 from aeromap_engine.io.geojson import read_geometry, write_geometry
 from aeromap_engine.io.geotiff import RasterFormat
-from aeromap_engine.ortho.footprint import footprints
+from aeromap_engine.errors import EngineError
+from aeromap_engine.ortho.coverage import check_coverage, measure_coverage
+from aeromap_engine.ortho.footprint import cast_frames, footprints, ground_outlines
+from aeromap_engine.sfm.cameras import lens_coverage
+from aeromap_engine.stages.opensfm import model_checks
 from aeromap_engine.stages import odm_dem
 
 SETTINGS = AreaSettings(cell=1.0, closing=10.0, max_hole=5000.0, min_part=math.pi * 10.0**2)
@@ -283,8 +287,9 @@ def test_outlier_filter_keeps_a_sparse_region_and_removes_isolated_points() -> N
 
 # --- the orthophoto's views ------------------------------------------------------------------------------------
 
-def nadir_view(name: str, x: float, y: float, height: float, point_ids: np.ndarray) -> View:
-    camera = pycolmap.Camera.create_from_model_name(1, "SIMPLE_RADIAL", 1000.0, 1000, 750)
+def nadir_view(name: str, x: float, y: float, height: float, point_ids: np.ndarray,
+               camera: pycolmap.Camera | None = None) -> View:
+    camera = camera or pycolmap.Camera.create_from_model_name(1, "SIMPLE_RADIAL", 1000.0, 1000, 750)
     rotation = np.diag([1.0, -1.0, -1.0])  # looking straight down, image x east, image y south
     centre = np.array([x, y, height])
     return View(name, camera, rotation, -rotation @ centre, point_ids)
@@ -297,10 +302,80 @@ def test_a_view_that_is_mostly_water_is_asked_for_the_water() -> None:
     corner = np.array([[40.0, 30.0, 0.0], [45.0, 35.0, 0.0], [48.0, 28.0, 0.1], [42.0, 36.0, -0.1]])
     view = nadir_view("water.jpg", 0.0, 0.0, 100.0, np.arange(4))
     model = SparseModel([view], np.arange(4), corner)
-    xmin, ymin, xmax, ymax = footprints(model)[0]
+    xmin, ymin, xmax, ymax = footprints(cast_frames(model))[0]
     assert xmin <= -50 and xmax >= 50 and ymin <= -37.5 and ymax >= 37.5  # the whole frame
     assert xmax - xmin < 130 and ymax - ymin < 100  # and not much more
     # The old extent (the tie points' box grown by half its size) misses the water under the frame.
     low, high = corner[:, :2].min(axis=0), corner[:, :2].max(axis=0)
     pad = 0.5 * (high - low)
     assert (low - pad)[0] > -20 and (low - pad)[1] > -20
+
+
+# The lens bundle adjustment fitted on 196 tie points of 6 of the first 8 Brighton photographs stretched from
+# 4000x2250 to 1000x750 (fx, fy, cx, cy, k1, k2, p1, p2; the focal length held at the metadata's, the distortion
+# absorbed the stretch): its tangential term folds the frame's left edge back inward, so that no ray of the lens
+# model reaches the frame's left edge. The frames cast on the ground were NaN, no view reached
+# any tile and the orthophoto was transparent in every pixel.
+FOLDED_LENS = [555.6, 555.6, 500.0, 375.0, -0.0549, 0.00544, 0.00146, 0.0911]
+
+
+def border_pixels(width: int, height: int, count: int = 50) -> np.ndarray:
+    t = np.linspace(0.0, 1.0, count)
+    return np.concatenate([np.c_[t * width, np.zeros(count)], np.c_[t * width, np.full(count, height)],
+                           np.c_[np.zeros(count), t * height], np.c_[np.full(count, width), t * height]])
+
+
+def folded_camera(camera_id: int = 1) -> pycolmap.Camera:
+    camera = pycolmap.Camera.create_from_model_name(camera_id, "OPENCV", 555.6, 1000, 750)
+    camera.params = FOLDED_LENS
+    return camera
+
+
+def test_a_lens_folded_at_the_frame_edge_still_casts_the_whole_frame() -> None:
+    camera = folded_camera()
+    border = border_pixels(1000, 750)
+    rays = np.asarray(camera.cam_from_img(border))
+    lost = np.isnan(rays).any(axis=1)
+    assert lost.any() and (border[lost, 0] < 200).all()  # the fold: no ray leaves the left of the frame
+    ground = np.array([[0.0, 0.0, 0.0], [10.0, 5.0, 0.0], [-8.0, 3.0, 0.1]])
+    model = SparseModel([nadir_view("folded.jpg", 0.0, 0.0, 100.0, np.arange(3), camera)], np.arange(3), ground)
+    box = footprints(cast_frames(model))[0]
+    assert np.isfinite(box).all()
+    # The box holds the ground of every ray the lens has at the border (100 m below; image y runs south)...
+    xmin, ymin, xmax, ymax = box
+    seen = 100.0 * rays[~lost, :2] * (1.0, -1.0)
+    assert ((seen >= (xmin, ymin)) & (seen <= (xmax, ymax))).all()
+    # ... and reaches past the fold to the left edge's distortion-free ray (500 px left of the centre: 90 m).
+    assert xmin <= -90
+    assert len(ground_outlines(model)) == 1
+
+
+def test_a_folded_lens_is_a_quality_warning_naming_the_camera() -> None:
+    model = pycolmap.Reconstruction()
+    model.add_camera(pycolmap.Camera.create_from_model_name(1, "OPENCV", 555.6, 1000, 750))
+    assert lens_coverage(model.cameras[1]) == 1.0
+    model.add_camera(folded_camera(2))
+    check = next(c for c in model_checks(model, 8) if c.name == "lens_frame")
+    assert not check.passed and not check.fatal
+    assert check.value == pytest.approx(0.67, abs=0.01)  # the left edge and the corners beside it
+    assert "camera 2 (OPENCV:" in check.message and "p2 0.0911" in check.message
+
+
+def test_a_frame_without_a_finite_outline_is_named_and_left_out(engine_log) -> None:
+    """A view whose frame has no finite figure on the ground is asked everywhere, named in a warning and left out
+    of the ground the photographs show: the orthophoto's guard measures the others."""
+    ground = np.array([[0.0, 0.0, 0.0], [10.0, 5.0, 0.0], [-8.0, 3.0, 0.1]])
+    good = nadir_view("good.jpg", 0.0, 0.0, 100.0, np.arange(3))
+    lost = View("lost.jpg", good.camera, good.rotation, np.full(3, np.nan), np.arange(3))
+    model = SparseModel([good, lost], np.arange(3), ground)
+    with engine_log() as captured:
+        frames = cast_frames(model)
+        assert "lost.jpg" in captured.text and "good.jpg" not in captured.text
+    assert footprints(frames)[1] == (-np.inf, -np.inf, np.inf, np.inf)
+    rings = ground_outlines(model, frames)
+    assert len(rings) == 1
+    area = SurveyArea.of_ring(np.array([(-20, -20), (20, -20), (20, 20), (-20, 20)], float))
+    coverage = measure_coverage(0.0, area, rings, 0.5)
+    assert coverage.ground_m2 == pytest.approx(100 * 75, rel=0.02)  # the good view's frame, 100 m x 75 m
+    with pytest.raises(EngineError, match="colours 0 m2"):
+        check_coverage(coverage)

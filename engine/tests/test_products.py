@@ -447,7 +447,7 @@ def test_stats_report_the_products(products: Project) -> None:
         assert figures["stages"][stage]["seconds"] >= 0 and figures["stages"][stage]["peak_memory_mb"] > 0
     cloud = figures["point_cloud"]
     assert cloud["density_per_m2"] == pytest.approx(cloud["points"] / cloud["area_m2"], rel=0.01)
-    assert figures["orthophoto"]["area_m2"] == pytest.approx(cloud["area_m2"], rel=0.05)
+    assert figures["orthophoto"]["covered_m2"] == pytest.approx(cloud["area_m2"], rel=0.05)
     # odm_postprocess made a tile pyramid of each raster.
     tiles = figures["tiles"]
     assert set(tiles) == {"orthophoto", "dsm", "dtm"} and all(layer["tiles"] > 0 for layer in tiles.values())

@@ -88,7 +88,7 @@ def test_split_survey_is_processed_in_submodels_and_merged(split_run: Project, c
     # The products, merged side by side, each left their figures in the survey's statistics.
     stats = json.loads(project.stats_file.read_text())
     assert stats["point_cloud"]["points"] == len(merged.points) and stats["point_cloud"]["submodels"] == 2
-    assert stats["point_cloud"]["area_m2"] == stats["orthophoto"]["area_m2"] > 0
+    assert stats["point_cloud"]["area_m2"] == stats["orthophoto"]["covered_m2"] > 0
     with rasterio.open(project.path("odm_dem", "dsm.tif")) as dsm:
         assert stats["dem"]["dsm"] == {"width": dsm.width, "height": dsm.height}
 

@@ -31,7 +31,7 @@ function quality(stats: Stats): string[] {
     ...figure('GPS residual', sfm.gps_residual_m, (v) => `${v.toFixed(2)} m`),
     ...figure('GCP residual', sfm.gcp_residual_m, (v) => `${v.toFixed(2)} m`),
     ...figure('ground sample distance', sfm.gsd_cm, (v) => `${v.toFixed(2)} cm`),
-    ...figure('area', stats.orthophoto?.area_m2 ?? stats.point_cloud?.area_m2, (v) => `${Math.round(v).toLocaleString('en')} m²`),
+    ...figure('area', stats.point_cloud?.area_m2, (v) => `${Math.round(v).toLocaleString('en')} m²`),
     ...figure('points', stats.point_cloud?.points, (v) => v.toLocaleString('en')),
   ];
 }

@@ -4,7 +4,9 @@ in one part or several.
 The cloud's occupancy on a coarse grid is closed by a small distance (gaps in matching over trees, water or
 plain roofs narrower than twice that distance belong to the survey), enclosed holes up to about an image's
 footprint are filled (a pond in a field), parts smaller than the closing disk are dropped (stray points, distant
-landscape seen by obliques) and what is left is shrunk by the crop distance. Unlike a convex hull, two fields
+landscape seen by obliques) and what is left is shrunk by the crop distance. Where the points are tie points
+(fast-orthophoto), the ground the photographs' frames cover joins them: a few hundred tie points of a small set
+span a fraction of what the photographs show, and cropping that would leave nothing. Unlike a convex hull, two fields
 flown apart stay two parts and an L or a corridor keeps its shape, so nothing is invented between them.
 
 Everything downstream works from the polygons (written to bounds.geojson): masks of raster tiles are the
@@ -14,7 +16,7 @@ polygons rasterized by GDAL (a cell is inside when its centre is), and `contains
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -70,6 +72,26 @@ def _open(positions: list) -> np.ndarray:
 
 def _affine(grid: Grid) -> Affine:
     return Affine(grid.resolution, 0.0, grid.x0, 0.0, -grid.resolution, grid.y1)
+
+
+def _rasterized(geometries: list[dict], grid: Grid, all_touched: bool = False) -> np.ndarray:
+    """Cells of `grid` whose centre lies inside any of the geometries (all_touched: also those a ring crosses)."""
+    if not geometries:
+        return np.zeros((grid.height, grid.width), dtype=bool)
+    return rasterio.features.rasterize([(geometry, 1) for geometry in geometries], (grid.height, grid.width),
+                                       transform=_affine(grid), all_touched=all_touched, dtype="uint8").astype(bool)
+
+
+def rings_bounds(rings: Sequence[np.ndarray]) -> tuple[float, float, float, float]:
+    """(xmin, ymin, xmax, ymax) of rings (N, 2), at least one."""
+    low = np.min([ring.min(axis=0) for ring in rings], axis=0)
+    high = np.max([ring.max(axis=0) for ring in rings], axis=0)
+    return float(low[0]), float(low[1]), float(high[0]), float(high[1])
+
+
+def rings_mask(rings: Sequence[np.ndarray], grid: Grid) -> np.ndarray:
+    """Cells of `grid` whose centre lies inside any of the rings (N, 2), which may overlap."""
+    return _rasterized([{"type": "Polygon", "coordinates": [_closed(ring)]} for ring in rings], grid)
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
@@ -164,11 +186,8 @@ class SurveyArea:
 
     def mask(self, grid: Grid, all_touched: bool = False) -> np.ndarray:
         """Cells of `grid` whose centre lies inside the area (all_touched: also those a ring crosses)."""
-        shapes = [(polygon.geometry, 1) for polygon in self.polygons if _overlap(polygon.bounds, grid.bounds)]
-        if not shapes:
-            return np.zeros((grid.height, grid.width), dtype=bool)
-        return rasterio.features.rasterize(shapes, (grid.height, grid.width), transform=_affine(grid),
-                                           all_touched=all_touched, dtype="uint8").astype(bool)
+        return _rasterized([polygon.geometry for polygon in self.polygons if _overlap(polygon.bounds, grid.bounds)],
+                           grid, all_touched)
 
     def tile_mask(self, grid: Grid, size: int) -> np.ndarray:
         """Which tiles of `size` cells (as Grid.tiles cuts them) hold some of the area: (tile rows, tile cols)."""
@@ -366,11 +385,37 @@ def vectorize(mask: np.ndarray, grid: Grid, tolerance: float) -> SurveyArea | No
     return SurveyArea(tuple(polygons)) if polygons else None
 
 
-def surveyed_area(occupancy: Occupancy, settings: AreaSettings) -> SurveyArea | None:
-    """The surveyed area of the counted points, world frame; None when nothing is left of it."""
+@dataclass(frozen=True)
+class GroundFrames:
+    """The ground the photographs' frames cover (rings (N, 2), world frame), traced on cells of `cell` metres at
+    least: tie points are far apart, and cells of their spacing would square the frames' outline off by metres."""
+
+    rings: tuple[np.ndarray, ...]
+    cell: float
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:
+        return rings_bounds(self.rings)
+
+
+def refined(grid: Grid, mask: np.ndarray, cell: float) -> tuple[Grid, np.ndarray]:
+    """The mask on a grid split into cells of about `cell` (whole divisions of its own; at most MAX_CELLS)."""
+    factor = max(1, min(math.floor(grid.resolution / cell),
+                        math.floor(math.sqrt(MAX_CELLS / max(grid.width * grid.height, 1)))))
+    fine = Grid(grid.x0, grid.y1, grid.resolution / factor, grid.width * factor, grid.height * factor)
+    return fine, np.repeat(np.repeat(mask, factor, axis=0), factor, axis=1)
+
+
+def surveyed_area(occupancy: Occupancy, settings: AreaSettings,
+                  frames: GroundFrames | None = None) -> SurveyArea | None:
+    """The surveyed area of the counted points, joined by the ground `frames` cover, world frame; None when
+    nothing is left of it. The occupancy must reach over the frames' bounds."""
     if occupancy.points == 0:
         return None
     grid, mask = occupancy.seen(settings.min_count)
+    if frames is not None:
+        grid, mask = refined(grid, mask, frames.cell)
+        mask |= rings_mask(frames.rings, grid)
     cell_area = grid.resolution ** 2
     mask = close(mask, settings.closing / grid.resolution)
     mask = fill_holes(mask, settings.max_hole / cell_area)

@@ -13,6 +13,7 @@ Sources, in order of preference where several give the same fact:
 from __future__ import annotations
 
 import io
+import math
 import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -82,6 +83,18 @@ def photo_from_metadata(filename: str, width: int, height: int, exif: dict[str, 
     _read_angles(photo, xmp)
     _read_optics(photo, exif, xmp)
     return photo
+
+
+def captured_stretch(width: int, height: int, exif: dict[str, Any]) -> float | None:
+    """How many times taller for their width the stored pixels are than the frame the metadata say was captured
+    (ExifImageWidth x ExifImageHeight), either way round (a copy turned upright keeps its shape); None where the
+    metadata do not give it. 1 for a copy scaled keeping its shape."""
+    captured_width = _positive(_float(exif.get("ExifImageWidth")))
+    captured_height = _positive(_float(exif.get("ExifImageHeight")))
+    if not captured_width or not captured_height:
+        return None
+    stored, captured = height / width, captured_height / captured_width
+    return min((stored / captured, stored * captured), key=lambda ratio: abs(math.log(ratio)))
 
 
 def _read_position(photo: Photo, exif: dict[str, Any], xmp: dict[str, str]) -> None:

@@ -28,6 +28,7 @@ VERDICT_TEXT = {"good": "good: every check passed", "doubtful": "doubtful: see t
 CHECK_LABELS = {"images_registered": "Images placed", "gps_agreement": "Cameras at their GPS positions",
                 "gps_residual": "Distance to the GPS positions",
                 "points_per_image": "Sparse points per image", "track_length": "Views per point",
+                "lens_frame": "Lens model over the frame",
                 "sparse_height_range": "Heights of the sparse model",
                 "cloud_height_range": "Heights of the point cloud"}
 CAMERA_PARAMETERS = ("focal", "focal_x", "focal_y", "c_x", "c_y", "k1", "k2", "k3", "p1", "p2", "k4")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pycolmap
 
 from ..photo import Photo
@@ -34,6 +35,7 @@ LENS_MODELS = {"perspective": "RADIAL", "brown": "OPENCV", "fisheye": "RADIAL_FI
                "fisheye_opencv": "OPENCV_FISHEYE"}
 AUTO_PROJECTION = "brown"
 LENS_CHOICES = ("auto",) + tuple(LENS_MODELS)
+LENS_BORDER_SAMPLES = 65  # points along each side of the frame where a lens model must give a ray
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,20 @@ def odm_camera(camera: pycolmap.Camera, projection: str) -> dict[str, float | in
     else:
         out.update(k3=p["k3"], k4=p["k4"])
     return out
+
+
+def frame_border(width: int, height: int, samples: int) -> np.ndarray:
+    """Points (4 (samples - 1), 2) along the border of a width x height frame, `samples` a side with the
+    corners shared, in order around it (pixel coordinates, the frame's edge at 0 and width, height)."""
+    t = np.linspace(0.0, 1.0, samples)[:-1]
+    return np.concatenate([np.c_[t * width, np.zeros_like(t)], np.c_[np.full_like(t, width), t * height],
+                           np.c_[(1 - t) * width, np.full_like(t, height)], np.c_[np.zeros_like(t), (1 - t) * height]])
+
+
+def lens_coverage(camera: pycolmap.Camera) -> float:
+    """The share of the frame's border the lens model gives a ray for: below 1 where the fitted distortion folds
+    the frame's edge inward (the first 8 Brighton photographs stretched to 1000x750, 6 placed on 196 tie points:
+    a tangential term of 0.091 left a third of the border, the left edge and the corners beside it, without a
+    ray)."""
+    rays = np.asarray(camera.cam_from_img(frame_border(camera.width, camera.height, LENS_BORDER_SAMPLES)))
+    return float(np.isfinite(rays).all(axis=1).mean())

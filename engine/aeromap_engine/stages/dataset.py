@@ -11,6 +11,7 @@ pixels and written for the stages that read pixels; the uniform-frame check sees
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -24,7 +25,7 @@ from PIL import UnidentifiedImageError
 from ..errors import InputError
 from ..files import write_json
 from ..geo import WGS84, crs_name, transform, utm_crs
-from ..io.exif import exif_tags, photo_from_metadata, xmp_packet, xmp_tags
+from ..io.exif import captured_stretch, exif_tags, photo_from_metadata, xmp_packet, xmp_tags
 from ..io.geotxt import GeoFile, parse_geo_txt
 from ..io.images import Layout, Levels, dataset_levels, read_layout, read_stored, to_8bit
 from ..log import log
@@ -42,6 +43,9 @@ WEIGHT = 0.3  # reading metadata takes a few percent of a run
 MIN_CONTENT_STDDEV = 2.0
 MIN_SIDE = 64  # px; smaller files cannot hold a useful view
 SAMPLE_PIXELS = 4096  # per photograph: enough for the levels' percentiles and the content check
+# A copy scaled keeping its shape rounds its sides to whole pixels (a 4000x2250 frame at 1000 px: 1000x562, 0.1 %);
+# a shape further from the captured one was stretched, which no lens model with square pixels describes.
+MAX_STRETCH = 0.02
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Inspection:
     photo: Photo
     layout: Layout
     sample: np.ndarray  # (n, 1, 3) BGR pixels at 1/8 scale, in the stored sample type
+    stretch: float | None  # how many times taller for its width than captured (io/exif.py captured_stretch)
 
 
 def inspect_image(path: Path) -> Inspection:
@@ -67,7 +72,7 @@ def inspect_image(path: Path) -> Inspection:
     if min(layout.width, layout.height) < MIN_SIDE:
         raise ValueError(f"too small ({layout.width}x{layout.height} px)")
     photo = photo_from_metadata(path.name, layout.width, layout.height, tags, xmp_tags(xmp_packet(data)))
-    return Inspection(photo, layout, pixel_sample(stored))
+    return Inspection(photo, layout, pixel_sample(stored), captured_stretch(layout.width, layout.height, tags))
 
 
 def pixel_sample(image: np.ndarray, count: int = SAMPLE_PIXELS) -> np.ndarray:
@@ -137,6 +142,7 @@ def run(ctx: "StageContext") -> None:
     # A refused frame (sun glare, lens cap) must not widen the stretch of the others.
     levels = levels_of(usable)
     _record_levels(project, levels, usable)
+    warn_stretched(usable)
     photos = [i.photo for i in usable]
 
     if project.geo_file.exists():
@@ -161,6 +167,21 @@ def run(ctx: "StageContext") -> None:
     project.update_stats("dataset", {"images_total": len(files), "images_usable": len(photos),
                                      "images_rejected": rejected, "images_with_gps": located, "crs": crs,
                                      "cameras": cameras, "levels": asdict(levels) if levels else None})
+
+
+def warn_stretched(inspections: list[Inspection]) -> None:
+    """Name the photographs resized to another shape than they were captured in: the lens calibration can only
+    bend its distortion to absorb the stretch (the first 8 Brighton photographs stretched from 4000x2250 to
+    1000x750: a tangential term of 0.09 that left a third of the frame's border without a ray)."""
+    stretched = [i for i in inspections if i.stretch is not None and abs(math.log(i.stretch)) > MAX_STRETCH]
+    if not stretched:
+        return
+    first = stretched[0]
+    others = f" and {len(stretched) - 1} other(s)" if len(stretched) > 1 else ""
+    log.warning("%s%s: the pixels (%dx%d) are %.2f times as tall for their width as the frame the metadata say was "
+                "captured: resized to another shape, which no lens model describes, so the calibration will bend "
+                "to absorb it and the products will be distorted (resize keeping the shape)", first.photo.filename,
+                others, first.layout.width, first.layout.height, first.stretch)
 
 
 def _record_levels(project: "Project", levels: Levels | None, usable: list[Inspection]) -> None:

@@ -96,7 +96,8 @@ def run(ctx: "StageContext") -> None:
 
 def record(project: "Project", merged: list[dict[str, dict]]) -> None:
     """The merges' figures in the survey's statistics, section by section (the elevation models share one); the
-    orthophoto's area also goes to the point cloud's section, where the report and the service read it."""
+    area the orthophoto covers is the survey's area, in the point cloud's section, where the report and the
+    service read it."""
     sections: dict[str, dict] = {}
     for figures in merged:
         for section, values in figures.items():
@@ -105,7 +106,7 @@ def record(project: "Project", merged: list[dict[str, dict]]) -> None:
         project.update_stats(section, values)
     if "orthophoto" in sections:
         point_cloud = project.read_stats().get("point_cloud", {})
-        project.update_stats("point_cloud", {**point_cloud, "area_m2": sections["orthophoto"]["area_m2"]})
+        project.update_stats("point_cloud", {**point_cloud, "area_m2": sections["orthophoto"]["covered_m2"]})
 
 
 def merge_cloud(ctx: "StageContext", submodels: list["Project"], owners: Owners, georef: Georef) -> dict[str, dict]:
@@ -160,5 +161,5 @@ def merge_orthophoto(ctx: "StageContext", submodels: list["Project"], owners: Ow
     log.info("Merged orthophoto: %dx%d px at %.1f cm/px, %.0f m2", grid.width, grid.height,
              grid.resolution * 100, area)
     return {"orthophoto": {"resolution_cm": round(grid.resolution * 100, 3), "width": grid.width,
-                           "height": grid.height, "area_m2": round(area, 1),
+                           "height": grid.height, "covered_m2": round(area, 1),
                            "bounds_wgs84": wgs84_bounds(grid, georef)}}

@@ -14,6 +14,7 @@ grid, and written; the crop is a second pass over the filtered tiles.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ import numpy as np
 import pycolmap
 
 from .. import quality
-from ..cloud.area import AreaSettings, Occupancy, SurveyArea, surveyed_area
+from ..cloud.area import AreaSettings, GroundFrames, Occupancy, SurveyArea, surveyed_area
 from ..cloud.boundary import Boundary, camera_boundary
 from ..cloud.filters import median_spacing, statistical_inliers, thin
 from ..cloud.points import PointCloud
@@ -33,6 +34,7 @@ from ..io.geojson import read_geometry, write_geometry
 from ..io.ply import ply_chunks
 from ..log import log
 from ..options import Option, Options
+from ..ortho.footprint import ground_outlines
 from .openmvs import dense_cloud_path, reconstruction_dir
 
 if TYPE_CHECKING:
@@ -68,6 +70,7 @@ MAX_HOLE_FOOTPRINTS = 4  # enclosed holes up to this many image footprints are f
 MARGIN_SPACINGS = 64  # point spacings of neighbouring tiles a tile is filtered with: the outlier statistic's
 # regions reach 48 (3 x 3 cells of 32)
 SAMPLE_POINTS = 200_000  # points drawn from the cloud for its spacing and its height percentiles
+FRAME_CELLS = 100  # cells across an image footprint's shorter side, at least, where the frames join the area
 
 
 def filtered_cloud_path(project: "Project") -> Path:
@@ -114,6 +117,31 @@ def area_settings(spacing: float, footprint: tuple[float, float], crop: float) -
                         max_hole=MAX_HOLE_FOOTPRINTS * long * short, min_part=np.pi * closing**2, crop=crop)
 
 
+def ground_frames(model: SparseModel, footprint: tuple[float, float]) -> GroundFrames | None:
+    """The ground the placed photographs show, which joins the tie points' area (fast-orthophoto)."""
+    rings = ground_outlines(model)
+    return GroundFrames(tuple(rings), max(AREA_CELL, footprint[1] / FRAME_CELLS)) if rings else None
+
+
+def union_bounds(a: tuple[float, float, float, float], b: tuple[float, float, float, float]
+                 ) -> tuple[float, float, float, float]:
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+
+
+def cropped_area(occupancy: Occupancy, settings: AreaSettings, frames: GroundFrames | None) -> SurveyArea:
+    """The surveyed area shrunk by the crop distance; uncropped, with a warning, where the crop would leave
+    nothing: cropping trims unreliable edges, it must not discard all the photographs cover."""
+    area = surveyed_area(occupancy, settings, frames)
+    if area is None and settings.crop > 0:
+        area = surveyed_area(occupancy, replace(settings, crop=0.0), frames)
+        if area is not None:
+            log.warning("Cropping %g m off the surveyed area's edges would leave nothing of it (%.0f m2): "
+                        "kept uncropped", settings.crop, area.area)
+    if area is None:
+        raise InputError("The point cloud spans no area after filtering")
+    return area
+
+
 def cloud_heights(xyz: np.ndarray, model: SparseModel) -> quality.Check:
     """Whether the cloud's heights, which the DSM is made of, are possible for the cameras (quality.py)."""
     nadir = quality.nadir_views(np.array([view.axis for view in model.views]))
@@ -141,11 +169,14 @@ def filtered_tile(points: PointCloud, own: np.ndarray, cameras: Boundary | None,
 
 
 def filter_tiles(ctx: "StageContext", source: TiledCloud, path: Path, scratch: Path, cameras: Boundary | None,
-                 spacing: float, settings: AreaSettings) -> tuple[Occupancy, dict[str, int]]:
-    """Every tile of the source filtered into the tiled cloud at `path`, its points counted for the area."""
+                 spacing: float, settings: AreaSettings, frames: GroundFrames | None
+                 ) -> tuple[Occupancy, dict[str, int]]:
+    """Every tile of the source filtered into the tiled cloud at `path`, its points counted for the area (whose
+    grid reaches over the frames too)."""
     options = ctx.options
     margin = MARGIN_SPACINGS * spacing + 2 * options.pc_sample
-    occupancy = Occupancy(source.extent, settings.cell, settings.closing)
+    extent = source.extent if frames is None else union_bounds(source.extent, frames.bounds)
+    occupancy = Occupancy(extent, settings.cell, settings.closing)
     counts: dict[str, int] = {}
     with tiled_writer(path, source.tiling, scratch) as write:
         for n, tile in enumerate(source.tiles):
@@ -185,16 +216,15 @@ def run(ctx: "StageContext") -> None:
             raise InputError("The point cloud is empty")
         ctx.progress(0.1)
         spacing = max(median_spacing(source.sample(SAMPLE_POINTS), total=len(source)), options.pc_sample)
-        settings = area_settings(spacing, footprint_sides(model), options.crop)
+        footprint = footprint_sides(model)
+        settings = area_settings(spacing, footprint, options.crop)
+        frames = ground_frames(model, footprint) if options.fast_orthophoto else None
         filtered_path = output if options.crop <= 0 else scratch / "filtered.ply"
-        occupancy, counts = filter_tiles(ctx, source, filtered_path, scratch, cameras, spacing, settings)
+        occupancy, counts = filter_tiles(ctx, source, filtered_path, scratch, cameras, spacing, settings, frames)
         figures.update(counts)
         if occupancy.points < 3:
             raise InputError("The point cloud is empty or spans no area after filtering")
-        area = surveyed_area(occupancy, settings)
-        if area is None:
-            raise InputError(f"Nothing is left of the surveyed area after cropping {options.crop:g} m off its edges"
-                             if options.crop > 0 else "The point cloud spans no area after filtering")
+        area = cropped_area(occupancy, settings, frames)
         cloud = TiledCloud.open(filtered_path)
         if options.crop > 0:
             cloud = crop_tiles(cloud, area, output, scratch)

@@ -37,7 +37,8 @@ from ..options import Option
 from ..parallel import forked_map
 from ..photometry import Photometry
 from ..resources import release_free_memory, workers_within_memory
-from ..ortho.footprint import footprints
+from ..ortho.coverage import check_coverage, measure_coverage
+from ..ortho.footprint import cast_frames, footprints, ground_outlines
 from ..ortho.mosaic import Mosaic
 from ..ortho.seams import FORBIDDEN, SeamSettings, place_seams
 from ..ortho.visibility import Projection, off_nadir, visible, zbuffer
@@ -371,12 +372,14 @@ def run(ctx: "StageContext") -> None:
     scales = view_scales(model, resolution)
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
     png = orthophoto_path(project, "png")
-    png.unlink(missing_ok=True)  # no stale PNG from a run with other options
+    for stale in (orthophoto_path(project), sources_path(project), png):
+        stale.unlink(missing_ok=True)  # no product of an earlier run stands in for one this run refuses
     tiles = serpentine(list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution)))))
     workers = tile_workers(options.max_concurrency, len(tiles))
     images = ViewImages(project.images_dir, load_levels(project.radiometry_file), photometry_of(ctx),
                         IMAGE_CACHE_BYTES // workers)
-    job = TileJob(grid, surface_model, model.views, footprints(model), scales, images, area)
+    frames = cast_frames(model)
+    job = TileJob(grid, surface_model, model.views, footprints(frames), scales, images, area)
     log.info("Orthophoto: %d tiles in %d process%s", len(tiles), workers, "es" if workers > 1 else "")
     names = [view.name for view in model.views]
     covered = 0
@@ -393,9 +396,12 @@ def run(ctx: "StageContext") -> None:
             out.write(core, rgba)
             sources_out.write(core, sources)
             ctx.progress(0.95 * (n + 1) / len(tiles))
-    area = covered * resolution**2
+        coverage = measure_coverage(covered * resolution**2, area, ground_outlines(model, frames), resolution)
+        check_coverage(coverage)  # inside the writers: a refused orthophoto is never written
     project.update_stats("orthophoto", {"resolution_cm": round(resolution * 100, 3), "width": grid.width,
-                                        "height": grid.height, "area_m2": round(area, 1),
+                                        "height": grid.height, "covered_m2": round(coverage.covered_m2, 1),
+                                        "ground_share": round(coverage.share, 3),
                                         "surface_resolution_cm": round(surface_res * 100, 2),
                                         "bounds_wgs84": georef.wgs84_bounds(grid.bounds)})
-    log.info("Orthophoto: %dx%d px at %.1f cm/px, %.0f m2", grid.width, grid.height, resolution * 100, area)
+    log.info("Orthophoto: %dx%d px at %.1f cm/px, %.0f m2 coloured, %.0f%% of the ground the photographs show",
+             grid.width, grid.height, resolution * 100, coverage.covered_m2, 100 * coverage.share)

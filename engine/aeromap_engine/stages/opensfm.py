@@ -37,7 +37,7 @@ from ..io.ply import write_ply
 from ..log import log, log_count
 from ..options import Option
 from ..photo import Photo
-from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, refinement
+from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, lens_coverage, refinement
 from ..sfm.database import (PositionPrior, match_pairs, open_database, overlapping_pair_count,
                             reject_pairs, verified_pairs, without_priors)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
@@ -235,10 +235,22 @@ def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
     checks = [quality.registered_share(len(registered), total),
               quality.points_per_image(model.num_points3D(), len(registered)),
               quality.track_length(model.compute_mean_track_length())]
+    if model.cameras:
+        checks.append(lens_check(model))
     if len(points):
         nadir = quality.nadir_views(np.array([image.viewing_direction() for image in registered]))
         checks.append(quality.height_range(points, centres, nadir, "sparse model", "sparse"))
     return checks
+
+
+def lens_check(model: pycolmap.Reconstruction) -> Check:
+    """Whether the lens model of the camera that covers least of its frame covers all of it, naming it and its
+    parameters."""
+    coverage, camera_id = min((lens_coverage(camera), camera_id) for camera_id, camera in model.cameras.items())
+    camera = model.cameras[camera_id]
+    params = ", ".join(f"{name.strip()} {value:.4g}" for name, value in zip(camera.params_info.split(","),
+                                                                          camera.params))
+    return quality.lens_frame(coverage, f"camera {camera_id} ({camera.model.name}: {params})")
 
 
 def mapping_blocks(survey: Survey) -> list[Submodel]:
