@@ -56,10 +56,14 @@ def engine_log() -> Callable[..., ContextManager[EngineLog]]:
     return _capture
 
 
-@pytest.fixture(scope="session")
-def datasets() -> Path:
+def datasets_dir() -> Path:
     """The real surveys' folder, shared/datasets beside the checkout (a worktree's checkout sits one level deeper)."""
     for folder in Path(__file__).resolve().parents:
         if (folder / "shared" / "datasets").is_dir():
             return folder / "shared" / "datasets"
     raise FileNotFoundError(f"no shared/datasets above {Path(__file__).parent}")
+
+
+@pytest.fixture(scope="session")
+def datasets() -> Path:
+    return datasets_dir()

@@ -108,6 +108,11 @@ def barometric_heights(photos: list[Photo], positions: np.ndarray) -> np.ndarray
     return out
 
 
+def flight_names(photos: list[Photo]) -> list[list[str]]:
+    """The photographs' names by flight, each flight in capture order."""
+    return [[photos[i].filename for i in flight] for flight in _flights(photos, list(range(len(photos))))]
+
+
 def _flights(photos: list[Photo], indices: list[int]) -> list[list[int]]:
     """Indices grouped by flight: a pause of FLIGHT_GAP_S between capture times starts a new one (a battery
     change, a new take-off). Without capture times all are one flight."""
@@ -157,8 +162,6 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
                 # doubtful heights: align again the way that was chosen.
                 fit = align_to_gps(model, priors, pitch_by_name) or fit
             outliers = [n for n, agrees in zip(_located(model, priors), fit.inliers) if not agrees]
-            for name in outliers:
-                log.warning("GPS position of %s disagrees with the model; not used", name)
     if source == "none":
         level_local_frame(model, photos, pitch_by_name)
     elif priors:
