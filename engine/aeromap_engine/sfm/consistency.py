@@ -3,7 +3,7 @@
 The photographs judge the model's geometry; the fixes place and scale it through a robust similarity, and where
 they disagree with it, that is reported as the placement's uncertainty rather than held against the model. Fixes
 that disagree are wild when few, or a receiver settling when they open a flight and come closer photograph by
-photograph (a consumer GPS after take-off). only when more than a quarter disagree otherwise do the fixes not
+photograph (a consumer GPS after take-off). Only when more than a quarter disagree otherwise do the fixes not
 describe the photographs' layout at all (fixes assigned to the wrong photographs, a geotagging log offset in
 time), and no placement by them can be trusted. "Far" has two measures: the accuracy the fixes state, and the
 spacing of the photographs, since fixes that cannot even tell neighbouring photographs apart place the model
@@ -42,11 +42,6 @@ class GpsVerdict:
     @property
     def residual_bound_m(self) -> float:
         return max(self.accuracy_m, SPACING_SHARE * self.spacing_m)
-
-    @property
-    def far(self) -> bool:
-        """The fixes that agree with the model still lie farther from it than GPS errs."""
-        return self.median_residual_m > self.residual_bound_m
 
     @property
     def agreeing(self) -> int:
