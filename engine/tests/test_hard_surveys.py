@@ -81,7 +81,7 @@ def test_a_settling_receiver_is_reported_not_refused(tmp_path: Path, engine_log)
     """The first five fixes of the flight 60, 50, 40, 30 and 20 m off in one direction (a consumer receiver
     settling after take-off) and 8 m RMS of noise on the rest: every photograph is kept, the survey's shape is
     the photographs', the fixes that drift furthest are named (those within the noise's reach of the placement
-    fit the others) and stats.json states how uncertain the placement is."""
+    fit the others) and stats.json states how uncertain the placement is, its real error within it."""
     project = make_project(tmp_path, names=ALL)
     rng = np.random.default_rng(4)
     drift = {name: np.array([0.6, 0.8]) * metres for name, metres in zip(ALL, [60, 50, 40, 30, 20])}
@@ -93,7 +93,9 @@ def test_a_settling_receiver_is_reported_not_refused(tmp_path: Path, engine_log)
     rec = stats(project)["reconstruction"]
     assert rec["images_registered"] == 18 and rec["images_left_out"] == {}
     assert layout_error(project).max() < TRUE_FIX_M
-    assert 0.5 < rec["absolute_uncertainty_m"]["horizontal"] < 5.0
+    # The drift left within the noise's reach moves the whole model; the stated uncertainty covers that.
+    misplaced = np.median(list(distances_to_truth(project).values()))
+    assert misplaced < rec["absolute_uncertainty_m"]["horizontal"] < 20.0
     assert len(warnings) == 1 and all(f"{name} " in warnings[0] for name in ALL[:2])
     assert set(ALL[:2]) <= set(rec["gps_outliers"]) <= set(ALL[:5])
     assert stats(project)["quality"]["verdict"] != "failed"

@@ -478,9 +478,3 @@ def test_a_drift_that_grows_is_not_a_settling_receiver() -> None:
     assert settling_fixes(flights, {**distances, "a": 90.0}, {"a", "b", "c"}) == ["a", "b", "c"]
     assert settling_fixes(flights, distances, {"b", "c"}) == []  # the flight opens with an agreeing fix
 
-
-def test_layout_uncertainty_of_the_position_falls_with_the_square_root_of_the_fixes() -> None:
-    grid = np.array([[x, y] for x in range(0, 100, 10) for y in range(0, 40, 10)], dtype=np.float64)
-    expected = layout_uncertainty(grid, horizontal_rmse_m=4.0, vertical_rmse_m=6.0)
-    assert expected.horizontal_m == pytest.approx(4.0 / np.sqrt(40))
-    assert expected.vertical_m == pytest.approx(6.0 / np.sqrt(40))

@@ -104,24 +104,19 @@ def fix_spacing(xy: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class LayoutUncertainty:
-    """How well GPS fixes of this spread and this layout fix a model's attitude, size and position (1 sigma)."""
+    """How well GPS fixes of this spread and this layout fix a model's attitude and size (1 sigma)."""
 
     tilt_deg: float  # about the horizontal axis along which the fixes spread least
     scale: float  # relative
-    horizontal_m: float  # of the model's centre: the absolute uncertainty (a bias every fix shares is not seen)
-    vertical_m: float
 
 
 def layout_uncertainty(xy: np.ndarray, horizontal_rmse_m: float, vertical_rmse_m: float) -> LayoutUncertainty:
     """The standard errors of a plane's slope through N heights with noise sigma_z over horizontal positions of
-    second moment S (sigma_z / sqrt(S) along S's weakest direction), of a scale fitted to positions with noise
-    sigma_xy per axis (sigma_xy / sqrt(sum of squared distances from their centre)), and of their mean position
-    (the residuals' RMS over sqrt(N))."""
+    second moment S (sigma_z / sqrt(S) along S's weakest direction), and of a scale fitted to positions with
+    noise sigma_xy per axis (sigma_xy / sqrt(sum of squared distances from their centre))."""
     centred = xy - xy.mean(axis=0)
     weakest = float(np.linalg.eigvalsh(centred.T @ centred)[0])
     spread = float(np.sum(centred ** 2))
     per_axis = horizontal_rmse_m / np.sqrt(2.0)
     tilt = np.degrees(np.arctan(vertical_rmse_m / np.sqrt(weakest))) if weakest > 0 else 90.0
-    root_n = np.sqrt(max(len(xy), 1))
-    return LayoutUncertainty(float(tilt), float(per_axis / np.sqrt(spread)) if spread > 0 else 1.0,
-                             float(horizontal_rmse_m / root_n), float(vertical_rmse_m / root_n))
+    return LayoutUncertainty(float(tilt), float(per_axis / np.sqrt(spread)) if spread > 0 else 1.0)

@@ -335,18 +335,20 @@ def mapped(ctx: "StageContext", database: Path, work_dir: Path, settings: Mappin
 
 def gps_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], residuals: dict[str, Any]
                     ) -> tuple[dict[str, float], dict[str, float]]:
-    """How far the GPS alone may have tilted and scaled the model, and how far it may have misplaced it (1 sigma),
-    from the fixes' layout and the spread of their residuals; logged, since a tilt of a tenth of a degree is
-    already a GSD at the edges."""
+    """How far the GPS alone may have tilted and scaled the model (1 sigma), from the fixes' layout and the
+    spread of their residuals, and how far it may have misplaced it: the agreeing fixes' RMS distance from their
+    cameras, not that over the square root of their number, since a receiver's errors are correlated over a
+    flight (a drift that a settling receiver leaves within the noise moves the whole model). Logged, since a
+    tilt of a tenth of a degree is already a GSD at the edges."""
     xy = np.array([prior.position[:2] for name, prior in priors.items()
                    if name not in residuals["outliers"] and (image := model.find_image_with_name(name)) is not None
                    and image.has_pose])
     expected = layout_uncertainty(xy, residuals["rmse_horizontal"], residuals["rmse_vertical"])
+    placement = {"horizontal": residuals["rmse_horizontal"], "vertical": residuals["rmse_vertical"]}
     log.info("The GPS fixes' spread leaves the model's tilt uncertain by %.2f degrees, its scale by %.2f %% and its "
-             "absolute position by %.2f m horizontally and %.2f m vertically (1 sigma)", expected.tilt_deg,
-             100 * expected.scale, expected.horizontal_m, expected.vertical_m)
-    return ({"tilt_deg": expected.tilt_deg, "scale": expected.scale},
-            {"horizontal": expected.horizontal_m, "vertical": expected.vertical_m})
+             "absolute position by %.1f m horizontally and %.1f m vertically", expected.tilt_deg,
+             100 * expected.scale, placement["horizontal"], placement["vertical"])
+    return {"tilt_deg": expected.tilt_deg, "scale": expected.scale}, placement
 
 
 def disagreeing_fixes(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], verdict: GpsVerdict
