@@ -1,8 +1,8 @@
 """The run's quality verdict: checks that tell a trustworthy model from a plausible-looking wrong one.
 
 A reconstruction can register every photograph and still be wrong: fragments glued at the wrong place, a model
-folded over repetitive texture, a scale that the GPS contradicts. Each stage that can judge its result adds its
-checks to the "quality" section of stats.json. A check that fails is a warning when the products stay right
+folded over repetitive texture, GPS fixes that belong to other photographs. Each stage that can judge its result
+adds its checks to the "quality" section of stats.json. A check that fails is a warning when the products stay right
 where they exist (fewer images placed, weak tracks), and ends the run (exit 3, an [ERROR] line naming the
 cause) when nothing trustworthy can come of it.
 """
@@ -17,12 +17,12 @@ from scipy.spatial import cKDTree
 
 from .errors import InputError
 from .log import log
+from .sfm.consistency import MIN_AGREEING_SHARE
 
 if TYPE_CHECKING:
     from .project import Project
 
 MIN_REGISTERED_SHARE = 0.9  # below it the products cover less than the photographs do
-MIN_GPS_AGREEMENT = 0.5  # a model that most GPS fixes contradict is wrong, not the fixes
 MIN_POINTS_PER_IMAGE = 100  # Brighton Beach's 18 images give 260; a model glued by chance gives tens
 MIN_TRACK_LENGTH = 3.0  # views per point; below it most points are seen only by a pair
 # The highest surface a nadir survey sees lies below its cameras; ground more than this many flying heights
@@ -53,21 +53,27 @@ def registered_share(registered: int, total: int) -> Check:
 
 
 def gps_agreement(agreeing: int, located: int, accuracy_m: float) -> Check:
-    """The share of registered images with a GPS fix whose position agrees with their fix."""
+    """The share of registered images with a GPS fix whose fix describes the photographs' layout (sfm/consistency.py):
+    the model's shape comes from the photographs, but fixes that most disagree with it cannot place it."""
     share = agreeing / max(located, 1)
-    return _check("gps_agreement", share >= MIN_GPS_AGREEMENT, True, share, MIN_GPS_AGREEMENT,
-                  f"{agreeing} of {located} cameras lie where their GPS puts them (GPS accuracy {accuracy_m:g} m)",
-                  "the others contradict their fixes, so the photographs were joined at the wrong places")
+    return _check("gps_agreement", share >= MIN_AGREEING_SHARE, True, share, MIN_AGREEING_SHARE,
+                  f"{agreeing} of {located} GPS positions fit the layout of the photographs (GPS accuracy "
+                  f"{accuracy_m:g} m)",
+                  "the GPS positions do not describe the photographs' layout, so they cannot place the model: "
+                  "were they assigned to the wrong photographs (a geotagging log offset in time)? Check the "
+                  "geotags, or remove them (and geo.txt) to map the survey in a local frame")
 
 
 def gps_residual(median_m: float, bound_m: float, spacing_m: float) -> Check:
-    """The median horizontal distance between the cameras and their fixes, against the larger of the stated
-    accuracy and a quarter of the distance between neighbouring photographs."""
-    return _check("gps_residual", median_m <= bound_m, True, median_m, bound_m,
+    """The median horizontal distance between the cameras and the fixes that agree, against the larger of the
+    stated accuracy and a quarter of the distance between neighbouring photographs: beyond it the GPS places
+    the model less surely than it claims, which says nothing of the model's shape."""
+    return _check("gps_residual", median_m <= bound_m, False, median_m, bound_m,
                   f"the cameras lie {median_m:.1f} m from their GPS positions in the median (at most {bound_m:.1f} m "
                   f"expected; neighbouring photographs are {spacing_m:.0f} m apart)",
-                  "the GPS positions do not describe the photographs' layout: were they assigned to the wrong "
-                  "photographs, or is the stated GPS accuracy (gps-accuracy) too small?")
+                  "the GPS errs more than its stated accuracy, so the model's absolute position is as uncertain as "
+                  "reconstruction.absolute_uncertainty_m says (its shape comes from the photographs); set "
+                  "gps-accuracy to how far the fixes err to weigh them rightly")
 
 
 def points_per_image(points: int, registered: int) -> Check:

@@ -56,7 +56,7 @@ def engine_log() -> Callable[..., ContextManager[EngineLog]]:
     return _capture
 
 
-def datasets_folder() -> Path:
+def datasets_dir() -> Path:
     """The real surveys' folder, shared/datasets beside the checkout (a worktree's checkout sits one level deeper)."""
     for folder in Path(__file__).resolve().parents:
         if (folder / "shared" / "datasets").is_dir():
@@ -66,4 +66,4 @@ def datasets_folder() -> Path:
 
 @pytest.fixture(scope="session")
 def datasets() -> Path:
-    return datasets_folder()
+    return datasets_dir()

@@ -26,7 +26,7 @@ from aeromap_engine.errors import InputError
 from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.options import resolve
 from aeromap_engine.project import Project
-from aeromap_engine.sfm.alignment import apply
+from aeromap_engine.sfm.alignment import apply, similarity_about_vertical
 from aeromap_engine.stages import opensfm
 from aeromap_engine.stages.openmvs import dense_cloud_path
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
@@ -72,6 +72,65 @@ def distances_to_truth(project: Project) -> dict[str, float]:
     centres = model_centres(project)
     truth = exif_utm(list(centres))
     return {name: float(np.linalg.norm(centres[name] - truth[name])) for name in centres}
+
+
+def move_fixes(project: Project, moves: dict[str, np.ndarray]) -> None:
+    """Give the named photographs their own fix moved by a horizontal vector (metres east, north)."""
+    truth = exif_utm(sorted(moves))
+    for name, move in moves.items():
+        set_fix(project.images_dir / name, truth[name] + [move[0], move[1], 0.0])
+
+
+def layout_error(project: Project) -> np.ndarray:
+    """Each camera's distance from its photograph's own fix once one 2D similarity (and a height shift) lays the
+    model's layout onto the fixes': what the photographs made of the survey's shape, wherever the GPS put it."""
+    centres = model_centres(project)
+    names = sorted(centres)
+    truth = exif_utm(names)
+    source, target = np.array([centres[n] for n in names]), np.array([truth[n] for n in names])
+    return np.linalg.norm(apply(similarity_about_vertical(source, target), source) - target, axis=1)
+
+
+def test_a_settling_receiver_is_reported_not_refused(tmp_path: Path, engine_log) -> None:
+    """The first five fixes of the flight 60, 50, 40, 30 and 20 m off in one direction (a consumer receiver
+    settling after take-off) and 8 m RMS of noise on the rest: every photograph is kept, the survey's shape is
+    the photographs', the fixes that drift furthest are named (those within the noise's reach of the placement
+    fit the others) and stats.json states how uncertain the placement is, its real error within it."""
+    project = make_project(tmp_path, names=ALL)
+    rng = np.random.default_rng(4)
+    drift = {name: np.array([0.6, 0.8]) * metres for name, metres in zip(ALL, [60, 50, 40, 30, 20])}
+    noise = {name: rng.normal(scale=8.0 / np.sqrt(2), size=2) for name in ALL[5:]}
+    move_fixes(project, {**drift, **noise})
+    with engine_log() as captured:
+        pipeline.run(project, SFM)
+        warnings = [line for line in captured.lines if "disagree with where the photographs place" in line]
+    rec = stats(project)["reconstruction"]
+    assert rec["images_registered"] == 18 and rec["images_left_out"] == {}
+    assert layout_error(project).max() < TRUE_FIX_M
+    # The drift left within the noise's reach moves the whole model; the stated uncertainty covers that.
+    misplaced = np.median(list(distances_to_truth(project).values()))
+    assert misplaced < rec["absolute_uncertainty_m"]["horizontal"] < 20.0
+    assert len(warnings) == 1 and all(f"{name} " in warnings[0] for name in ALL[:2])
+    assert set(ALL[:2]) <= set(rec["gps_outliers"]) <= set(ALL[:5])
+    assert stats(project)["quality"]["verdict"] != "failed"
+
+
+def test_two_wild_fixes_are_dropped_with_one_mapping(tmp_path: Path, engine_log) -> None:
+    """Two of twelve fixes (two flight lines) 80 m off: the survey is mapped once (a second mapping without them
+    made the same model), both photographs stay where they were taken and their fixes are reported as
+    outliers."""
+    names = ALL[:12]
+    project = make_project(tmp_path, names=names)
+    wrong = [names[4], names[9]]
+    move_fixes(project, {wrong[0]: np.array([80.0, 0.0]), wrong[1]: np.array([0.0, -80.0])})
+    with engine_log() as captured:
+        pipeline.run(project, SFM)
+        mappings = [line for line in captured.lines if line.startswith("Mapping took")]
+    rec = stats(project)["reconstruction"]
+    assert len(mappings) == 1 and rec["mappings"] == 1
+    assert sorted(rec["gps_outliers"]) == wrong and all(d > 70 for d in rec["gps_outliers"].values())
+    errors = distances_to_truth(project)
+    assert len(errors) == 12 and max(errors.values()) < TRUE_FIX_M
 
 
 def test_every_second_image_removed(tmp_path: Path) -> None:

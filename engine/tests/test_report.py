@@ -28,8 +28,10 @@ from aeromap_engine.report.statistics import (DATE_FORMAT, EMPTY_CLOUD, UNKNOWN,
                                               capture_dates, duration_text, point_cloud_statistics,
                                               track_length_histogram, value_at_level)
 from aeromap_engine.stages import odm_report
+from conftest import datasets_dir
+from test_sfm import exif_lonlat_alt
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
+DATASET = datasets_dir() / "brighton_beach" / "images"
 SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
 # Every run repeats the structure-from-motion options of the fixture; no mesh, which the report does not show.
 BASE = [{"name": "feature-quality", "value": "ultra"}, {"name": "skip-3dmodel", "value": True}]
@@ -130,7 +132,7 @@ def test_report_prints_the_numbers_of_stats_json(products: Project) -> None:
     assert area.text.startswith(f"{data['point_cloud']['area_m2']:,.0f} m²")
     assert built.find("Georeference").value == "gps"
     assert built.find("Verdict", "Quality").value == data["quality"]["verdict"]
-    assert built.find("Cameras at their GPS positions").value is data["quality"]["checks"]["gps_agreement"]["passed"]
+    assert built.find("GPS fits the photographs' layout").value is data["quality"]["checks"]["gps_agreement"]["passed"]
     assert built.find("GPS error (mean distance)").value == pytest.approx(recon["gps_residual_m"]["mean"])
     assert built.find("Z / RMS error", "GPS Errors Details").value == data["gps_errors"]["error"]["z"]
     for kind in ("DSM", "DTM"):
@@ -235,6 +237,22 @@ def test_control_points_get_their_table(sparse: Project, tmp_path: Path) -> None
     assert built.find(f"{names[0]} / Used").value is True
     assert built.find("GCP average error (3D)").value == data["gcp_errors"]["average_error"]
     assert odm_report.report_path(project).read_bytes().startswith(b"%PDF-")
+
+
+def test_gps_outliers_and_the_placements_uncertainty_are_reported(sparse: Project, tmp_path: Path) -> None:
+    """One fix 80 m off among six: the Quality section names it with its distance and states how uncertain the
+    GPS leaves the model's absolute position."""
+    project = clone(sparse, tmp_path / "p")
+    wild = f"{SUBSET[2]}.JPG"
+    lon, lat, alt = exif_lonlat_alt(DATASET / wild)
+    project.geo_file.write_text(f"EPSG:4326\n{wild} {lon + 80 / (111_320 * np.cos(np.radians(lat)))} {lat} {alt}\n")
+    pipeline.run(project, options(rerun_from="dataset", end_with="opensfm"))
+    run_report_stage(project)
+    recon = stats(project)["reconstruction"]
+    assert list(recon["gps_outliers"]) == [wild] and recon["gps_outliers"][wild] > 70
+    built = rendered(project)
+    assert built.find(wild, "Quality").value == recon["gps_outliers"][wild]
+    assert built.find("Absolute position uncertainty").value == recon["absolute_uncertainty_m"]["horizontal"]
 
 
 # --- pure helpers ------------------------------------------------------------------------------------------------

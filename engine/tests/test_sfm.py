@@ -24,11 +24,11 @@ from pyproj import Transformer
 from scipy.spatial import cKDTree
 
 from aeromap_engine import pipeline
-from conftest import datasets_folder
 from aeromap_engine.io.ply import read_ply
 from aeromap_engine.project import Project
+from conftest import datasets_dir
 
-DATASET = datasets_folder() / "brighton_beach" / "images"
+DATASET = datasets_dir() / "brighton_beach" / "images"
 SUBSET = ["DJI_0020.JPG", "DJI_0021.JPG", "DJI_0022.JPG", "DJI_0025.JPG", "DJI_0026.JPG", "DJI_0027.JPG"]
 WIDTH, HEIGHT = 1000, 562
 UTM_15N = "EPSG:32615"  # Brighton Beach, Minnesota: longitude -92

@@ -14,17 +14,18 @@ from aeromap_engine import pipeline
 from aeromap_engine.geo import parse_crs, utm_crs
 from aeromap_engine.io.exif import photo_from_metadata, xmp_tags
 from aeromap_engine.io.gcp import parse_gcp_list
-from aeromap_engine.quality import height_range, nadir_views
+from aeromap_engine.quality import gps_agreement, height_range, nadir_views
 from aeromap_engine.sfm.alignment import apply, robust_similarity
 from aeromap_engine.sfm import alignment
-from aeromap_engine.sfm.consistency import fix_spacing, layout_uncertainty
+from aeromap_engine.sfm.consistency import (GpsVerdict, fix_spacing, judge_fixes, layout_uncertainty,
+                                            settling_fixes)
 from aeromap_engine.io.geotxt import parse_geo_txt
 from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_direction, is_collinear, levelling_transform,
                                           robust_similarity)
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
-from aeromap_engine.sfm.database import PositionPrior, open_database, without_priors
+from aeromap_engine.sfm.database import PositionPrior
 from aeromap_engine.sfm.georeference import barometric_heights
-from aeromap_engine.sfm.features import Features, extract_features, process_size, root_sift_bytes
+from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo
 
@@ -382,26 +383,6 @@ def test_fix_spacing_is_the_median_nearest_neighbour_distance() -> None:
     assert fix_spacing(line) == pytest.approx(14.0) and fix_spacing(line[:1]) == 0.0
 
 
-def test_priors_are_dropped_from_a_copy_and_the_database_others_read_keeps_them(tmp_path) -> None:
-    camera = pycolmap.Camera.create_from_model_name(0, "SIMPLE_RADIAL", 1000.0, 800, 600)
-    features = Features(np.zeros((2, 4), np.float32), np.zeros((2, 128), np.uint8))
-    with open_database(tmp_path / "survey.db", [camera]) as writer:
-        for i, name in enumerate(["a.jpg", "b.jpg", "c.jpg"]):
-            writer.add(name, 0, features, PositionPrior(np.array([i * 10.0, 0.0, 90.0]), 5.0, 10.0))
-
-    def prior_positions(path) -> dict[str, list[float]]:
-        database = pycolmap.Database.open(path)
-        try:
-            names = {image.data_id.id: image.name for image in database.read_all_images()}
-            return {names[p.corr_data_id.id]: p.position.tolist() for p in database.read_all_pose_priors()}
-        finally:
-            database.close()
-
-    copy = without_priors(tmp_path / "survey.db", ["b.jpg"], tmp_path / "copy.db")
-    assert prior_positions(copy) == {"a.jpg": [0.0, 0.0, 90.0], "c.jpg": [20.0, 0.0, 90.0]}
-    assert sorted(prior_positions(tmp_path / "survey.db")) == ["a.jpg", "b.jpg", "c.jpg"]
-
-
 def test_the_best_point_of_each_image_cell_is_the_longest_tracked_then_the_most_accurate() -> None:
     # (image, cell, track length, error, point): image 0 cell 3 has a longer track (point 12) than point 11;
     # image 0 cell 4 ties on length and point 14's error is smaller; point 12 is the best of two cells.
@@ -477,3 +458,81 @@ def test_an_adjustment_too_large_for_memory_on_covering_points_is_as_good_as_the
     whole, bounded = errors(observations), errors(observations // 10)
     assert whole[0] < 0.06  # the cameras within half the GSD, from 0.3 m off
     assert bounded[0] < 1.3 * whole[0] and bounded[1] < 1.3 * whole[1]
+
+
+def survey_layout(rng: np.random.Generator) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Forty cameras on five serpentine lines of eight (20 m apart along a line, 30 m between lines) at 40 m,
+    in capture order: their names, their true positions and the same layout in a model's own frame."""
+    rows = [[(x if line % 2 == 0 else 140 - x, 30.0 * line) for x in range(0, 160, 20)] for line in range(5)]
+    truth = np.array([[x, y, 40.0] for row in rows for x, y in row])
+    to_model = pycolmap.Sim3d(0.12, pycolmap.Rotation3d(random_rotation(rng)), np.array([3.0, -1.0, 2.0]))
+    return [f"IMG_{i:02d}.JPG" for i in range(len(truth))], truth, apply(to_model, truth)
+
+
+def placed_by_gps(names: list[str], model: np.ndarray, fixes: np.ndarray, accuracy: float = 10.0
+                  ) -> tuple[np.ndarray, GpsVerdict]:
+    """What georeferencing makes of a model and its fixes: the robust similarity's placement of the cameras and
+    the verdict on the fixes (one flight, in the names' order)."""
+    fit = robust_similarity(model, fixes, max_error=3.0 * accuracy)
+    placed = apply(fit.transform, model)
+    priors = {n: PositionPrior(xyz, accuracy, accuracy) for n, xyz in zip(names, fixes)}
+    distances = {n: float(np.linalg.norm(c[:2] - f[:2])) for n, c, f in zip(names, placed, fixes)}
+    wild = [n for n, agrees in zip(names, fit.inliers) if not agrees]
+    return placed, judge_fixes(distances, priors, wild, [names])
+
+
+def test_a_settling_receiver_places_the_model_and_is_named() -> None:
+    """The first fourteen fixes 80 m off and closing in to 40 m (a receiver settling after take-off), the rest 4 m
+    of noise: the others place the model within their noise, and the drifting fixes are named as settling, not
+    held against the layout, though more than a quarter of the fixes disagree with it."""
+    rng = np.random.default_rng(11)
+    names, truth, model = survey_layout(rng)
+    fixes = truth + np.column_stack([rng.normal(scale=4.0 / np.sqrt(2), size=(40, 2)), np.zeros(40)])
+    drift = np.linspace(80.0, 40.0, 14)
+    fixes[:14] += np.column_stack([0.6 * drift, 0.8 * drift, np.zeros(14)])
+    placed, verdict = placed_by_gps(names, model, fixes)
+    assert verdict.wild == names[:len(verdict.wild)] and len(verdict.wild) > 10
+    assert verdict.settling == verdict.wild and verdict.layout_matches
+    assert np.median(np.linalg.norm(placed - truth, axis=1)[14:]) < 2.5
+
+
+def test_a_constant_offset_moves_the_model_and_keeps_its_shape() -> None:
+    """Every fix 25 m east of its camera: the similarity carries the offset (no fix disagrees, the shape is the
+    model's), which is what GPS alone can say."""
+    rng = np.random.default_rng(12)
+    names, truth, model = survey_layout(rng)
+    placed, verdict = placed_by_gps(names, model, truth + [25.0, 0.0, 0.0])
+    assert verdict.wild == [] and verdict.layout_matches and verdict.median_residual_m < 1e-6
+    assert np.allclose(placed - truth, [25.0, 0.0, 0.0], atol=1e-6)
+
+
+def test_two_wild_fixes_among_forty_are_named_and_not_settling() -> None:
+    rng = np.random.default_rng(13)
+    names, truth, model = survey_layout(rng)
+    fixes = truth + np.column_stack([rng.normal(scale=1.0, size=(40, 2)), np.zeros(40)])
+    fixes[[9, 27]] += [[80.0, 0.0, 0.0], [0.0, -80.0, 0.0]]
+    placed, verdict = placed_by_gps(names, model, fixes)
+    assert sorted(verdict.wild) == [names[9], names[27]] and verdict.settling == []
+    assert verdict.layout_matches and verdict.agreeing == 38
+    assert np.linalg.norm(placed - truth, axis=1).max() < 2.0
+
+
+def test_fixes_of_other_photographs_do_not_match_the_layout() -> None:
+    """The fixes shuffled among the photographs: no similarity lays the model onto them, so the verdict refuses
+    the placement; and the gps_agreement check that follows from it is fatal."""
+    rng = np.random.default_rng(14)
+    names, truth, model = survey_layout(rng)
+    _, verdict = placed_by_gps(names, model, truth[rng.permutation(40)])
+    assert not verdict.layout_matches
+    check = gps_agreement(verdict.agreeing, verdict.located, verdict.accuracy_m)
+    assert check.fatal and not check.passed and "do not describe the photographs' layout" in check.message
+
+
+def test_a_drift_that_grows_is_not_a_settling_receiver() -> None:
+    """Fixes that open the flight wild but move further off (not a receiver converging) stay wild."""
+    flights = [["a", "b", "c", "d", "e"]]
+    distances = {"a": 30.0, "b": 45.0, "c": 60.0, "d": 1.0, "e": 2.0}
+    assert settling_fixes(flights, distances, {"a", "b", "c"}) == []
+    assert settling_fixes(flights, {**distances, "a": 90.0}, {"a", "b", "c"}) == ["a", "b", "c"]
+    assert settling_fixes(flights, distances, {"b", "c"}) == []  # the flight opens with an agreeing fix
+

@@ -8,9 +8,17 @@ import pytest
 
 from aeromap_engine.errors import InputError
 from aeromap_engine.sfm.blocks import plan_blocks
-from aeromap_engine.sfm.groups import deregister, joined
+from aeromap_engine.sfm.groups import joined
 from aeromap_engine.split.align import align_submodels, camera_centres, registered_names
 from aeromap_engine.split.plan import plan_submodels, submodel_count
+
+
+def deregister(model: pycolmap.Reconstruction, names: list[str]) -> None:
+    """Take images out of the model; COLMAP drops their observations, and points left with one view."""
+    for name in names:
+        image = model.find_image_with_name(name)
+        if image is not None and image.has_pose:
+            model.deregister_frame(image.frame_id)
 
 
 def grid_positions(columns: int, rows: int, spacing: float) -> tuple[list[str], np.ndarray]:

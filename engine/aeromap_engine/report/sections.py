@@ -25,7 +25,7 @@ GEOREFERENCE_TEXT = {"gps": "GPS", "gcp": "GCP (ground control points)",
                      "none": "none (local frame, not georeferenced)"}
 VERDICT_TEXT = {"good": "good: every check passed", "doubtful": "doubtful: see the warnings below",
                 "failed": "failed: no trustworthy model"}
-CHECK_LABELS = {"images_registered": "Images placed", "gps_agreement": "Cameras at their GPS positions",
+CHECK_LABELS = {"images_registered": "Images placed", "gps_agreement": "GPS fits the photographs' layout",
                 "gps_residual": "Distance to the GPS positions",
                 "points_per_image": "Sparse points per image", "track_length": "Views per point",
                 "lens_frame": "Lens model over the frame",
@@ -155,11 +155,23 @@ def quality_summary(document: Document, stats: dict[str, Any]) -> None:
     for name, check in quality["checks"].items():
         status = "" if check["passed"] else "Failed: " if check["fatal"] else "Warning: "
         rows.append((CHECK_LABELS.get(name, name), Cell(status + check["message"], check["passed"])))
+    recon = stats["reconstruction"]
+    placement = recon.get("absolute_uncertainty_m")
+    if placement:
+        rows.append(("Absolute position uncertainty",
+                     Cell(f"{metres_text(placement['horizontal'])} horizontally, "
+                          f"{metres_text(placement['vertical'])} vertically", placement["horizontal"])))
     document.key_values(rows)
-    left_out = stats["reconstruction"].get("images_left_out") or {}
+    left_out = recon.get("images_left_out") or {}
     if left_out:
         document.subheading("Images left out")
         document.key_values([(name, Cell(reason, reason)) for name, reason in sorted(left_out.items())], 0.25)
+    outliers = recon.get("gps_outliers") or {}
+    if outliers:
+        document.subheading("GPS positions not used to place the model")
+        document.key_values([(name, Cell(f"{metres_text(distance, digits=0)} from where the photographs place "
+                                         f"the camera", distance)) for name, distance in sorted(outliers.items())],
+                            0.25)
 
 
 def processing_summary(document: Document, content: ReportContent, unit: str) -> None:

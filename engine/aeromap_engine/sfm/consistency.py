@@ -1,13 +1,18 @@
 """Whether a model and the photographs' GPS fixes tell the same story.
 
-A few fixes far from the model are GPS glitches. When many are, or when the fixes that agree still lie far from
-their cameras, the model (or the fixes' assignment to the photographs) is wrong. "Far" has two measures: the
-accuracy the fixes state, and the spacing of the photographs, since fixes that cannot even tell neighbouring
-photographs apart describe no layout of the survey (the stated accuracy is often only a default).
+The photographs judge the model's geometry; the fixes place and scale it through a robust similarity, and where
+they disagree with it, that is reported as the placement's uncertainty rather than held against the model. Fixes
+that disagree are wild when few, or a receiver settling when they open a flight and come closer photograph by
+photograph (a consumer GPS after take-off). Only when more than a quarter disagree otherwise do the fixes not
+describe the photographs' layout at all (fixes assigned to the wrong photographs, a geotagging log offset in
+time), and no placement by them can be trusted. "Far" has two measures: the accuracy the fixes state, and the
+spacing of the photographs, since fixes that cannot even tell neighbouring photographs apart place the model
+only roughly (the stated accuracy is often only a default).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,16 +21,20 @@ from scipy.spatial import cKDTree
 
 from .database import PositionPrior
 
-# GPS glitches hit a few photographs of a flight; when more fixes than this share disagree with the model, the
-# model is the likelier culprit.
-MAX_WILD_SHARE = 0.25
+# Wild fixes hit a few photographs of a flight; when fewer than this share agree with the layout of the
+# photographs (a settling receiver's counted in), the fixes belong to other photographs.
+MIN_AGREEING_SHARE = 0.75
 SPACING_SHARE = 0.25  # fixes may err by this share of the distance between neighbouring photographs
+# A settling receiver's fixes come closer to the truth as it converges: the last of the run that opens a flight
+# lies at most this share of the first one's distance from its camera.
+SETTLED_SHARE = 0.75
 
 
 @dataclass(frozen=True)
 class GpsVerdict:
     located: int  # registered images with a fix
-    wild: list[str]  # those whose fix disagrees with the model
+    wild: list[str]  # those whose fix disagrees with the model's layout
+    settling: list[str]  # the wild ones explained by a receiver settling at the start of a flight
     accuracy_m: float  # the largest stated horizontal accuracy of the fixes
     spacing_m: float  # median horizontal distance between a fix and its nearest neighbour
     median_residual_m: float  # median horizontal distance between the other cameras and their fixes
@@ -35,30 +44,54 @@ class GpsVerdict:
         return max(self.accuracy_m, SPACING_SHARE * self.spacing_m)
 
     @property
-    def far(self) -> bool:
-        """The fixes that agree with the model still lie farther from it than GPS errs."""
-        return self.median_residual_m > self.residual_bound_m
-
-    @property
-    def doubted(self) -> bool:
-        return len(self.wild) > MAX_WILD_SHARE * self.located or self.far
-
-    @property
     def agreeing(self) -> int:
-        """Images whose registration agrees with their fix: all when the wild fixes are blamed on the GPS."""
-        return self.located - len(self.wild) if self.doubted else self.located
+        """Fixes that describe the photographs' layout: those the similarity fits and a settling receiver's."""
+        return self.located - len(self.wild) + len(self.settling)
+
+    @property
+    def layout_matches(self) -> bool:
+        return self.agreeing >= MIN_AGREEING_SHARE * self.located
 
 
-def gps_verdict(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], wild: list[str]) -> GpsVerdict:
-    """How the model's registered cameras agree with their fixes (model in the world frame)."""
+def gps_verdict(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], wild: list[str],
+                flights: Sequence[Sequence[str]] = ()) -> GpsVerdict:
+    """How the model's registered cameras agree with their fixes (model in the world frame); `flights` holds the
+    photographs' names in capture order, a list for each flight."""
     located = [n for n in priors if (image := model.find_image_with_name(n)) is not None and image.has_pose]
-    fixes = np.array([priors[n].position[:2] for n in located]).reshape(-1, 2)
-    kept = [i for i, n in enumerate(located) if n not in wild]
-    residuals = [np.linalg.norm(model.find_image_with_name(located[i]).projection_center()[:2] - fixes[i])
-                 for i in kept]
-    accuracy = max((priors[n].horizontal_stddev for n in located), default=0.0)
-    return GpsVerdict(len(located), list(wild), accuracy, fix_spacing(fixes),
-                      float(np.median(residuals)) if residuals else 0.0)
+    return judge_fixes(horizontal_distances(model, priors, located), {n: priors[n] for n in located}, wild, flights)
+
+
+def judge_fixes(distances: dict[str, float], priors: dict[str, PositionPrior], wild: list[str],
+                flights: Sequence[Sequence[str]]) -> GpsVerdict:
+    """The verdict on fixes from each located camera's horizontal distance to its fix, the similarity that placed
+    the model having found `wild` to disagree."""
+    fixes = np.array([priors[n].position[:2] for n in distances]).reshape(-1, 2)
+    residuals = [d for n, d in distances.items() if n not in wild]
+    accuracy = max((priors[n].horizontal_stddev for n in distances), default=0.0)
+    return GpsVerdict(len(distances), list(wild), settling_fixes(flights, distances, set(wild)), accuracy,
+                      fix_spacing(fixes), float(np.median(residuals)) if residuals else 0.0)
+
+
+def horizontal_distances(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], names: list[str]
+                         ) -> dict[str, float]:
+    """Each named registered camera's horizontal distance from its fix."""
+    return {n: float(np.linalg.norm(model.find_image_with_name(n).projection_center()[:2] - priors[n].position[:2]))
+            for n in names}
+
+
+def settling_fixes(flights: Sequence[Sequence[str]], distances: dict[str, float], wild: set[str]) -> list[str]:
+    """The wild fixes that open a flight (among the located photographs, in capture order) and come closer to
+    their cameras from the first to the last of them: a receiver converging after take-off."""
+    settling: list[str] = []
+    for flight in flights:
+        run: list[str] = []
+        for name in (n for n in flight if n in distances):
+            if name not in wild:
+                break
+            run.append(name)
+        if len(run) >= 2 and distances[run[-1]] <= SETTLED_SHARE * distances[run[0]]:
+            settling += run
+    return settling
 
 
 def fix_spacing(xy: np.ndarray) -> float:

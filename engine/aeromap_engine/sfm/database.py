@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -100,22 +99,6 @@ def match_pairs(path: Path, pairs: list[tuple[str, str]], list_file: Path, threa
         pycolmap.match_image_pairs(path, matching_options=matching, pairing_options=pairing,
                                    verification_options=verification, device=pycolmap.Device.cpu)
         progress(min(1.0, (start + size) / len(pairs)))
-
-
-def without_priors(path: Path, names: list[str], target: Path) -> Path:
-    """A copy of the database at `target` without the position priors of the named images, the original left as
-    the first mapping read it."""
-    shutil.copyfile(path, target)
-    database = pycolmap.Database.open(target)
-    try:
-        dropped = {database.read_image_with_name(name).image_id for name in names}
-        kept = [p for p in database.read_all_pose_priors() if p.corr_data_id.id not in dropped]
-        database.clear_pose_priors()
-        for prior in kept:
-            database.write_pose_prior(prior)
-    finally:
-        database.close()
-    return target
 
 
 def overlapping_pair_count(path: Path, min_inliers: int) -> int:

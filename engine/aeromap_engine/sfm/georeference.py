@@ -122,6 +122,11 @@ def precise_height(photo: Photo) -> bool:
     return photo.gps_z_stddev is not None and photo.gps_z_stddev < PRECISE_HEIGHT_STDDEV
 
 
+def flight_names(photos: list[Photo]) -> list[list[str]]:
+    """The photographs' names by flight, each flight in capture order."""
+    return [[photos[i].filename for i in flight] for flight in _flights(photos, list(range(len(photos))))]
+
+
 def _flights(photos: list[Photo], indices: list[int]) -> list[list[int]]:
     """Indices grouped by flight: a pause of FLIGHT_GAP_S between capture times starts a new one (a battery
     change, a new take-off). Without capture times all are one flight."""
@@ -171,8 +176,6 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
                 # doubtful heights: align again the way that was chosen.
                 fit = align_to_gps(model, priors, pitch_by_name) or fit
             outliers = [n for n, agrees in zip(_located(model, priors), fit.inliers) if not agrees]
-            for name in outliers:
-                log.warning("GPS position of %s disagrees with the model; not used", name)
     if source == "none":
         level_local_frame(model, photos, pitch_by_name)
     elif priors:

@@ -1,5 +1,4 @@
-"""Models that do not hold every photograph: groups that share no view with the main model, and images whose
-registration the GPS contradicts.
+"""Models that do not hold every photograph: groups that share no view with the main model.
 
 Photographs of two fields, or flights with a gap between them, reconstruct as separate models whose relative
 placement the images cannot tell. Placed each by its own GPS, they are merged into one model so that the
@@ -75,14 +74,6 @@ def joined(models: list[pycolmap.Reconstruction]) -> pycolmap.Reconstruction:
 def point_ids(image: pycolmap.Image) -> list[int | None]:
     """The point each of the image's keypoints is triangulated to, None where none is."""
     return [point.point3D_id if point.has_point3D() else None for point in image.points2D]
-
-
-def deregister(model: pycolmap.Reconstruction, names: list[str]) -> None:
-    """Take images out of the model; COLMAP drops their observations, and points left with one view."""
-    for name in names:
-        image = model.find_image_with_name(name)
-        if image is not None and image.has_pose:
-            model.deregister_frame(image.frame_id)
 
 
 def image_names(model: pycolmap.Reconstruction) -> list[str]:

@@ -4,8 +4,8 @@ Steps: SIFT features at the feature quality's scale; candidate pairs from GPS ne
 images without a position); matching and geometric verification; incremental or global mapping with the GPS
 positions as priors (in overlapping blocks where one mapping would not fit in memory, sfm/blocks.py); georeferencing
 (see sfm/georeference.py): by ground control points when gcp_list.txt is given (unless use-exif), else by the GPS
-through a robust similarity and a bundle adjustment with the fixes that agree (mapping again without the others when
-some do not), else a levelled local frame.
+through a robust similarity and a bundle adjustment with the fixes that agree (the others reported, their
+photographs kept), else a levelled local frame.
 
 Writes (see georef.py for the frame): opensfm/reconstruction/ (COLMAP binary model, image names as in images/,
 coloured points), opensfm/georef.json, opensfm/sparse.ply, cameras.json, odm_report/shots.geojson and the
@@ -39,17 +39,17 @@ from ..options import Option
 from ..photo import Photo
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, lens_coverage, refinement
 from ..sfm.database import (PositionPrior, match_pairs, open_database, overlapping_pair_count,
-                            reject_pairs, verified_pairs, without_priors)
+                            reject_pairs, verified_pairs)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
 from ..sfm.blocks import map_in_blocks, mapping_memory, plan_blocks
-from ..sfm.georeference import (WorldFrame, barometric_heights, georeference, gps_residuals, photo_positions,
-                                position_priors, world_frame)
-from ..sfm.consistency import GpsVerdict, gps_verdict, layout_uncertainty
+from ..sfm.georeference import (WorldFrame, barometric_heights, flight_names, georeference, gps_residuals,
+                                photo_positions, position_priors, world_frame)
+from ..sfm.consistency import GpsVerdict, gps_verdict, horizontal_distances, layout_uncertainty
 from ..sfm.rolling import Shot, correct_image, velocities
 from ..sfm.focal import FOCAL_CHOICES, geometry_constrains_focal, refine_focal
-from ..sfm.groups import deregister, elsewhere, image_names, merge
+from ..sfm.groups import elsewhere, image_names, merge
 from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, contradicting_pairs, uses_retrieval
 from ..sfm.pixels import colour_points, extract_all, frame_of, observe_points
@@ -284,11 +284,12 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     """Map (in `blocks` where given), georeference, then place the groups that share no view with the main model
     by their own GPS.
 
-    When a few GPS fixes turn out wild, map again without them: even through a robust loss they pull, and on a
-    small survey they can bend the model. When many do, the model is doubted instead of the fixes: it is mapped
-    again from the photographs alone, and its images that still contradict their fixes are taken out (the
-    quality checks then judge what is left)."""
+    The photographs decide the model's shape; the GPS places and scales it, the fixes that disagree left out of
+    the georeferencing (sfm/consistency.py) and reported, every image kept. Only when the fixes do not describe
+    the photographs' layout is the model mapped again from the photographs alone, since priors that wrong may
+    have bent it; the quality checks then refuse the placement if the fixes still do not fit."""
     frame, priors, photos = survey.frame, survey.priors, survey.photos
+    flights = flight_names(photos)
     pitch_by_name = {p.filename: p.pitch for p in photos if p.pitch is not None}
     progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
     share = mapped_share(ctx)  # the same for blocks
@@ -308,17 +309,15 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
         with timed("georeferencing", timings):
             figures = georeference(model, frame, priors, photos, pitch_by_name, settings.refine,
                                    settings.threads, ctx.options.was_given("gps-accuracy"))
-        verdict = gps_verdict(model, priors, outliers(figures))
-        if attempt == 2 or not settings.use_position_priors or not (verdict.wild or verdict.far):
+        verdict = gps_verdict(model, priors, outliers(figures), flights)
+        if attempt == 2 or not settings.use_position_priors or verdict.layout_matches:
             break
-        if verdict.doubted:
-            log.info("The GPS positions disagree with the model: mapping again from the photographs alone")
-            settings = replace(settings, use_position_priors=False)
-        else:
-            log.info("Mapping again without the GPS positions that disagree with the model")
-            database = without_priors(database, verdict.wild, work_dir / "database-without-wild-gps.db")
-    dropped = drop_contradicted(model, priors, verdict) if verdict.doubted else {}
-    left_out, wild = dict(dropped), [] if verdict.doubted else verdict.wild
+        log.info("%d of %d GPS positions disagree with the layout of the photographs: mapping again from the "
+                 "photographs alone", verdict.located - verdict.agreeing, verdict.located)
+        settings = replace(settings, use_position_priors=False)
+    figures["mappings"] = attempt
+    left_out: dict[str, str] = {}
+    wild = list(verdict.wild)
     for group in models[1:]:
         with timed("placing groups", timings):
             reasons, group_wild = place_group(model, group, figures["georef_source"], frame, priors, photos,
@@ -334,12 +333,15 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
         with timed("focal refinement", timings):
             model = refine_focal(model, {n: p for n, p in priors.items() if n not in wild}, settings.refine,
                                  settings.threads)
+    final = gps_verdict(model, priors, wild, flights)
     if figures.get("gps_residual_m") is not None:
         figures["gps_residual_m"] = gps_residuals(model, priors, wild)
+        figures["gps_outliers"] = disagreeing_fixes(model, priors, final)
         if figures["georef_source"] == "gps":
-            figures["gps_uncertainty"] = attitude_uncertainty(model, priors, figures["gps_residual_m"])
+            figures["gps_uncertainty"], figures["absolute_uncertainty_m"] = \
+                gps_uncertainty(model, priors, figures["gps_residual_m"])
     figures["left_out"] = left_out
-    figures["gps_checks"] = gps_checks(gps_verdict(model, priors, wild), len(dropped))
+    figures["gps_checks"] = gps_checks(final)
     return model, algorithm, figures
 
 
@@ -354,17 +356,36 @@ def mapped(ctx: "StageContext", database: Path, work_dir: Path, settings: Mappin
     return reconstruct(database, ctx.project.images_dir, work_dir, settings, progress)
 
 
-def attitude_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior],
-                         residuals: dict[str, Any]) -> dict[str, float]:
+def gps_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], residuals: dict[str, Any]
+                    ) -> tuple[dict[str, float], dict[str, float]]:
     """How far the GPS alone may have tilted and scaled the model (1 sigma), from the fixes' layout and the
-    spread of their residuals; logged, since a tilt of a tenth of a degree is already a GSD at the edges."""
+    spread of their residuals, and how far it may have misplaced it: the agreeing fixes' RMS distance from their
+    cameras, not that over the square root of their number, since a receiver's errors are correlated over a
+    flight (a drift that a settling receiver leaves within the noise moves the whole model). Logged, since a
+    tilt of a tenth of a degree is already a GSD at the edges."""
     xy = np.array([prior.position[:2] for name, prior in priors.items()
                    if name not in residuals["outliers"] and (image := model.find_image_with_name(name)) is not None
                    and image.has_pose])
     expected = layout_uncertainty(xy, residuals["rmse_horizontal"], residuals["rmse_vertical"])
-    log.info("The GPS fixes' spread leaves the model's tilt uncertain by %.2f degrees and its scale by %.2f %% "
-             "(1 sigma)", expected.tilt_deg, 100 * expected.scale)
-    return {"tilt_deg": expected.tilt_deg, "scale": expected.scale}
+    placement = {"horizontal": residuals["rmse_horizontal"], "vertical": residuals["rmse_vertical"]}
+    log.info("The GPS fixes' spread leaves the model's tilt uncertain by %.2f degrees, its scale by %.2f %% and its "
+             "absolute position by %.1f m horizontally and %.1f m vertically", expected.tilt_deg,
+             100 * expected.scale, placement["horizontal"], placement["vertical"])
+    return {"tilt_deg": expected.tilt_deg, "scale": expected.scale}, placement
+
+
+def disagreeing_fixes(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], verdict: GpsVerdict
+                      ) -> dict[str, float]:
+    """The horizontal distance of each fix the georeferencing left out from its camera, logged: the model keeps
+    those photographs where the others put them."""
+    distances = horizontal_distances(model, priors, verdict.wild)
+    if distances:
+        settling = f"; {', '.join(verdict.settling)} open a flight, nearer photograph by photograph: a GPS " \
+                   f"receiver settling" if verdict.settling else ""
+        log.warning("%d GPS positions disagree with where the photographs place their cameras and were not used to "
+                    "place the model: %s%s", len(distances),
+                    ", ".join(f"{name} {distance:.0f} m off" for name, distance in distances.items()), settling)
+    return distances
 
 
 def correct_rolling_shutter(model: pycolmap.Reconstruction, photos: list[Photo], priors: dict[str, PositionPrior],
@@ -382,35 +403,18 @@ def correct_rolling_shutter(model: pycolmap.Reconstruction, photos: list[Photo],
              len(moves), max(moves))
 
 
-def gps_checks(final: GpsVerdict, dropped: int) -> list[Check]:
-    """The quality checks of the GPS against the final model, whose images that contradicted their fixes have
-    been dropped (the GPS glitches count as agreeing: the model is right where they are)."""
-    if final.located + dropped < MIN_ALIGNMENT_POINTS:
+def gps_checks(final: GpsVerdict) -> list[Check]:
+    """The quality checks of the GPS against the final model: whether the fixes describe the photographs' layout,
+    and how far from their cameras those that do lie."""
+    if final.located < MIN_ALIGNMENT_POINTS:
         return []
-    return [quality.gps_agreement(final.located, final.located + dropped, final.accuracy_m),
+    return [quality.gps_agreement(final.agreeing, final.located, final.accuracy_m),
             quality.gps_residual(final.median_residual_m, final.residual_bound_m, final.spacing_m)]
 
 
 def outliers(figures: dict[str, Any]) -> list[str]:
     """The images whose GPS fix georeferencing found wild."""
     return list((figures.get("gps_residual_m") or {}).get("outliers", []))
-
-
-def drop_contradicted(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], verdict: GpsVerdict
-                      ) -> dict[str, str]:
-    """Take the images that contradict their GPS fixes out of the model; the reason for each."""
-    reasons = {name: f"its registration lies {distance_to_fix(model, name, priors[name]):.0f} m from its GPS "
-                     f"position, far outside the GPS accuracy: the photograph was joined at the wrong place"
-               for name in verdict.wild}
-    deregister(model, verdict.wild)
-    log.warning("%d of %d cameras contradict their GPS positions: the model is doubted, not the GPS, and those "
-                "images are left out", len(verdict.wild), verdict.located)
-    return reasons
-
-
-def distance_to_fix(model: pycolmap.Reconstruction, name: str, prior: PositionPrior) -> float:
-    image = model.find_image_with_name(name)
-    return float(np.linalg.norm(image.projection_center() - prior.position))
 
 
 def place_group(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction, source: str, frame: WorldFrame,
@@ -425,8 +429,9 @@ def place_group(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction, 
     figures = georeference(group, replace(frame, source="gps"), priors, photos, pitch_by_name, settings.refine,
                            settings.threads, accuracy_given)
     verdict = gps_verdict(group, priors, outliers(figures))
-    if figures["georef_source"] != "gps" or verdict.doubted:
-        why = "contradict it" if verdict.doubted else f"are too few to place it ({MIN_ALIGNMENT_POINTS} needed)"
+    if figures["georef_source"] != "gps" or not verdict.layout_matches:
+        why = "contradict it" if figures["georef_source"] == "gps" else \
+            f"are too few to place it ({MIN_ALIGNMENT_POINTS} needed)"
         return dict.fromkeys(names, f"{apart}, and whose GPS positions {why}"), []
     if (gap := elsewhere(model, group)) is not None:
         return dict.fromkeys(names, f"{apart}, {gap / 1000:.1f} km away by its GPS: photographs of another "
@@ -539,6 +544,9 @@ def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Ge
         "mean_reprojection_error_px": error,
         "gps_residual_m": figures.get("gps_residual_m"),
         "gps_uncertainty": figures.get("gps_uncertainty"),
+        "absolute_uncertainty_m": figures.get("absolute_uncertainty_m"),
+        "gps_outliers": figures.get("gps_outliers", {}),
+        "mappings": figures["mappings"],
         "gcp_residual_m": figures.get("gcp_residual_m"),
         "gsd_cm": gsd,
         "sfm_algorithm": figures["sfm_algorithm"],
