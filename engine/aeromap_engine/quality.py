@@ -76,6 +76,29 @@ def gps_residual(median_m: float, bound_m: float, spacing_m: float) -> Check:
                   "gps-accuracy to how far the fixes err to weigh them rightly")
 
 
+def control_points(used: int, given: int, fatal: bool, found: str) -> Check:
+    """Whether every ground control point georeferences the model: each left out, or all of them, is named
+    with its measured cause in `found`. Fatal when none can be used and nothing else places the model."""
+    return _check("gcp_fit", used == given, fatal, used, given, found,
+                  "check the named points' marks and coordinates" if used else
+                  "the model is not georeferenced by its control points")
+
+
+def control_heights() -> Check:
+    """Control points that all share one height have no surveyed heights (sfm/georeference.py)."""
+    return _check("gcp_heights", False, False, 0.0, 0.0, "every ground control point has the same height",
+                  "the vertical datum is unknown: the model is levelled on the points' plane, its heights are "
+                  "relative to that plane, and the control points' vertical residuals are the ground's relief, "
+                  "not its accuracy")
+
+
+def control_layout() -> Check:
+    """Control points along one line leave the roll about it free (sfm/alignment.py is_collinear)."""
+    return _check("gcp_layout", False, False, 1.0, 0.0, "the ground control points lie along a line",
+                  "they leave the roll about it free, which the cameras' viewing directions levelled instead: "
+                  "add points off the line")
+
+
 def points_per_image(points: int, registered: int) -> Check:
     per_image = points / max(registered, 1)
     return _check("points_per_image", per_image >= MIN_POINTS_PER_IMAGE, False, per_image, MIN_POINTS_PER_IMAGE,

@@ -24,7 +24,8 @@ from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_directio
                                           robust_similarity)
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
 from aeromap_engine.sfm.database import PositionPrior
-from aeromap_engine.sfm.georeference import barometric_heights
+from aeromap_engine.sfm.control import stored_pixel
+from aeromap_engine.sfm.georeference import barometric_heights, heights_surveyed
 from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo
@@ -120,6 +121,28 @@ def test_gcp_list_groups_observations() -> None:
     with pytest.raises(ValueError, match="two different"):
         parse_gcp_list("EPSG:32630\n1 2 3 4 5 a.jpg p\n1 2 9 4 5 b.jpg p\n")
 
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_upright_pixels_map_to_the_stored_layout(orientation: int) -> None:
+    """A pixel marked on the photograph as a viewer shows it (Pillow applying the EXIF orientation) is the
+    stored pixel that holds the same mark."""
+    from PIL import Image, ImageOps
+    stored = np.zeros((30, 50), dtype=np.uint8)
+    stored[7, 41] = 255  # row 7, column 41
+    image = Image.fromarray(stored)
+    exif = image.getexif()
+    exif[0x0112] = orientation
+    image.info["exif"] = exif.tobytes()
+    upright = np.asarray(ImageOps.exif_transpose(image))
+    row, column = np.argwhere(upright == 255)[0]
+    assert stored_pixel((float(column), float(row)), orientation, 50, 30) == pytest.approx((41.0, 7.0))
+
+
+def test_control_heights_all_alike_are_not_surveyed() -> None:
+    flat = parse_gcp_list("EPSG:32611\n1 2 0 4 5 a.jpg p\n3 4 0 4 5 a.jpg q\n5 1 0 4 5 a.jpg r\n")
+    surveyed = parse_gcp_list("EPSG:32611\n1 2 0 4 5 a.jpg p\n3 4 0.4 4 5 a.jpg q\n5 1 0 4 5 a.jpg r\n")
+    assert not heights_surveyed(flat) and heights_surveyed(surveyed)
 
 def test_geo_txt_optional_columns() -> None:
     geo = parse_geo_txt("EPSG:4326\na.jpg 10.5 45.25\nb.jpg 10.6 45.3 120 90 0 0 0.5 1.5\n")

@@ -117,13 +117,30 @@ def least_median_similarity(source: np.ndarray, target: np.ndarray) -> pycolmap.
         triples = np.array([rng.choice(count, 3, replace=False) for _ in range(MAX_SAMPLES)])
     best, best_median = None, np.inf
     for triple in triples:
-        transform = pycolmap.estimate_sim3d(source[triple], target[triple])
+        transform = similarity(source[triple], target[triple])
         if transform is None:
             continue
         median = float(np.median(np.linalg.norm(apply(transform, source) - target, axis=1)))
         if median < best_median:
             best, best_median = transform, median
     return best
+
+
+def similarity(source: np.ndarray, target: np.ndarray) -> pycolmap.Sim3d | None:
+    """Least-squares similarity from source to target points (Umeyama), None where the source has no extent or
+    leaves the rotation undetermined (all on one line). Not pycolmap.estimate_sim3d: it fails on targets that
+    all lie in the plane z = 0, as control points without surveyed heights do."""
+    source_centre, target_centre = source.mean(axis=0), target.mean(axis=0)
+    a, b = source - source_centre, target - target_centre
+    variance = float(np.sum(a * a)) / len(source)
+    u, singular, vt = np.linalg.svd(b.T @ a / len(source))
+    if variance <= 0 or singular[1] <= 1e-12 * singular[0]:
+        return None
+    sign = np.diag([1.0, 1.0, np.sign(np.linalg.det(u) * np.linalg.det(vt)) or 1.0])
+    rotation = u @ sign @ vt
+    scale = float(np.trace(np.diag(singular) @ sign)) / variance
+    translation = target_centre - scale * rotation @ source_centre
+    return pycolmap.Sim3d(scale, pycolmap.Rotation3d(rotation), translation)
 
 
 def similarity_about_vertical(source: np.ndarray, target: np.ndarray) -> pycolmap.Sim3d:
@@ -166,7 +183,7 @@ def rotation_between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return pycolmap.Rotation3d(axis / np.linalg.norm(axis) * angle).matrix()
 
 
-_ESTIMATORS = {"full": pycolmap.estimate_sim3d, "line": similarity_along_line,
+_ESTIMATORS = {"full": similarity, "line": similarity_along_line,
                "level": similarity_about_vertical}
 
 

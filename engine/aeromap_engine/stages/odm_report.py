@@ -4,8 +4,8 @@ point_cloud_statistics (reconstruction_statistics without a dense cloud), its GS
 its area and capture dates from processing_statistics.
 
 Reads the reconstruction, images.json, cameras.json, the georeferenced cloud, the surveyed area, the orthophoto
-and elevation models at preview scale, gcp_list.txt when control points georeferenced the model, and the stage
-markers (time and peak memory of each stage run before this one); the report package computes and draws.
+and elevation models at preview scale, and the stage markers (time and peak memory of each stage run before this
+one); the report package computes and draws.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from .. import __version__
 from ..cloud.boundary import Boundary
 from ..dense.views import View
 from ..files import atomic_path, read_json, write_json
-from ..geo import transform
 from ..georef import Georef
 from ..io.pointcloud import open_las
 from ..log import log
@@ -36,7 +35,6 @@ from ..report.figures import RasterPreview
 from ..report.overlap import OverlapMap, overlap_map
 from ..report.sections import CameraLayout, FeatureCounts, ReportContent, build_report
 from ..report.statistics import EMPTY_CLOUD, CloudMoments, ErrorStats
-from ..sfm import control
 from ..sfm.georeference import WorldFrame, photo_positions
 from . import STAGE_NAMES
 from .odm_dem import dem_path
@@ -44,7 +42,7 @@ from .odm_filterpoints import bounds_path, load_boundary
 from .odm_georeferencing import model_path
 from .odm_orthophoto import orthophoto_path
 from .openmvs import reconstruction_dir
-from .opensfm import capture_order, read_gcp_file
+from .opensfm import capture_order
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -119,7 +117,7 @@ def prepare(project: "Project", progress: Callable[[float], None] = lambda fract
         "features_statistics": statistics.features_statistics(tracks.features.detected.tolist(),
                                                               tracks.features.reconstructed.tolist()),
         "gps_errors": _odm_errors(ErrorStats.of(gps_deltas(cameras, engine.get("gps_residual_m")))),
-        "gcp_errors": _odm_errors(ErrorStats.of(gcp_deltas(project, model, georef, engine.get("gcp_residual_m")))),
+        "gcp_errors": _odm_errors(ErrorStats.of(gcp_deltas(engine.get("gcp_residual_m")))),
     }
     if cloud is not None:
         sections["point_cloud_statistics"] = statistics.point_cloud_statistics(
@@ -211,20 +209,11 @@ def gps_deltas(cameras: CameraLayout, residuals: dict[str, Any] | None) -> np.nd
     return cameras.centres[used] - cameras.gps[used]
 
 
-def gcp_deltas(project: "Project", model: pycolmap.Reconstruction, georef: Georef,
-               residuals: dict[str, Any] | None) -> np.ndarray:
-    """Modelled minus surveyed positions of the control points that georeferenced the model."""
-    gcps = read_gcp_file(project) if residuals is not None else None
-    if gcps is None or georef.crs is None:
-        return np.zeros((0, 3))
-    rejected = set(residuals.get("rejected", []))
-    deltas = []
-    for point in gcps.points:
-        modelled = control.triangulate(model, point) if point.name not in rejected else None
-        if modelled is not None:
-            surveyed = transform(gcps.crs, georef.crs, point.xyz)[0] - [georef.offset[0], georef.offset[1], 0.0]
-            deltas.append(modelled - surveyed)
-    return np.array(deltas).reshape(-1, 3)
+def gcp_deltas(residuals: dict[str, Any] | None) -> np.ndarray:
+    """Modelled minus surveyed positions of the control points that georeferenced the model, as the
+    georeferencing measured them (with the marks read the way it found them)."""
+    points = (residuals or {}).get("points", [])
+    return np.array([p["delta_m"] for p in points if p["used"] and "delta_m" in p], dtype=np.float64).reshape(-1, 3)
 
 
 @dataclass(frozen=True)

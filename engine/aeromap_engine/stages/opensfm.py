@@ -224,7 +224,7 @@ def record_model(project: "Project", survey: Survey, model: pycolmap.Reconstruct
     frame = survey.frame
     georef = Georef(frame.crs, frame.offset, source) if source != "none" else Georef(None, (0.0, 0.0), "none")
     write_outputs(project, model, georef, camera_kinds, survey.photos, figures)
-    quality.record(project, model_checks(model, len(survey.photos)) + figures["gps_checks"])
+    quality.record(project, model_checks(model, len(survey.photos)) + figures["gcp_checks"] + figures["gps_checks"])
 
 
 def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
@@ -309,6 +309,7 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
         with timed("georeferencing", timings):
             figures = georeference(model, frame, priors, photos, pitch_by_name, settings.refine,
                                    settings.threads, ctx.options.was_given("gps-accuracy"))
+        refuse_unusable_control(ctx.project, figures["gcp_checks"])
         verdict = gps_verdict(model, priors, outliers(figures), flights)
         if attempt == 2 or not settings.use_position_priors or verdict.layout_matches:
             break
@@ -410,6 +411,13 @@ def gps_checks(final: GpsVerdict) -> list[Check]:
         return []
     return [quality.gps_agreement(final.agreeing, final.located, final.accuracy_m),
             quality.gps_residual(final.median_residual_m, final.residual_bound_m, final.spacing_m)]
+
+
+def refuse_unusable_control(project: "Project", checks: list[Check]) -> None:
+    """End the run when the control points cannot georeference the model and nothing else can: the cause is
+    theirs, not that of whatever the unplaced model would fail next."""
+    if any(check.fatal and not check.passed for check in checks):
+        quality.record(project, checks)
 
 
 def outliers(figures: dict[str, Any]) -> list[str]:
