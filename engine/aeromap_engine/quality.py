@@ -84,6 +84,15 @@ def control_points(used: int, given: int, fatal: bool, found: str) -> Check:
                   "the model is not georeferenced by its control points")
 
 
+def control_accuracy(worst_m: float, expected_m: float) -> Check:
+    """Whether the control points fit the model as closely as its ground sample distance allows."""
+    return _check("gcp_accuracy", worst_m <= expected_m, False, worst_m, expected_m,
+                  f"the ground control points fit the model to {worst_m:.2f} m (at most {expected_m:.2f} m "
+                  f"expected from the photographs' ground sample distance)",
+                  "their coordinates are less accurate than the model (read off a map or imagery, or a survey of "
+                  "lower grade), and so is the georeferencing")
+
+
 def control_heights() -> Check:
     """Control points that all share one height have no surveyed heights (sfm/georeference.py)."""
     return _check("gcp_heights", False, False, 0.0, 0.0, "every ground control point has the same height",

@@ -24,8 +24,12 @@ from pyproj import Transformer
 from scipy.spatial import cKDTree
 
 from aeromap_engine import pipeline
+from aeromap_engine.errors import InputError
+from aeromap_engine.io.gcp import parse_gcp_list
 from aeromap_engine.io.ply import read_ply
+from aeromap_engine.photo import Photo
 from aeromap_engine.project import Project
+from aeromap_engine.sfm.georeference import align_to_control_points, world_frame
 from conftest import datasets_dir
 
 DATASET = datasets_dir() / "brighton_beach" / "images"
@@ -36,11 +40,13 @@ UTM_15N = "EPSG:32615"  # Brighton Beach, Minnesota: longitude -92
 SFM = [{"name": "end-with", "value": "opensfm"}, {"name": "feature-quality", "value": "ultra"}]
 
 
-def downscale(source: Path, target: Path, keep_gps: bool = True) -> None:
-    """A 1000 px copy with the original EXIF and XMP (without the GPS directory when keep_gps is false)."""
+def downscale(source: Path, target: Path, keep_gps: bool = True, orientation: int = 1) -> None:
+    """A 1000 px copy with the original EXIF and XMP (without the GPS directory when keep_gps is false), its
+    pixels stored as they are and its EXIF orientation tag set to `orientation`."""
     with Image.open(source) as image:
         image.draft("RGB", (WIDTH, HEIGHT))
         exif = image.getexif()
+        exif[ExifTags.Base.Orientation] = orientation
         if not keep_gps:
             del exif[ExifTags.IFD.GPSInfo]
         small = image.convert("RGB").resize((WIDTH, HEIGHT), Image.LANCZOS)
@@ -87,10 +93,11 @@ def model_centres(project: Project) -> dict[str, np.ndarray]:
     return {model.image(i).name: model.image(i).projection_center() + offset for i in model.reg_image_ids()}
 
 
-def make_project(root: Path, keep_gps: bool = True, names: list[str] = SUBSET) -> Project:
+def make_project(root: Path, keep_gps: bool = True, names: list[str] = SUBSET,
+                 orientations: dict[str, int] | None = None) -> Project:
     (root / "images").mkdir(parents=True)
     for name in names:
-        downscale(DATASET / name, root / "images" / name, keep_gps)
+        downscale(DATASET / name, root / "images" / name, keep_gps, (orientations or {}).get(name, 1))
     return Project(root)
 
 
@@ -240,20 +247,34 @@ def test_without_gps_every_product_in_the_local_frame(local_project: tuple[Proje
     assert project.path("odm_report", "report.pdf").read_bytes()[:5] == b"%PDF-"
 
 
-def control_points_of(gps_project: Project) -> str:
-    """gcp_list.txt of six points surveyed on the GPS-referenced model (gcp2 mis-marked by 25 m), marked where
-    its photographs see them."""
+def upright(x: float, y: float, orientation: int) -> tuple[float, float]:
+    """ODM's pixel (x, y) of a stored WIDTH x HEIGHT image, in the image turned upright as a viewer shows it:
+    6 turns it a quarter clockwise, 8 a quarter anticlockwise (the EXIF specification)."""
+    return {1: (x, y), 6: (HEIGHT - 1 - y, x), 8: (y, WIDTH - 1 - x)}[orientation]
+
+
+def control_points_of(gps_project: Project, count: int = 6, off: dict[int, float] | None = None,
+                      orientations: dict[str, int] | None = None, on_line: bool = False) -> str:
+    """gcp_list.txt of `count` points surveyed on the GPS-referenced model (by default gcp2 mis-marked by 25 m,
+    `off` the metres east by which each numbered point is), marked where its photographs see them, upright on
+    the photographs given an orientation; along the model's first axis when `on_line`."""
     model = pycolmap.Reconstruction(gps_project.root / "opensfm" / "reconstruction")
     georef = json.loads((gps_project.root / "opensfm" / "georef.json").read_text())
     offset = np.array([georef["offset"][0], georef["offset"][1], 0.0])
-    points = sorted((p for p in model.points3D.values() if p.track.length() >= 4), key=lambda p: p.xyz[0])
-    chosen = [points[int(i)] for i in np.linspace(0, len(points) - 1, 6)]
+    points = [p for p in model.points3D.values() if p.track.length() >= 4]
+    if on_line:
+        middle = np.median([p.xyz[1] for p in points])
+        points = [p for p in points if abs(p.xyz[1] - middle) < 0.5]
+    points.sort(key=lambda p: p.xyz[0])
+    chosen = [points[int(i)] for i in np.linspace(0, len(points) - 1, count)]
+    off = {2: 25.0} if off is None else off
     lines = ["WGS84 UTM 15N"]
     for n, point in enumerate(chosen):
-        xyz = point.xyz + offset + ([25.0, 0.0, 0.0] if n == 2 else 0.0)
+        xyz = point.xyz + offset + [off.get(n, 0.0), 0.0, 0.0]
         for element in point.track.elements:
             image = model.image(element.image_id)
             x, y = image.points2D[element.point2D_idx].xy - 0.5  # ODM's pixel convention
+            x, y = upright(x, y, (orientations or {}).get(image.name, 1))
             lines.append(f"{xyz[0]:.3f} {xyz[1]:.3f} {xyz[2]:.3f} {x:.2f} {y:.2f} {image.name} gcp{n}")
     return "\n".join(lines) + "\n"
 
@@ -273,6 +294,8 @@ def test_ground_control_points_georeference_without_gps(gps_project: Project, tm
     # (see test_hard_images), so the five good points agree to a few GSD (6.7 cm), not to their marks' pixel.
     good = [p for name, p in residuals.items() if name != "gcp2"]
     assert len(good) == 5 and rec["gcp_residual_m"]["max"] < 0.3  # the rejected point left out of the figure
+    check = stats(project)["quality"]["checks"]["gcp_fit"]  # the verdict says one was left out, and which
+    assert not check["passed"] and not check["fatal"] and "left out: gcp2" in check["message"]
     # A wrong CRS, offset or axis order would put the cameras tens of metres off. Their positions relative to
     # the ground come from six photographs mapped without GPS, which nothing but the fit of five points ties: they
     # land within 2.5 m of their EXIF fixes in most runs, and once in about twenty (a loaded machine changes the
@@ -282,6 +305,61 @@ def test_ground_control_points_georeference_without_gps(gps_project: Project, tm
     centres = model_centres(project)
     offsets = np.array([centres[n] - truth[n] for n in SUBSET])
     assert np.linalg.norm(offsets, axis=1).max() < 10.0, offsets
+
+
+TURNED = {"DJI_0020.JPG": 6, "DJI_0021.JPG": 6, "DJI_0022.JPG": 8, "DJI_0025.JPG": 6, "DJI_0026.JPG": 8}
+
+
+def test_control_points_marked_upright_on_turned_photographs(gps_project: Project, tmp_path: Path,
+                                                             engine_log) -> None:
+    """Photographs whose EXIF orientation turns them (five of six, as a kite camera held sideways writes them),
+    their control points marked on them as a viewer shows them: each photograph's marks are read upright, and
+    the points georeference the model as well as marks in the stored layout do."""
+    project = make_project(tmp_path, keep_gps=False, orientations=TURNED)
+    project.gcp_file.write_text(control_points_of(gps_project, count=5, off={}, orientations=TURNED))
+    with engine_log() as captured:
+        pipeline.run(project, SFM)
+        assert "5 of 5 turned photographs (EXIF orientation) marked upright" in captured.text
+
+    rec = stats(project)["reconstruction"]
+    assert rec["images_registered"] == len(SUBSET)
+    assert rec["georef_source"] == "gcp" and rec["gcp_residual_m"]["upright_images"] == sorted(TURNED)
+    assert rec["gcp_residual_m"]["rejected"] == [] and rec["gcp_residual_m"]["max"] < 0.3
+    assert stats(project)["quality"]["checks"]["gcp_fit"]["passed"]
+    truth = exif_utm(SUBSET)
+    centres = model_centres(project)
+    assert max(np.linalg.norm(centres[n] - truth[n]) for n in SUBSET) < 10.0  # as without turned photographs
+
+
+def test_wrong_control_points_refuse_the_run_naming_them(gps_project: Project, tmp_path: Path) -> None:
+    """Three control points, one of them surveyed 25 m off: three cannot tell which, and the fit leaves metres
+    where the model supports centimetres. Without GPS nothing else places the model: the run is refused
+    naming the points, not judged on what an unplaced model fails next."""
+    project = make_project(tmp_path, keep_gps=False)
+    project.gcp_file.write_text(control_points_of(gps_project, count=3, off={1: 25.0}))
+    with pytest.raises(InputError, match="ground control points do not fit the model: gcp0 .* m, gcp1 .* m, gcp2 "
+                                         ".* m off.*too few to tell a wrong one") as refusal:
+        pipeline.run(project, SFM)
+    assert refusal.value.exit_code == 3
+    check = stats(project)["quality"]["checks"]["gcp_fit"]
+    assert not check["passed"] and check["fatal"] and stats(project)["quality"]["verdict"] == "failed"
+
+
+def test_control_points_on_a_line_leave_the_roll_to_the_cameras(gps_project: Project) -> None:
+    """Four control points along one line fix everything but the roll about it: the fit levels the model by
+    the cameras' viewing directions instead, and the verdict names the line. The model, moved into another
+    frame and rolled 20 degrees about the line, comes back where the GPS had put it."""
+    photos = [Photo.from_odm(p) for p in json.loads(gps_project.images_json.read_text())]
+    frame = world_frame(photos, parse_gcp_list(control_points_of(gps_project, count=4, off={}, on_line=True)))
+    model = pycolmap.Reconstruction(gps_project.root / "opensfm" / "reconstruction")
+    before = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
+    model.transform(pycolmap.Sim3d(0.3, pycolmap.Rotation3d(np.radians([20.0, 0.0, 50.0])), np.array([5.0, 1, 2])))
+    outcome = align_to_control_points(model, frame, photos, {p.filename: p.pitch for p in photos}, False)
+    assert outcome.figures is not None and outcome.figures["max"] < 0.3
+    checks = {check.name: check for check in outcome.checks}
+    assert not checks["gcp_layout"].passed and "along a line" in checks["gcp_layout"].message
+    after = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
+    assert max(np.linalg.norm(after[n] - before[n]) for n in before) < 2.0
 
 
 def test_force_gps_maps_with_the_gps_beside_control_points(gps_project: Project, tmp_path: Path,

@@ -1,8 +1,9 @@
 """Tying a reconstruction to the Earth: the choice of world frame, then the alignment that its source allows.
 
 Ground control points decide the frame when given (unless use-exif), then the photographs' GPS; without either,
-the model is levelled in a local frame. When control points cannot be used (fewer than three located in the
-model), GPS takes over, and failing that the local frame; the log says which.
+the model is levelled in a local frame. Control points are judged against what the model supports (their marks'
+rays meeting, their residuals against the ground sample distance); when they cannot be used, GPS takes over with
+a warning and a doubtful verdict, and without GPS the run is refused naming the points and the likely cause.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ GCP_MAX_ERROR = 2.0  # m; a control point further than this from the model is ta
 # bending of a model that the control points place but do not adjust.
 GCP_TOLERANCE_GSD = 20.0
 MIN_GCP_TOLERANCE = 0.05  # m; survey-grade points are no better than this
+# Residuals up to this share of the points' extent can be the points' own inaccuracy (coordinates read off a map
+# or imagery: copr's fit to a metre over 50 m): doubtful, not wrong. Beyond it a point, or a reading of the marks,
+# is wrong: a kite survey's upright marks read in the stored layout left 60 to 71 m.
+GROSS_SHARE = 0.05
 # Gimbal-stabilised views average to within a degree of vertical (0.6 on Brighton Beach); a model that GPS heights
 # tilt further than this from them is tilted by the heights.
 MAX_TILT_DEG = 3.0
@@ -218,11 +223,11 @@ def align_to_control_points(model: pycolmap.Reconstruction, frame: WorldFrame, p
     for point in points:
         fit = control.mark_fit(model, point)
         if control.placed_marks(model, point) < 2:
-            log.warning("Ground control point %s is marked in fewer than 2 reconstructed images; not used",
-                        point.name)
+            astray.append(f"{point.name} is marked in fewer than 2 placed photographs")
+            log.warning("Ground control point %s not used: %s", point.name, astray[-1])
         elif fit is None or not fit.meets:
             astray.append(_astray_text(model, point, fit))
-            log.warning("The marks of ground control point %s %s; not used", point.name, astray[-1])
+            log.warning("Ground control point %s not used: %s", point.name, astray[-1])
         else:
             located.append(point)
     problem = ControlProblem(len(given), len(control.turned_images(given, _orientations(photos))), upright, astray,
@@ -237,11 +242,12 @@ def align_to_control_points(model: pycolmap.Reconstruction, frame: WorldFrame, p
         return problem.unusable("the ground control points do not fit the model", gps_fallback)
     rows = {p.name: control.residual(model, p, surveyed[p.name]) for p in located}
     tolerance = _control_tolerance(model)
+    gross = max(tolerance, GROSS_SHARE * _extent([surveyed[p.name] for p in located]))
     judged = {name: _judged(row, frame.heights_surveyed) for name, row in rows.items()}
     used = [p.name for p, agrees in zip(located, fit.inliers) if agrees]
     rejected = [p.name for p, agrees in zip(located, fit.inliers) if not agrees]
-    beyond = [name for name in used if judged[name] > tolerance]
-    problem = replace(problem, line=fit.mode == "line", residuals=judged, tolerance_m=tolerance)
+    beyond = [name for name in used if judged[name] > gross]
+    problem = replace(problem, line=fit.mode == "line", residuals=judged, tolerance_m=tolerance, gross_m=gross)
     if beyond:
         return problem.unusable(f"the ground control points do not fit the model: "
                                 f"{_residual_list(judged, used)} off", gps_fallback)
@@ -256,7 +262,7 @@ def align_to_control_points(model: pycolmap.Reconstruction, frame: WorldFrame, p
         "mean": float(distances.mean()), "max": float(distances.max()),
         "rmse_horizontal": float(np.sqrt(np.mean([rows[n].horizontal_m ** 2 for n in used]))),
         "rmse_vertical": float(np.sqrt(np.mean([rows[n].vertical_m ** 2 for n in used]))),
-        "tolerance_m": tolerance, "heights_surveyed": frame.heights_surveyed,
+        "tolerance_m": tolerance, "gross_m": gross, "heights_surveyed": frame.heights_surveyed,
         "upright_images": sorted(upright), "rejected": rejected,
         "points": [{"name": r.name, "images": r.images, "horizontal_m": r.horizontal_m, "vertical_m": r.vertical_m,
                     "delta_m": list(r.delta), "reprojection_px": r.reprojection_px, "used": r.name in used}
@@ -277,11 +283,12 @@ class ControlProblem:
     given: int
     turned: int  # marked photographs that their EXIF orientation turns
     upright: set[str]  # the photographs whose marks were read upright (EXIF orientation applied)
-    astray: list[str]  # "NAME ...": the points whose marks do not meet, and how
+    astray: list[str]  # the points that cannot be located, each named with why
     heights_surveyed: bool
     line: bool = False
     residuals: dict[str, float] = field(default_factory=dict)  # judged residual of each located point, metres
-    tolerance_m: float = GCP_MAX_ERROR
+    tolerance_m: float = GCP_MAX_ERROR  # the residual the model supports
+    gross_m: float = GCP_MAX_ERROR  # beyond it a residual is a wrong point or reading, not an inaccurate one
 
     def unusable(self, found: str, gps_fallback: bool) -> ControlOutcome:
         fallback = "georeferencing with GPS instead" if gps_fallback else "nothing else can georeference the model"
@@ -293,7 +300,7 @@ class ControlProblem:
 
     def likely_cause(self) -> str:
         """The causes the measurements point to, the most telling first."""
-        causes = [f"the marks of {text}" for text in self.astray]
+        causes = list(self.astray)
         if self.line:
             causes.append("the points lie along a line, which leaves the roll about it free")
         located = len(self.residuals) or self.given - len(self.astray)
@@ -302,7 +309,7 @@ class ControlProblem:
                           f"or more needed)")
         if self.residuals:
             causes.append(f"the surveyed coordinates do not match where the photographs put the points (more than "
-                          f"{self.tolerance_m:.2f} m apart): a point's coordinates mistyped or swapped with "
+                          f"{self.gross_m:.2f} m apart): a point's coordinates mistyped or swapped with "
                           f"another's, or in another coordinate system than the file's first line names")
         if self.turned:
             causes.append(f"pixel coordinates in another orientation than either reading tried: {self.turned} marked "
@@ -322,6 +329,9 @@ class ControlProblem:
             found = f"{len(used)} of {self.given} ground control points georeference the model ({residuals}, at " \
                     f"most {self.tolerance_m:.2f} m expected)"
         checks = [quality.control_points(len(used), self.given, False, found), *self._heights_check()]
+        worst = max((self.residuals[name] for name in used), default=0.0)
+        if worst > self.tolerance_m:
+            checks.append(quality.control_accuracy(worst, self.tolerance_m))
         if self.line:
             checks.append(quality.control_layout())
         return checks
@@ -353,15 +363,15 @@ def _astray_text(model: pycolmap.Reconstruction, point: ControlPoint, fit: contr
     """How the marks of a point fail to meet, naming the photograph to blame when one is."""
     stray = control.stray_mark(model, point)
     if stray is not None:
-        return f"{point.name} do not meet: the mark on {stray} lies off the point the others show (marked on the " \
+        return f"the marks of {point.name} do not meet: the mark on {stray} lies off the point the others show (marked on the " \
                f"wrong photograph or pixel)"
     if fit is None:
-        return f"{point.name} do not meet in front of the cameras: marked at the wrong pixels or on the wrong " \
+        return f"the marks of {point.name} do not meet in front of the cameras: marked at the wrong pixels or on the wrong " \
                f"photographs"
     worst = max(fit.misfits, key=fit.misfits.get)
     image = model.find_image_with_name(worst)
     pixels = fit.misfits[worst] * max(image.camera.width, image.camera.height)
-    return f"{point.name} do not meet ({pixels:.0f} px apart on {worst}): marked at the wrong pixel or on the " \
+    return f"the marks of {point.name} do not meet ({pixels:.0f} px apart on {worst}): marked at the wrong pixel or on the " \
            f"wrong photograph"
 
 
@@ -373,6 +383,12 @@ def _control_tolerance(model: pycolmap.Reconstruction) -> float:
     if gsd_cm is None:
         return GCP_MAX_ERROR
     return float(np.clip(GCP_TOLERANCE_GSD * gsd_cm / 100.0, MIN_GCP_TOLERANCE, GCP_MAX_ERROR))
+
+
+def _extent(points: list[np.ndarray]) -> float:
+    """The largest horizontal distance between two of the points."""
+    xy = np.array(points)[:, :2]
+    return float(np.max(np.linalg.norm(xy[:, None] - xy[None], axis=2))) if len(xy) else 0.0
 
 
 def _judged(row: control.ControlResidual | None, heights_surveyed: bool) -> float:
