@@ -332,11 +332,11 @@ def test_control_points_marked_upright_on_turned_photographs(gps_project: Projec
 
 
 def test_wrong_control_points_refuse_the_run_naming_them(gps_project: Project, tmp_path: Path) -> None:
-    """Three control points, one of them surveyed 25 m off: three cannot tell which, and the fit leaves metres
+    """Three control points, one of them surveyed 40 m off: three cannot tell which, and the fit leaves metres
     where the model supports centimetres. Without GPS nothing else places the model: the run is refused
     naming the points, not judged on what an unplaced model fails next."""
     project = make_project(tmp_path, keep_gps=False)
-    project.gcp_file.write_text(control_points_of(gps_project, count=3, off={1: 25.0}))
+    project.gcp_file.write_text(control_points_of(gps_project, count=3, off={1: 40.0}))
     with pytest.raises(InputError, match="ground control points do not fit the model: gcp0 .* m, gcp1 .* m, gcp2 "
                                          ".* m off.*too few to tell a wrong one") as refusal:
         pipeline.run(project, SFM)
@@ -352,13 +352,14 @@ def test_control_points_on_a_line_leave_the_roll_to_the_cameras(gps_project: Pro
     photos = [Photo.from_odm(p) for p in json.loads(gps_project.images_json.read_text())]
     frame = world_frame(photos, parse_gcp_list(control_points_of(gps_project, count=4, off={}, on_line=True)))
     model = pycolmap.Reconstruction(gps_project.root / "opensfm" / "reconstruction")
-    before = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
+    before = model_centres(gps_project)
     model.transform(pycolmap.Sim3d(0.3, pycolmap.Rotation3d(np.radians([20.0, 0.0, 50.0])), np.array([5.0, 1, 2])))
     outcome = align_to_control_points(model, frame, photos, {p.filename: p.pitch for p in photos}, False)
     assert outcome.figures is not None and outcome.figures["max"] < 0.3
     checks = {check.name: check for check in outcome.checks}
     assert not checks["gcp_layout"].passed and "along a line" in checks["gcp_layout"].message
-    after = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
+    offset = np.array([*frame.offset, 0.0])
+    after = {model.image(i).name: model.image(i).projection_center() + offset for i in model.reg_image_ids()}
     assert max(np.linalg.norm(after[n] - before[n]) for n in before) < 2.0
 
 

@@ -34,9 +34,9 @@ GCP_MAX_ERROR = 2.0  # m; a control point further than this from the model is ta
 GCP_TOLERANCE_GSD = 20.0
 MIN_GCP_TOLERANCE = 0.05  # m; survey-grade points are no better than this
 # Residuals up to this share of the points' extent can be the points' own inaccuracy (coordinates read off a map
-# or imagery: copr's fit to a metre over 50 m): doubtful, not wrong. Beyond it a point, or a reading of the marks,
-# is wrong: a kite survey's upright marks read in the stored layout left 60 to 71 m.
-GROSS_SHARE = 0.05
+# or imagery: copr's fit to 1 to 2 m over 35 to 50 m): doubtful, not wrong. Beyond it a point, or a reading of
+# the marks, is wrong: a kite survey's upright marks read in the stored layout left 60 to 71 m.
+GROSS_SHARE = 0.1
 # Gimbal-stabilised views average to within a degree of vertical (0.6 on Brighton Beach); a model that GPS heights
 # tilt further than this from them is tilted by the heights.
 MAX_TILT_DEG = 3.0
