@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pycolmap
 import pytest
+from PIL import Image, ImageOps
 
 from aeromap_engine import pipeline
 from aeromap_engine.geo import parse_crs, utm_crs
@@ -127,7 +128,6 @@ def test_gcp_list_groups_observations() -> None:
 def test_upright_pixels_map_to_the_stored_layout(orientation: int) -> None:
     """A pixel marked on the photograph as a viewer shows it (Pillow applying the EXIF orientation) is the
     stored pixel that holds the same mark."""
-    from PIL import Image, ImageOps
     stored = np.zeros((30, 50), dtype=np.uint8)
     stored[7, 41] = 255  # row 7, column 41
     image = Image.fromarray(stored)
