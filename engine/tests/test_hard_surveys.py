@@ -8,6 +8,7 @@ whatever fix the test gave it.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import shutil
@@ -204,17 +205,23 @@ def test_no_gps_and_shuffled_capture_order(tmp_path: Path) -> None:
 
 def test_two_groups_that_share_no_view(tmp_path: Path, engine_log) -> None:
     """The west and east ends of the survey, 40 m apart with no view in common: each group is reconstructed
-    on its own and placed by its GPS, so both are in the model, at their fixes."""
+    on its own and placed by its GPS, so both are in the model, at their fixes. Nothing but the GPS ties one group
+    to the other, so the verdict is doubtful, with a warning that says so."""
     west, east = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0028.JPG", "DJI_0029.JPG"], \
         ["DJI_0024.JPG", "DJI_0033.JPG", "DJI_0034.JPG", "DJI_0035.JPG"]
     project = make_project(tmp_path, names=west + east)
-    with engine_log() as captured:
+    with engine_log(logging.WARNING) as captured:
         pipeline.run(project, SFM)
-        lines = captured.lines
-    assert any("separate group of 4 images" in line for line in lines)
+        warnings = captured.lines
+    assert any("4 images in 1 separate group placed by their GPS alone" in line for line in warnings)
     errors = distances_to_truth(project)
     assert sorted(errors) == sorted(west + east) and max(errors.values()) < TRUE_FIX_M
     assert stats(project)["reconstruction"]["images_left_out"] == {}
+    quality = stats(project)["quality"]
+    assert quality["verdict"] == "doubtful"
+    assert [name for name, c in quality["checks"].items() if not c["passed"]] == ["groups_placed_by_gps"]
+    check = quality["checks"]["groups_placed_by_gps"]
+    assert not check["passed"] and not check["fatal"] and check["value"] == 4
 
 
 def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path, engine_log) -> None:

@@ -66,9 +66,10 @@ def plan_blocks(names: list[str], xy: np.ndarray, keypoints: dict[str, int], mem
     """The blocks to map the images in, from their horizontal positions (n, 2) in metres and their keypoint
     counts: none where one mapping holds them all. A block's core is held to CORE_SHARE of what a mapping holds,
     whatever k-means makes of the survey's density (plan.most_core), so k-means aims below it."""
-    if mapping_bytes(keypoints[n] for n in names) <= memory:
+    total = mapping_bytes(keypoints[n] for n in names)
+    if total <= memory:
         return []
-    most = block_images(memory, mapping_bytes(keypoints[n] for n in names) / len(names))
+    most = block_images(memory, total / len(names))
     target = max(2, int(most * CORE_SHARE / MAX_CORE_EXCESS))
     planned = plan_submodels(names, xy, target, overlap_radius(xy))
     return [replace(block, name=f"block_{index:04d}") for index, block in enumerate(planned)]
@@ -118,7 +119,7 @@ def map_in_blocks(database: Path, images_dir: Path, work_dir: Path, settings: Ma
                   blocks: list[Submodel], report: Callable[[float], None]
                   ) -> tuple[list[pycolmap.Reconstruction], str] | None:
     """The blocks mapped and joined into one model, and the algorithm that mapped them; None where a block found
-    no model or the blocks share too few views to be joined."""
+    no model or the blocks cannot be joined (split/align.py)."""
     largest = max(len(block.images) for block in blocks)
     counts = keypoint_counts(database)
     heaviest = max(mapping_bytes(counts[name] for name in block.images) for block in blocks)

@@ -44,7 +44,7 @@ def registered_names(model: pycolmap.Reconstruction) -> set[str]:
 
 
 def camera_centres(model: pycolmap.Reconstruction, names: list[str]) -> np.ndarray:
-    return np.array([model.find_image_with_name(n).projection_center() for n in names]).reshape(-1, 3)
+    return np.array([model.find_image_with_name(n).projection_center() for n in names])
 
 
 def align_submodels(models: list[pycolmap.Reconstruction], labels: list[str]) -> list[Join]:
@@ -91,8 +91,8 @@ def join(source: pycolmap.Reconstruction, target: pycolmap.Reconstruction, sourc
 
 
 def join_refusal(joined: np.ndarray, target: np.ndarray) -> str | None:
-    """Why a join that puts the shared cameras at `joined` (n, 3), where the target model has them at `target`,
-    cannot be trusted (at least MIN_SHARED_IMAGES of them); None where it can."""
+    """Why a join that puts the shared cameras at `joined` (n, 3, n at least MIN_SHARED_IMAGES), where the target
+    model has them at `target`, cannot be trusted; None where it can."""
     if is_collinear(target):
         return (f"the {len(target)} photographs they share lie along one line, which leaves the join's roll about "
                 f"it undetermined")

@@ -44,8 +44,9 @@ if TYPE_CHECKING:
 OPTIONS: list[Option] = [
     Option("split", "int", 999999,
            "Average number of images in each submodel. A survey of more images is cut into submodels of about "
-           "this many, each reconstructed and processed on its own, then aligned and merged into one set of "
-           "products (see sm-cluster and merge).", "split", minimum=2, domain_text="positive integer"),
+           "this many (none owning more than 1.25 times as many), each reconstructed and processed on its own, "
+           "then aligned and merged into one set of products (see sm-cluster and merge).", "split", minimum=2,
+           domain_text="positive integer"),
     Option("split-overlap", "float", 150.0,
            "Radius of the overlap between submodels in metres: images this close to one of a submodel's own are "
            "added to it. Submodels are aligned on the images they share.", "split", minimum=0,
