@@ -6,11 +6,13 @@ import numpy as np
 import pycolmap
 import pytest
 
+from aeromap_engine import quality
 from aeromap_engine.errors import InputError
 from aeromap_engine.sfm.blocks import MAPPING_BYTES_PER_KEYPOINT, block_images, plan_blocks
 from aeromap_engine.sfm.groups import joined
 from aeromap_engine.split.align import align_submodels, camera_centres, join_refusal, registered_names
 from aeromap_engine.split.plan import most_core, plan_submodels, submodel_count, within_cap
+from aeromap_engine.stages.split import failing_first
 
 
 def deregister(model: pycolmap.Reconstruction, names: list[str]) -> None:
@@ -86,8 +88,8 @@ def test_submodels_without_shared_views_are_refused() -> None:
     reference, other = pycolmap.Reconstruction(truth), moved(truth)
     deregister(reference, names[6:])
     deregister(other, names[:6])  # shares nothing with the reference
-    with pytest.raises(InputError, match="submodel_0001 cannot be joined to the others: submodel_0001 to "
-                                         "submodel_0000: they share 0 registered photographs, fewer than 3"):
+    with pytest.raises(InputError, match="no trustworthy join is left for submodel_0001: submodel_0001 to "
+                                         "submodel_0000, they share 0 registered photographs, fewer than 3"):
         align_submodels([reference, other], ["submodel_0000", "submodel_0001"])
 
 
@@ -203,3 +205,15 @@ def test_bisection_cuts_across_the_long_axis() -> None:
         assert np.ptp(xy[part, 0]) == 90.0 and np.ptp(xy[part, 1]) == 30.0
     small = np.arange(30)
     assert [p.tolist() for p in within_cap([small], xy, 50)] == [small.tolist()]
+
+
+def test_a_check_failed_in_one_submodel_is_the_surveys() -> None:
+    """The survey's verdict takes each check from the submodel where it failed: a group placed by its GPS alone in
+    the second submodel makes the survey's verdict doubtful too."""
+    tied, apart = quality.groups_placed_by_gps(0, 0, 5.0), quality.groups_placed_by_gps(4, 1, 5.0)
+    agreeing = quality.gps_agreement(20, 20, 5.0)
+    chosen = failing_first([[agreeing, tied], [agreeing, apart]])
+    assert sorted(c.name for c in chosen) == ["gps_agreement", "groups_placed_by_gps"]
+    assert [c for c in chosen if not c.passed] == [apart]
+    assert "4 images in 1 separate group placed by their GPS alone" in apart.message
+    assert failing_first([[tied], [tied]]) == [tied]

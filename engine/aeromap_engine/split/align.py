@@ -25,8 +25,9 @@ MIN_SHARED_IMAGES = 3  # a similarity needs three views; fewer leave the join's 
 # least this share of them (COLMAP's model aligner uses the same pair).
 MAX_REPROJECTION_PX = 8.0
 MIN_INLIER_SHARE = 0.3
-# The shared cameras of a join may lie this share of their spacing apart after it (RMS). Blocks of one survey
-# agree to centimetres where their spacing is metres; a join that leaves more was made on views that disagree.
+# The shared cameras of a join may lie this share of their spacing apart after it (RMS): a join that leaves more
+# was made on views that disagree. Brighton Beach's two blocks (1000 px copies, 3000 keypoints each) agreed within
+# 0.45 m on 13 shared cameras 13.6 m apart.
 MAX_RESIDUAL_SPACING = 0.1
 
 
@@ -62,10 +63,10 @@ def align_submodels(models: list[pycolmap.Reconstruction], labels: list[str]) ->
                 joins.append(made)
                 aligned.append(source)
                 break
-            refusals.append(f"{labels[source]} to {labels[target]}: {made}")
+            refusals.append(f"{labels[source]} to {labels[target]}, {made}")
         else:
             left = [labels[s] for s in range(len(models)) if s not in aligned]
-            raise InputError(f"{', '.join(left)} cannot be joined to the others: {'; '.join(refusals[:3])}")
+            raise InputError(f"no trustworthy join is left for {', '.join(left)}: {'; '.join(refusals[:3])}")
     return joins
 
 

@@ -118,7 +118,7 @@ def run(ctx: "StageContext") -> None:
     try:
         joins = align_submodels([p.model for p in parts], [p.submodel.name for p in parts])
     except InputError as refused:
-        raise InputError(f"{refused}: raise split-overlap (or split)") from None
+        raise InputError(f"The submodels cannot be aligned: {refused}. Raise split-overlap (or split)") from None
     for j in joins:
         log.info("Aligned %s to %s on %d shared images: camera centres agree within %.3f m (RMS; at most %.3f m)",
                  parts[j.source].submodel.name, parts[j.target].submodel.name, j.shared, j.residual_m, j.bound_m)
