@@ -108,6 +108,17 @@ def control_layout() -> Check:
                   "add points off the line")
 
 
+def groups_placed_by_gps(images: int, groups: int, accuracy_m: float) -> Check:
+    """Whether every photograph in the model is tied to the others by shared views: a group that shares none with
+    the main model is placed by its own GPS alone, which nothing the photographs see can confirm."""
+    return _check("groups_placed_by_gps", images == 0, False, images, 0,
+                  f"{images} images in {groups} separate group{'s' if groups != 1 else ''} placed by their GPS alone"
+                  if images else "every image placed is tied to the others by shared views",
+                  f"they share no view with the main model, so only their GPS places them against it (GPS accuracy "
+                  f"{accuracy_m:g} m): their products may not meet the main model's. Photographs overlapping both "
+                  f"would tie them")
+
+
 def points_per_image(points: int, registered: int) -> Check:
     per_image = points / max(registered, 1)
     return _check("points_per_image", per_image >= MIN_POINTS_PER_IMAGE, False, per_image, MIN_POINTS_PER_IMAGE,

@@ -8,6 +8,7 @@ whatever fix the test gave it.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import shutil
@@ -27,6 +28,7 @@ from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.options import resolve
 from aeromap_engine.project import Project
 from aeromap_engine.sfm.alignment import apply, similarity_about_vertical
+from aeromap_engine.split.plan import Submodel
 from aeromap_engine.stages import opensfm
 from aeromap_engine.stages.openmvs import dense_cloud_path
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
@@ -204,17 +206,45 @@ def test_no_gps_and_shuffled_capture_order(tmp_path: Path) -> None:
 
 def test_two_groups_that_share_no_view(tmp_path: Path, engine_log) -> None:
     """The west and east ends of the survey, 40 m apart with no view in common: each group is reconstructed
-    on its own and placed by its GPS, so both are in the model, at their fixes."""
+    on its own and placed by its GPS, so both are in the model, at their fixes. Nothing but the GPS ties one group
+    to the other, so the verdict is doubtful, with a warning that says so."""
     west, east = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0028.JPG", "DJI_0029.JPG"], \
         ["DJI_0024.JPG", "DJI_0033.JPG", "DJI_0034.JPG", "DJI_0035.JPG"]
     project = make_project(tmp_path, names=west + east)
-    with engine_log() as captured:
+    with engine_log(logging.WARNING) as captured:
         pipeline.run(project, SFM)
-        lines = captured.lines
-    assert any("separate group of 4 images" in line for line in lines)
+        warnings = captured.lines
+    assert any("4 images in 1 separate group placed by their GPS alone" in line for line in warnings)
     errors = distances_to_truth(project)
     assert sorted(errors) == sorted(west + east) and max(errors.values()) < TRUE_FIX_M
     assert stats(project)["reconstruction"]["images_left_out"] == {}
+    quality = stats(project)["quality"]
+    assert quality["verdict"] == "doubtful"
+    assert [name for name, c in quality["checks"].items() if not c["passed"]] == ["groups_placed_by_gps"]
+    check = quality["checks"]["groups_placed_by_gps"]
+    assert not check["passed"] and not check["fatal"] and check["value"] == 4
+
+
+def test_blocks_sharing_one_flight_line_are_not_joined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        engine_log) -> None:
+    """Two blocks that share the middle flight line only (as a border whose outer row neither block registered
+    leaves them): six cameras along one line leave the join's roll about it to chance, so the join is refused,
+    naming why, and the survey is mapped at once, every camera at its own fix. (Accepted, that join tilted the
+    model about 4 degrees from the gimbal angles, which georeferencing warns of, and left a camera 1.6 m from its
+    fix.)"""
+    lines = [ALL[0:6], ALL[6:12], ALL[12:18]]
+    plan = [Submodel("block_0000", tuple(lines[0]), tuple(lines[0] + lines[1])),
+            Submodel("block_0001", tuple(lines[1] + lines[2]), tuple(lines[1] + lines[2]))]
+    monkeypatch.setattr(opensfm, "mapping_blocks", lambda survey, database: plan)
+    project = make_project(tmp_path, names=ALL)
+    with engine_log(logging.WARNING) as captured:
+        pipeline.run(project, SFM + [{"name": "min-num-features", "value": 3000}])
+        warnings = captured.text
+    assert "block_0001 to block_0000, the 6 photographs they share lie along one line" in warnings
+    assert "Mapping all images at once instead" in warnings
+    assert "tilt the model" not in warnings
+    errors = distances_to_truth(project)
+    assert len(errors) == len(ALL) and max(errors.values()) < TRUE_FIX_M
 
 
 def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path, engine_log) -> None:

@@ -5,7 +5,6 @@ place once, from the submodel that owns it, and the run's progress must only mov
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import laspy
 import numpy as np
@@ -17,8 +16,9 @@ from scipy.spatial import cKDTree
 from aeromap_engine import pipeline
 from aeromap_engine.log import PROGRESS_PREFIX
 from aeromap_engine.project import Project
+from conftest import datasets_dir
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
+DATASET = datasets_dir() / "brighton_beach" / "images"
 OPTIONS = [{"name": "split", "value": 9}, {"name": "split-overlap", "value": 30}, {"name": "dsm", "value": True},
            {"name": "pc-quality", "value": "low"}, {"name": "pc-copc", "value": False},
            {"name": "end-with", "value": "merge"}]

@@ -6,11 +6,13 @@ import numpy as np
 import pycolmap
 import pytest
 
+from aeromap_engine import quality
 from aeromap_engine.errors import InputError
-from aeromap_engine.sfm.blocks import plan_blocks
+from aeromap_engine.sfm.blocks import MAPPING_BYTES_PER_KEYPOINT, block_images, plan_blocks
 from aeromap_engine.sfm.groups import joined
-from aeromap_engine.split.align import align_submodels, camera_centres, registered_names
-from aeromap_engine.split.plan import plan_submodels, submodel_count
+from aeromap_engine.split.align import align_submodels, camera_centres, join_refusal, registered_names
+from aeromap_engine.split.plan import most_core, plan_submodels, submodel_count, within_cap
+from aeromap_engine.stages.split import failing_first
 
 
 def deregister(model: pycolmap.Reconstruction, names: list[str]) -> None:
@@ -86,8 +88,47 @@ def test_submodels_without_shared_views_are_refused() -> None:
     reference, other = pycolmap.Reconstruction(truth), moved(truth)
     deregister(reference, names[6:])
     deregister(other, names[:6])  # shares nothing with the reference
-    with pytest.raises(InputError, match="submodel_0001 shares fewer than 3 registered photographs"):
+    with pytest.raises(InputError, match="no trustworthy join is left for submodel_0001: submodel_0001 to "
+                                         "submodel_0000, they share 0 registered photographs, fewer than 3"):
         align_submodels([reference, other], ["submodel_0000", "submodel_0001"])
+
+
+def along_a_line(model: pycolmap.Reconstruction) -> pycolmap.Reconstruction:
+    """The model with its cameras moved, as they look, onto one line 1 m apart, straying a few centimetres from it
+    (a single flight line: exactly on it, no similarity could be fitted at all)."""
+    stray = np.random.default_rng(2).normal(0.0, 0.03, (len(model.frames), 2))
+    for step, frame_id in enumerate(sorted(model.frames)):
+        frame = model.frame(frame_id)
+        rotation = frame.rig_from_world.rotation
+        centre = np.array([step, stray[step, 0], -10.0 + stray[step, 1]])
+        frame.rig_from_world = pycolmap.Rigid3d(rotation, -(rotation.matrix() @ centre))
+    return model
+
+
+def test_a_join_on_cameras_along_one_line_is_refused() -> None:
+    """Four shared cameras along one line leave the roll about it to chance: the join is refused, naming the
+    cause, and the model that would have been moved stays where it was."""
+    truth = along_a_line(synthetic_model())
+    names = sorted(registered_names(truth))
+    reference, other = pycolmap.Reconstruction(truth), moved(truth)
+    deregister(reference, names[8:])
+    deregister(other, names[:4])
+    before = camera_centres(other, names[4:])
+    with pytest.raises(InputError, match="the 4 photographs they share lie along one line"):
+        align_submodels([reference, other], ["block_0000", "block_0001"])
+    assert np.array_equal(camera_centres(other, names[4:]), before)
+
+
+def test_join_refusals_on_made_up_cameras() -> None:
+    """A join is trusted on cameras spread over a plane that agree after it to a tenth of their spacing; not on
+    cameras along a line (a little jitter across it does not make a plane), nor on cameras that stay apart."""
+    grid = np.array([(x, y, 40.0) for x in (0.0, 10.0, 20.0) for y in (0.0, 7.0, 14.0, 21.0)])
+    jitter = np.random.default_rng(1).normal(0.0, 0.02, grid.shape)
+    assert join_refusal(grid + jitter, grid) is None  # 2 cm against a bound of 0.7 m (7 m spacing)
+    line = np.array([(x, 0.0, 40.0) for x in np.arange(0.0, 60.0, 6.0)]) + jitter[:10] * 10  # 20 cm across
+    assert "along one line" in join_refusal(line, line)
+    refusal = join_refusal(grid + [0.0, 0.0, 1.0], grid)
+    assert refusal is not None and "1 m apart after the join (RMS), more than 0.7 m" in refusal
 
 
 def test_joined_blocks_share_their_points_across_the_border() -> None:
@@ -111,10 +152,68 @@ def test_joined_blocks_share_their_points_across_the_border() -> None:
 
 def test_blocks_only_where_one_mapping_would_not_hold_the_survey() -> None:
     names, xy = grid_positions(20, 10, 20.0)  # 200 images
-    assert plan_blocks(names, xy, 200 * 12_000_000) == []
-    plan = plan_blocks(names, xy, 120 * 12_000_000)  # cores of 80: three blocks
+    keypoints = dict.fromkeys(names, 10_000)  # 12 MB of mapping an image
+    assert plan_blocks(names, xy, keypoints, 200 * 12_000_000) == []
+    plan = plan_blocks(names, xy, keypoints, 150 * 12_000_000)  # cores of about 80, 100 at most: three blocks
     assert [b.name for b in plan] == ["block_0000", "block_0001", "block_0002"]
     assert sorted(n for b in plan for n in b.core) == sorted(names)
-    assert all(len(b.images) <= 130 for b in plan)
+    assert all(len(b.core) <= 100 and len(b.images) <= 150 for b in plan)
     for a, b in zip(plan, plan[1:]):
         assert len(set(a.images) & set(b.images)) >= 20  # two flight lines' views to join them on
+
+
+def test_what_a_mapping_holds_follows_the_keypoints() -> None:
+    """Photographs with a quarter of the keypoints (smaller, or a lower feature quality or budget) fit four times as
+    many in one mapping: the survey that needs blocks at 10,000 keypoints an image is mapped at once at 2,500."""
+    assert block_images(2_000_000_000, MAPPING_BYTES_PER_KEYPOINT * 10_000) == 166
+    assert block_images(2_000_000_000, MAPPING_BYTES_PER_KEYPOINT * 2_500) == 666
+    names, xy = grid_positions(20, 10, 20.0)
+    memory = 150 * MAPPING_BYTES_PER_KEYPOINT * 10_000
+    assert len(plan_blocks(names, xy, dict.fromkeys(names, 10_000), memory)) == 3
+    assert plan_blocks(names, xy, dict.fromkeys(names, 2_500), memory) == []
+    # Half the images rich in keypoints, half poor: their sum decides, not the richest.
+    mixed = {n: 10_000 if i % 2 else 2_000 for i, n in enumerate(names)}
+    assert plan_blocks(names, xy, mixed, 200 * MAPPING_BYTES_PER_KEYPOINT * 6_000) == []
+    assert len(plan_blocks(names, xy, mixed, 150 * MAPPING_BYTES_PER_KEYPOINT * 6_000)) == 3
+
+
+def uneven_survey() -> tuple[list[str], np.ndarray]:
+    """A sparse 12 x 12 grid 20 m apart with a dense 16 x 16 patch 2 m apart in one corner: 400 images, most of
+    them in a 30 m square."""
+    sparse = [(x * 20.0, y * 20.0) for x in range(12) for y in range(12)]
+    dense = [(150.0 + x * 2.0, 150.0 + y * 2.0) for x in range(16) for y in range(16)]
+    xy = np.array(sparse + dense)
+    return [f"IMG_{i:04d}.JPG" for i in range(len(xy))], xy
+
+
+def test_no_submodel_owns_far_more_than_the_target() -> None:
+    """On a survey of uneven density k-means makes clusters of very different counts; those above the cap are
+    bisected along their long axis until none is, every image still owned once."""
+    names, xy = uneven_survey()
+    plan = plan_submodels(names, xy, 50, 10.0)
+    assert max(len(sub.core) for sub in plan) <= most_core(50) == 62
+    assert sorted(n for sub in plan for n in sub.core) == sorted(names)
+
+
+def test_bisection_cuts_across_the_long_axis() -> None:
+    """A 40 x 4 strip of 160 images capped at 50: cut across its length into four runs of 40, each as compact as
+    the strip allows; a cluster within the cap is left as it is."""
+    _, xy = grid_positions(40, 4, 10.0)
+    parts = within_cap([np.arange(len(xy))], xy, 50)
+    assert sorted(len(p) for p in parts) == [40, 40, 40, 40]
+    for part in parts:
+        assert np.ptp(xy[part, 0]) == 90.0 and np.ptp(xy[part, 1]) == 30.0
+    small = np.arange(30)
+    assert [p.tolist() for p in within_cap([small], xy, 50)] == [small.tolist()]
+
+
+def test_a_check_failed_in_one_submodel_is_the_surveys() -> None:
+    """The survey's verdict takes each check from the submodel where it failed: a group placed by its GPS alone in
+    the second submodel makes the survey's verdict doubtful too."""
+    tied, apart = quality.groups_placed_by_gps(0, 0, 5.0), quality.groups_placed_by_gps(4, 1, 5.0)
+    agreeing = quality.gps_agreement(20, 20, 5.0)
+    chosen = failing_first([[agreeing, tied], [agreeing, apart]])
+    assert sorted(c.name for c in chosen) == ["gps_agreement", "groups_placed_by_gps"]
+    assert [c for c in chosen if not c.passed] == [apart]
+    assert "4 images in 1 separate group placed by their GPS alone" in apart.message
+    assert failing_first([[tied], [tied]]) == [tied]

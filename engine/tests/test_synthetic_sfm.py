@@ -121,19 +121,21 @@ def covisible_groups(model: pycolmap.Reconstruction, min_shared: int) -> int:
 
 def test_a_survey_larger_than_one_mapping_holds_is_mapped_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     engine_log, capfd: pytest.CaptureFixture) -> None:
-    """With room to map four fifths of the photographs at once, the survey is mapped in two overlapping blocks
-    and joined: every photograph placed, the model's shape as true as a model mapped at once is (a fifth of a GSD),
-    and one model, its two blocks tied across their border by shared points rather than only laid side by side."""
+    """With room to map the keypoints of all the photographs but one at once (each has its budget of 3000), the
+    survey is mapped in two overlapping blocks, no more than a mapping holds, and joined: every photograph placed,
+    the model's shape as true as a model mapped at once is (a fifth of a GSD), and one model, its two blocks tied
+    across their border by shared points rather than only laid side by side."""
     spec = SurveySpec(scene=SceneSpec(size_m=80.0), lens=LensSpec(width=640, height=480),
                       flight=FlightSpec(height_m=40.0, forward_overlap=0.75, side_overlap=0.7), seed=4)
     truth = generate(tmp_path / "survey", spec, workers=2)
     count = len(truth.photographs)
     monkeypatch.setattr(blocks, "MIN_BLOCK_IMAGES", 2)
-    monkeypatch.setattr(blocks, "MAPPING_MEMORY", blocks.MAPPING_BYTES_PER_IMAGE * (count * 4 // 5))
+    monkeypatch.setattr(blocks, "MAPPING_MEMORY", blocks.MAPPING_BYTES_PER_KEYPOINT * 3000 * (count - 1))
     monkeypatch.setattr(blocks, "OVERLAP_NEIGHBOURS", 6)  # a flight line either side: 12 take most of so few
     (tmp_path / "run").mkdir()
     with engine_log() as captured:
         model = run_copy(truth, tmp_path / "run", [])
+        assert "Extracted 3000 features per image on average" in captured.text
         assert f"Mapping {count} images in 2 overlapping blocks" in captured.text
         assert "Joined block_0001 to block_0000" in captured.text
     percents = [json.loads(line[len(PROGRESS_PREFIX):])["percent"] for line in capfd.readouterr().out.splitlines()

@@ -27,6 +27,7 @@ VERDICT_TEXT = {"good": "good: every check passed", "doubtful": "doubtful: see t
                 "failed": "failed: no trustworthy model"}
 CHECK_LABELS = {"images_registered": "Images placed", "gps_agreement": "GPS fits the photographs' layout",
                 "gps_residual": "Distance to the GPS positions",
+                "groups_placed_by_gps": "Groups placed by GPS alone",
                 "points_per_image": "Sparse points per image", "track_length": "Views per point",
                 "lens_frame": "Lens model over the frame",
                 "sparse_height_range": "Heights of the sparse model",

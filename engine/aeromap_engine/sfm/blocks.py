@@ -1,20 +1,23 @@
 """A survey mapped in overlapping blocks where one mapping of all its images would not fit in memory.
 
 The incremental mapper holds every image it has registered (keypoints, matches, points) and its global
-adjustments hold their observations, so its memory grows with the survey: 405 photographs of 12 MP peaked at
-3.3 GB, about 5 MB an image above 1.3 GB. A survey of more images than MAPPING_MEMORY holds is cut by GPS position
-into blocks of what it does hold (split/plan.py), each grown by the images around it. The blocks are mapped one
-after another (side by side where memory allows), each in a process of its own that hands its memory back when it
-ends; they are then moved into one frame on the images they share (split/align.py) and joined into one model with
-the points that tie them across their borders (groups.merge). Georeferencing adjusts the joined model as a whole,
-as it does a model mapped at once.
+adjustments hold their observations, so its memory grows with the keypoints of the images it maps: 405
+photographs of 12 MP with 10,000 keypoints each peaked at 3.3 GB, about 5 MB an image above 1.3 GB. A survey whose
+keypoints are more than MAPPING_MEMORY holds is cut by GPS position into blocks of what it does hold
+(split/plan.py, whose cap keeps k-means from making one block of far more images than the others), each grown by
+the images around it. The blocks are mapped one after another (side by side where memory allows), each in a
+process of its own that hands its memory back when it ends; they are then moved into one frame on the images they
+share (split/align.py, which refuses a join on too few shared images, on images along one line, or one that leaves
+them apart) and joined into one model with the points that tie them across their borders (groups.merge).
+Georeferencing adjusts the joined model as a whole, as it does a model mapped at once. Blocks that cannot all be
+joined are given up for one mapping of all the images.
 """
 
 from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,13 +30,18 @@ from ..log import log, log_count
 from ..parallel import ForkedCall, forked_map, shared_progress
 from ..resources import available_memory
 from ..split.align import align_submodels
-from ..split.plan import Submodel, plan_submodels
+from ..split.plan import MAX_CORE_EXCESS, Submodel, plan_submodels
+from .database import keypoint_counts
 from .groups import joined
 from .mapping import MappingSettings, reconstruct
 
-# What a mapping holds at its peak per image it maps: its features and matches, its part of the model and of the
-# global adjustments (a 95-image submodel of 12 MP photographs peaked at 1.06 GB with what its process inherited).
-MAPPING_BYTES_PER_IMAGE = 12_000_000
+# What a mapping holds at its peak per keypoint of the images it maps: the keypoints and their matches, their part
+# of the model and of the global adjustments (a 95-image submodel of 12 MP photographs with 10,000 keypoints each
+# peaked at 1.06 GB with what its process inherited: 12 MB an image). An image's size and the feature quality and
+# budget act through the keypoints they yield; the mapper reads no pixels. Matches and points grow more slowly
+# than keypoints, so the bound is generous for small budgets: on Brighton Beach's 1000 px copies the mapper grew
+# by 15, 22 and 30 MB for 18 images of 1,500, 3,000 and 6,000 keypoints (550 to 270 bytes a keypoint).
+MAPPING_BYTES_PER_KEYPOINT = 1_200
 MAPPING_MEMORY = 2_000_000_000  # what the mapping of a survey may hold, whatever its size
 MIN_BLOCK_IMAGES = 50  # fewer leave too little of a block away from its borders
 CORE_SHARE = 2 / 3  # of a block: its own images; the images around them fill the rest
@@ -46,18 +54,26 @@ def mapping_memory() -> int:
     return min(MAPPING_MEMORY, available_memory())
 
 
-def block_images(memory: int) -> int:
-    """How many images one mapping may hold in `memory` bytes."""
-    return max(MIN_BLOCK_IMAGES, memory // MAPPING_BYTES_PER_IMAGE)
+def mapping_bytes(keypoints: Iterable[int]) -> int:
+    """What a mapping of images with these keypoint counts holds at its peak."""
+    return MAPPING_BYTES_PER_KEYPOINT * sum(keypoints)
 
 
-def plan_blocks(names: list[str], xy: np.ndarray, memory: int) -> list[Submodel]:
-    """The blocks to map the images in, from their horizontal positions (n, 2) in metres: none where one mapping
-    holds them all."""
-    most = block_images(memory)
-    if len(names) <= most:
+def block_images(memory: int, image_bytes: float) -> int:
+    """How many images one mapping may hold in `memory` bytes, each holding `image_bytes`."""
+    return max(MIN_BLOCK_IMAGES, int(memory // max(1.0, image_bytes)))
+
+
+def plan_blocks(names: list[str], xy: np.ndarray, keypoints: dict[str, int], memory: int) -> list[Submodel]:
+    """The blocks to map the images in, from their horizontal positions (n, 2) in metres and their keypoint
+    counts: none where one mapping holds them all. A block's core is held to CORE_SHARE of what a mapping holds,
+    whatever k-means makes of the survey's density (plan.most_core), so k-means aims below it."""
+    total = mapping_bytes(keypoints[n] for n in names)
+    if total <= memory:
         return []
-    planned = plan_submodels(names, xy, max(2, int(most * CORE_SHARE)), overlap_radius(xy))
+    most = block_images(memory, total / len(names))
+    target = max(2, int(most * CORE_SHARE / MAX_CORE_EXCESS))
+    planned = plan_submodels(names, xy, target, overlap_radius(xy))
     return [replace(block, name=f"block_{index:04d}") for index, block in enumerate(planned)]
 
 
@@ -105,12 +121,14 @@ def map_in_blocks(database: Path, images_dir: Path, work_dir: Path, settings: Ma
                   blocks: list[Submodel], report: Callable[[float], None]
                   ) -> tuple[list[pycolmap.Reconstruction], str] | None:
     """The blocks mapped and joined into one model, and the algorithm that mapped them; None where a block found
-    no model or the blocks share too few views to be joined."""
+    no model or the blocks cannot be joined (split/align.py)."""
     largest = max(len(block.images) for block in blocks)
-    workers = max(1, min(len(blocks), settings.threads, mapping_memory() // (MAPPING_BYTES_PER_IMAGE * largest)))
-    log.info("Mapping %d images in %d overlapping blocks of up to %d, %d at a time, within %.1f GB",
-             len({name for block in blocks for name in block.images}), len(blocks), largest, workers,
-             mapping_memory() / 1e9)
+    counts = keypoint_counts(database)
+    heaviest = max(mapping_bytes(counts[name] for name in block.images) for block in blocks)
+    workers = max(1, min(len(blocks), settings.threads, mapping_memory() // heaviest))
+    log.info("Mapping %d images in %d overlapping blocks of up to %d (%.2f GB at most), %d at a time, within "
+             "%.1f GB", len({name for block in blocks for name in block.images}), len(blocks), largest,
+             heaviest / 1e9, workers, mapping_memory() / 1e9)
     with shared_progress(len(blocks), report) as done:
         each = replace(settings, threads=max(1, settings.threads // workers))
         job = BlockMapping(database, images_dir, work_dir, each, blocks, done, own_database=workers > 1)
@@ -123,10 +141,10 @@ def map_in_blocks(database: Path, images_dir: Path, work_dir: Path, settings: Ma
     models = [pycolmap.Reconstruction(folder) for folder, _ in results]
     try:
         joins = align_submodels(models, [block.name for block in blocks])
-    except InputError:
-        log.warning("The blocks share too few registered views to be joined")
+    except InputError as refused:
+        log.warning("The blocks cannot be joined: %s", refused)
         return None
     for j in joins:
-        log.info("Joined %s to %s on %d shared images: camera centres agree within %.3f (RMS)",
-                 blocks[j.source].name, blocks[j.target].name, j.shared, j.residual_m)
+        log.info("Joined %s to %s on %d shared images: camera centres agree within %.3f m (RMS; at most %.3f m)",
+                 blocks[j.source].name, blocks[j.target].name, j.shared, j.residual_m, j.bound_m)
     return [joined(models)], results[0][1]

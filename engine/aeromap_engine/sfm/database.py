@@ -39,6 +39,15 @@ class PositionPrior:
                        vertical_stddev=self.vertical_stddev * factor)
 
 
+def keypoint_counts(path: Path) -> dict[str, int]:
+    """How many keypoints each image of the database has."""
+    database = pycolmap.Database.open(path)
+    try:
+        return {image.name: database.num_keypoints_for_image(image.image_id) for image in database.read_all_images()}
+    finally:
+        database.close()
+
+
 @contextlib.contextmanager
 def open_database(path: Path, cameras: list[pycolmap.Camera]) -> Iterator["ImageWriter"]:
     """A fresh database holding the cameras, open for images to be added one by one (so that features need not

@@ -38,7 +38,7 @@ from ..log import log, log_count
 from ..options import Option
 from ..photo import Photo
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, lens_coverage, refinement
-from ..sfm.database import (PositionPrior, match_pairs, open_database, overlapping_pair_count,
+from ..sfm.database import (PositionPrior, keypoint_counts, match_pairs, open_database, overlapping_pair_count,
                             reject_pairs, verified_pairs)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES
@@ -147,7 +147,7 @@ def run(ctx: "StageContext") -> None:
     timings: dict[str, float] = {}
     with matched(ctx, survey, timings) as matching:
         model, algorithm, figures = solve(ctx, matching.database, matching.scratch, matching.settings, survey,
-                                          timings, mapping_blocks(survey))
+                                          timings, mapping_blocks(survey, matching.database))
     ctx.progress(0.92)
     finish(ctx, ctx.project, survey, model, matching.camera_kinds, algorithm, figures, timings)
 
@@ -253,11 +253,12 @@ def lens_check(model: pycolmap.Reconstruction) -> Check:
     return quality.lens_frame(coverage, f"camera {camera_id} ({camera.model.name}: {params})")
 
 
-def mapping_blocks(survey: Survey) -> list[Submodel]:
-    """The blocks to map a survey in where one mapping of all its images would not fit in memory (sfm/blocks.py);
-    none where it fits, or where the survey cannot be cut by GPS position."""
+def mapping_blocks(survey: Survey, database: Path) -> list[Submodel]:
+    """The blocks to map a survey in where one mapping of all its images would not fit in memory (sfm/blocks.py),
+    judged by the keypoints the matching database holds of each; none where it fits, or where the survey cannot be
+    cut by GPS position."""
     names = [p.filename for p in survey.photos]
-    blocks = plan_blocks(names, np.nan_to_num(survey.positions[:, :2]), mapping_memory())
+    blocks = plan_blocks(names, np.nan_to_num(survey.positions[:, :2]), keypoint_counts(database), mapping_memory())
     if blocks and (survey.frame.source != "gps" or not np.isfinite(survey.positions[:, :2]).all()):
         log.warning("%d images are more than one mapping holds within %.1f GB, but only a survey that every image's "
                     "GPS georeferences can be mapped in blocks: mapping them all at once", len(names),
@@ -319,12 +320,15 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     figures["mappings"] = attempt
     left_out: dict[str, str] = {}
     wild = list(verdict.wild)
+    placed_by_gps = []  # the size of each group placed by its GPS alone
     for group in models[1:]:
         with timed("placing groups", timings):
             reasons, group_wild = place_group(model, group, figures["georef_source"], frame, priors, photos,
                                               pitch_by_name, settings, ctx.options.was_given("gps-accuracy"))
         left_out.update(reasons)
         wild += group_wild
+        if not reasons:
+            placed_by_gps.append(group.num_reg_images())
     if ctx.options.rolling_shutter:
         with timed("rolling shutter", timings):
             correct_rolling_shutter(model, photos, {n: p for n, p in priors.items() if n not in wild},
@@ -342,7 +346,8 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
             figures["gps_uncertainty"], figures["absolute_uncertainty_m"] = \
                 gps_uncertainty(model, priors, figures["gps_residual_m"])
     figures["left_out"] = left_out
-    figures["gps_checks"] = gps_checks(final)
+    figures["gps_checks"] = gps_checks(final) + [
+        quality.groups_placed_by_gps(sum(placed_by_gps), len(placed_by_gps), final.accuracy_m)]
     return model, algorithm, figures
 
 

@@ -27,8 +27,10 @@ from ..files import read_json, write_json
 from ..log import log
 from ..options import Option, Options
 from ..parallel import forked_map, shared_progress
+from ..quality import Check
 from ..resources import workers_within_memory
-from ..sfm.blocks import MAPPING_BYTES_PER_IMAGE
+from ..sfm.blocks import mapping_bytes
+from ..sfm.database import keypoint_counts
 from ..sfm.groups import joined
 from ..split.align import align_submodels
 from ..split.plan import Submodel, plan_submodels, submodel_count
@@ -42,8 +44,9 @@ if TYPE_CHECKING:
 OPTIONS: list[Option] = [
     Option("split", "int", 999999,
            "Average number of images in each submodel. A survey of more images is cut into submodels of about "
-           "this many, each reconstructed and processed on its own, then aligned and merged into one set of "
-           "products (see sm-cluster and merge).", "split", minimum=2, domain_text="positive integer"),
+           "this many (none owning more than 1.25 times as many), each reconstructed and processed on its own, "
+           "then aligned and merged into one set of products (see sm-cluster and merge).", "split", minimum=2,
+           domain_text="positive integer"),
     Option("split-overlap", "float", 150.0,
            "Radius of the overlap between submodels in metres: images this close to one of a submodel's own are "
            "added to it. Submodels are aligned on the images they share.", "split", minimum=0,
@@ -112,10 +115,13 @@ def run(ctx: "StageContext") -> None:
     sfm = ctx.part(0.0, SFM_SHARE)
     with opensfm.matched(sfm.part(0.0, 0.6), survey, timings) as matching:
         parts = map_submodels(sfm.part(0.6, 1.0), matching, survey, plan, timings)
-    joins = align_submodels([p.model for p in parts], [p.submodel.name for p in parts])
+    try:
+        joins = align_submodels([p.model for p in parts], [p.submodel.name for p in parts])
+    except InputError as refused:
+        raise InputError(f"The submodels cannot be aligned: {refused}. Raise split-overlap (or split)") from None
     for j in joins:
-        log.info("Aligned %s to %s on %d shared images: camera centres agree within %.3f m (RMS)",
-                 parts[j.source].submodel.name, parts[j.target].submodel.name, j.shared, j.residual_m)
+        log.info("Aligned %s to %s on %d shared images: camera centres agree within %.3f m (RMS; at most %.3f m)",
+                 parts[j.source].submodel.name, parts[j.target].submodel.name, j.shared, j.residual_m, j.bound_m)
     for part in parts:
         write_submodel(ctx, part, matching.camera_kinds, timings)
     write_survey_model(ctx, survey, parts, matching.camera_kinds, timings)
@@ -169,8 +175,9 @@ def map_submodels(ctx: "StageContext", matching: opensfm.Matching, survey: opens
     """Every submodel mapped, as many at once as the run's threads and memory allow. A step's time is the
     slowest submodel's where they ran side by side, their sum where one after another."""
     threads = matching.settings.threads
-    largest = max(len(sub.images) for sub in plan)
-    workers = min(len(plan), workers_within_memory(threads, MAPPING_BYTES_PER_IMAGE * largest))
+    keypoints = keypoint_counts(matching.database)
+    heaviest = max(mapping_bytes(keypoints[name] for name in sub.images) for sub in plan)
+    workers = min(len(plan), workers_within_memory(threads, heaviest))
     if workers > 1:
         log.info("Mapping %d submodels, %d at a time", len(plan), workers)
     with shared_progress(len(plan), ctx.progress) as done:
@@ -208,7 +215,18 @@ def write_survey_model(ctx: "StageContext", survey: opensfm.Survey, parts: list[
     model = joined([part.model for part in parts])
     figures = dict(parts[0].figures)
     figures["left_out"] = {k: v for p in parts for k, v in p.figures["left_out"].items()}
+    figures["gps_checks"] = failing_first([part.figures["gps_checks"] for part in parts])
     opensfm.record_model(ctx.project, survey, model, camera_kinds, parts[0].algorithm, figures, timings)
+
+
+def failing_first(checks: list[list[Check]]) -> list[Check]:
+    """One of each check that the submodels made: a failed one where any failed, since what fails in one
+    submodel holds for the survey's products."""
+    chosen: dict[str, Check] = {}
+    for check in (c for part in checks for c in part):
+        if check.name not in chosen or (chosen[check.name].passed and not check.passed):
+            chosen[check.name] = check
+    return list(chosen.values())
 
 
 def write_plan(project: "Project", parts: list[SubmodelModel]) -> None:
