@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { STARTER_PRESETS } from '../../src/db/migrations.ts';
 import { defaultEnginePath } from '../../src/node/server.ts';
-import { type EngineOption, validateOptions } from '../../src/node/options.ts';
+import { type EngineOption, validateOptions } from '../../src/protocol/options.ts';
 
 describe('starter presets', () => {
   const engineOptions = JSON.parse(execFileSync(defaultEnginePath(), ['options'], { encoding: 'utf8' })) as EngineOption[];
