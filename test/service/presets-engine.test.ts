@@ -13,4 +13,12 @@ describe('starter presets', () => {
     for (const option of options) expect(names, option.name).toContain(option.name);
     expect(validateOptions(engineOptions, options)).toMatchObject({ ok: true });
   });
+
+  it('refuses at submission the values the engine would refuse when it runs', () => {
+    // The engine refuses fewer than 100 features and a split into one submodel; the published domains say so.
+    expect(validateOptions(engineOptions, [{ name: 'min-num-features', value: 50 }])).toMatchObject({ ok: false });
+    expect(validateOptions(engineOptions, [{ name: 'split', value: 1 }])).toMatchObject({ ok: false });
+    expect(validateOptions(engineOptions, [{ name: 'split-overlap', value: 12.5 }])).toMatchObject({ ok: true });
+    expect(validateOptions(engineOptions, [{ name: 'rolling-shutter-readout', value: 32.5 }])).toMatchObject({ ok: true });
+  });
 });
