@@ -29,7 +29,6 @@ class Option:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
-    domain_text: str = ""
 
     def parse(self, value: Any) -> Any:
         """Convert a value as sent by a client (often a string) to this option's type, or raise OptionsError."""
@@ -79,7 +78,7 @@ class Option:
             "name": self.name,
             "type": self.type,
             "value": _default_text(self.default),
-            "domain": list(self.choices) if self.type == "enum" else self.domain_text or self._domain_text(),
+            "domain": list(self.choices) if self.type == "enum" else self._domain_text(),
             "help": self.help,
         }
 

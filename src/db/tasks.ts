@@ -4,11 +4,10 @@
 import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
 import { databaseTime, isPostgres } from './clock.ts';
 import { compiledQuery } from './compiled.ts';
+import { PendingAction, TaskStatus } from '../protocol/status.ts';
 import { type Viewer, visibleProjects } from './projects.ts';
 import { type Database, type Task, type TaskUpdate, defined, now } from './schema.ts';
 
-export const TaskStatus = { QUEUED: 10, RUNNING: 20, FAILED: 30, COMPLETED: 40, CANCELED: 50 } as const;
-export const PendingAction = { CANCEL: 1, REMOVE: 2, RESTART: 3, IMPORT: 5 } as const;
 
 export function tasksOf(db: Kysely<Database>, projectId: number) {
   return db.selectFrom('tasks').selectAll('tasks').where('tasks.project_id', '=', projectId);

@@ -1,6 +1,6 @@
 // `aeromap node`: a processing node that speaks the NodeODM API, with NodeODM's settings as flags.
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { FOLDER_IN_USE_EXIT_CODE, type NodeReady } from './child.ts';
+import { FOLDER_IN_USE_EXIT_CODE, type NodeReady } from '../protocol/node-child.ts';
 import { FolderInUseError } from './lock.ts';
 import { defaultEnginePath, startNode } from './server.ts';
 

@@ -1,19 +1,6 @@
-// The task as the NodeODM API 2.x sees it: status codes, option values and the records the node keeps.
-
-export const TaskStatus = {
-  QUEUED: 10,
-  RUNNING: 20,
-  FAILED: 30,
-  COMPLETED: 40,
-  CANCELED: 50,
-} as const;
-export type TaskStatusCode = (typeof TaskStatus)[keyof typeof TaskStatus];
-
-/** One processing option of a task, its value already converted to the option's type. */
-export interface OptionValue {
-  name: string;
-  value: unknown;
-}
+// The task as the NodeODM API 2.x sees it: the records the node keeps and the info it answers.
+import type { OptionValue } from '../protocol/options.ts';
+import { TaskStatus, type TaskStatusCode } from '../protocol/status.ts';
 
 /** What a client says about a new task besides its files (the fields of /task/new and /task/new/init). */
 export interface TaskFields {
@@ -63,10 +50,6 @@ export interface TaskInfo {
   imagesCount: number;
   progress: number;
   output?: string[];
-}
-
-export function isFinished(status: TaskStatusCode): boolean {
-  return status === TaskStatus.COMPLETED || status === TaskStatus.FAILED || status === TaskStatus.CANCELED;
 }
 
 function processingTime(task: TaskRecord, now: number): number {

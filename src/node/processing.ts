@@ -4,10 +4,11 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_OUTPUTS, buildArchive } from './archive.ts';
 import type { ConsoleLog } from './console-log.ts';
-import { failureMessage, spawnEngine, type EngineExit } from './engine.ts';
+import { failureMessage, spawnEngine, type EngineExit } from '../protocol/engine.ts';
 import type { DataLayout } from './layout.ts';
 import { groupHeldBytes } from './memory.ts';
-import { TaskStatus, type TaskRecord } from './model.ts';
+import { TaskStatus } from '../protocol/status.ts';
+import type { TaskRecord } from './model.ts';
 import { partialName } from '../files/safe-path.ts';
 import type { TaskStore } from './store.ts';
 

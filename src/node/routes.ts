@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { EngineDescription } from './engine.ts';
-import { readForm, type FormFields } from './forms.ts';
+import type { EngineDescription } from '../protocol/engine.ts';
+import { readForm, type FormFields } from './multipart.ts';
 import type { ActionResult, NodeError, TaskManager } from './tasks.ts';
 
 /** The NodeODM API level this node speaks; clients take their modern paths (chunked uploads, with_output) from

@@ -6,12 +6,12 @@ import Fastify from 'fastify';
 import { mkdir } from 'node:fs/promises';
 import { isIPv4 } from 'node:net';
 import path from 'node:path';
-import { defaultEnginePath, describeEngine } from './engine.ts';
+import { defaultEnginePath, describeEngine } from '../protocol/engine.ts';
 
 export { defaultEnginePath };
 import { DataLayout } from './layout.ts';
 import { lockDataDir } from './lock.ts';
-import { FORM_LIMITS } from './forms.ts';
+import { FORM_LIMITS } from './multipart.ts';
 import { registerRoutes } from './routes.ts';
 import { TaskStore } from './store.ts';
 import { TaskManager } from './tasks.ts';

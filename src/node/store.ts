@@ -1,8 +1,9 @@
 // Task records in SQLite, written on every change of state. WAL with synchronous=NORMAL keeps every committed
 // write through a crash of the node process (kill -9); only a crash of the whole machine can lose the last ones.
 import Database from 'better-sqlite3';
-import type { OptionValue, PendingUpload, TaskFields, TaskRecord, TaskStatusCode } from './model.ts';
-import { TaskStatus } from './model.ts';
+import type { OptionValue } from '../protocol/options.ts';
+import { TaskStatus, type TaskStatusCode } from '../protocol/status.ts';
+import type { PendingUpload, TaskFields, TaskRecord } from './model.ts';
 
 // Each entry brings the schema from version i to i + 1 (PRAGMA user_version counts them).
 const MIGRATIONS: string[] = [

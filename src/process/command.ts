@@ -7,9 +7,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { extractZip } from '../files/zip-extract.ts';
-import { defaultEnginePath, describeEngine, spawnEngine } from '../node/engine.ts';
+import { defaultEnginePath, describeEngine, spawnEngine } from '../protocol/engine.ts';
 import { NodeClient, NodeError, withRetries } from '../nodeclient/index.ts';
-import { isImageName } from '../service/tasks/intake.ts';
+import { isImageName } from '../protocol/files.ts';
+import { TaskStatus, isFinished } from '../protocol/status.ts';
 import { Display, type Verbosity } from './display.ts';
 import { FlagError, type OptionPair, flagsHelp, parseArgs } from './flags.ts';
 import { summary } from './summary.ts';
@@ -132,10 +133,10 @@ async function runOnNode(url: string, token: string | undefined, project: string
       const info = await withRetries(POLL_RETRIES, controller.signal, () => client.taskInfo(uuid, lines), pollPause);
       for (const line of info.output ?? []) display.log(line);
       lines += info.output?.length ?? 0;
-      if (info.status.code === 40) break;
-      if (info.status.code === 30 || info.status.code === 50) {
+      if (info.status.code === TaskStatus.COMPLETED) break;
+      if (isFinished(info.status.code)) {
         display.end();
-        process.stderr.write(`The node ${info.status.code === 30 ? `failed the task: ${info.status.errorMessage ?? ''}` : 'canceled the task'}\n`);
+        process.stderr.write(`The node ${info.status.code === TaskStatus.FAILED ? `failed the task: ${info.status.errorMessage ?? ''}` : 'canceled the task'}\n`);
         return 1;
       }
       display.progress('processing', info.progress);

@@ -1,7 +1,7 @@
 // The engine's options as command-line flags with ODM's names (`--dsm`, `--pc-quality high`,
 // `--orthophoto-resolution=2`), made from the engine's own option list so that the two never drift. Values
 // are checked as a node checks them; a flag that does not exist is answered with the closest one that does.
-import { type EngineOption, validateOptions } from '../node/options.ts';
+import { type EngineOption, validateOptions } from '../protocol/options.ts';
 
 export class FlagError extends Error {}
 

@@ -2,7 +2,7 @@
 // (odm_report/stats.json) and the time per stage.
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ASSETS } from '../service/tasks/assets.ts';
+import { ASSETS } from '../protocol/files.ts';
 
 type Stats = Record<string, Record<string, unknown> | undefined>;
 

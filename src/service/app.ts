@@ -7,10 +7,10 @@ import formbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import type { Kysely } from 'kysely';
-import type { ServiceConfig } from '../config.ts';
+import type { ServiceConfig } from './config.ts';
 import { type DialectName, openDatabase } from '../db/connect.ts';
 import { migrateToLatest } from '../db/migrations.ts';
-import { defaultEnginePath } from '../node/engine.ts';
+import { defaultEnginePath } from '../protocol/engine.ts';
 import type { Database } from '../db/schema.ts';
 import { TokenService, requestForLog, requireUser, tokenRoutes } from './auth.ts';
 import { healthRoutes } from './health.ts';
@@ -31,9 +31,9 @@ import { taskRoutes } from './tasks/routes.ts';
 import { startExpirySweep } from './tasks/expiry.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
-import { TileService } from './tasks/tiles.ts';
+import { TileService } from './tiles/service.ts';
 import { ErrorReply } from './schemas.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 import { UserSchema, userRoutes } from './users.ts';
 
 export interface Service {

@@ -12,7 +12,7 @@ import { findUserById, findUserByUsername, touchLastLogin } from '../db/users.ts
 import { HttpError, notAuthenticated, permissionDenied } from './errors.ts';
 import { LoginThrottle } from './login-throttle.ts';
 import { spendVerificationTime, verifyPassword } from './passwords.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 export interface Principal {
   id: number;

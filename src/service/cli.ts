@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { Kysely } from 'kysely';
-import { ConfigError, type ServiceConfig, loadConfig } from '../config.ts';
+import { ConfigError, type ServiceConfig, loadConfig } from './config.ts';
 import type { Database } from '../db/schema.ts';
 import type { Service } from './app.ts';
 

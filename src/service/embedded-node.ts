@@ -11,11 +11,11 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Kysely } from 'kysely';
-import type { ServiceConfig } from '../config.ts';
+import type { ServiceConfig } from './config.ts';
 import { allNodes, insertNode, updateNode } from '../db/processingnodes.ts';
 import type { Database } from '../db/schema.ts';
-import { FOLDER_IN_USE_EXIT_CODE, type NodeReady } from '../node/child.ts';
-import { nodeEnvironment } from '../node/environment.ts';
+import { FOLDER_IN_USE_EXIT_CODE, type NodeReady } from '../protocol/node-child.ts';
+import { nodeEnvironment } from '../protocol/environment.ts';
 import type { NodeRefresher } from './refresher.ts';
 
 const LOOPBACK = '127.0.0.1';

@@ -7,7 +7,7 @@ import type { Database, Group } from '../db/schema.ts';
 import { fieldErrors } from './errors.ts';
 import { type ResourceDefinition, registerResource } from './resource.ts';
 import { Body, Id } from './schemas.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 export const GroupSchema = Type.Object(
   {

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { allNodes } from '../db/processingnodes.ts';
 import type { Database } from '../db/schema.ts';
 import { isOnline } from './refresher.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 const Health = Type.Object({
   status: Type.Union([Type.Literal('ok'), Type.Literal('unavailable')]),

@@ -2,7 +2,7 @@
 // routes' TypeBox schemas.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 export async function registerOpenApi(app: App, version: string): Promise<void> {
   await app.register(swagger, {

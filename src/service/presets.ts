@@ -8,7 +8,7 @@ import { type Principal, isAdmin } from './auth.ts';
 import { permissionDenied } from './errors.ts';
 import { type ResourceDefinition, registerResource } from './resource.ts';
 import { Id, TaskOptions, Timestamp } from './schemas.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 export const PresetSchema = Type.Object(
   {

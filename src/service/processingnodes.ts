@@ -10,7 +10,7 @@ import { fieldError } from './errors.ts';
 import { type ResourceDefinition, registerResource } from './resource.ts';
 import { type NodeRefresher, isOnline } from './refresher.ts';
 import { Id, Nullable, Timestamp } from './schemas.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 const AvailableOption = Type.Object({
   name: Type.String(),

@@ -8,7 +8,7 @@ import { currentUser, requireAdmin } from './auth.ts';
 import { notFound, permissionDenied } from './errors.ts';
 import { Id } from './schemas.ts';
 import { MB } from './tasks/storage.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 const Quota = Type.Integer({ minimum: -1, maximum: 2 ** 40, description: 'Storage quota in MB; -1 or 0: none' });
 const ProfileSchema = Type.Object({ user: Id, quota: Quota });

@@ -1,6 +1,5 @@
 // Projects: CRUD at /api/projects/, sharing at /api/projects/{id}/permissions/ and /api/projects/{id}/edit/.
 import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import { findGroupByName } from '../db/groups.ts';
@@ -19,11 +18,12 @@ import {
 } from '../db/projects.ts';
 import { type Database, PROJECT_PERMISSIONS, type Project, type ProjectPermission } from '../db/schema.ts';
 import { findUserByUsername } from '../db/users.ts';
+import { projectFolder } from './layout.ts';
 import { fieldError } from './errors.ts';
 import { permissionsOn, requireProjectPermission } from './permissions.ts';
 import { type Context, contextOf, loadVisible, registerResource, type ResourceDefinition } from './resource.ts';
 import { Body, Id, IdParams, Success, Timestamp } from './schemas.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 const Permission = Type.Union(PROJECT_PERMISSIONS.map((permission) => Type.Literal(permission)));
 
@@ -75,10 +75,6 @@ const EditBody = Type.Object({
   ),
 });
 
-/** Where the files of a project's tasks live: DATA_DIR/media/project/{id}/. */
-export const projectDirectory = (dataDir: string, projectId: number) =>
-  path.join(dataDir, 'media', 'project', String(projectId));
-
 /**
  * Deletes projects. One without tasks goes at once with its folder; one with tasks is hidden at once and its
  * tasks are removed as any task is (the nodes' copies too), the project going with its last task. `now`
@@ -87,7 +83,7 @@ export const projectDirectory = (dataDir: string, projectId: number) =>
 export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids: number[], now = false): Promise<void> {
   const tasks = await taskIdsOf(db, ids);
   const empty = now ? ids : ids.filter((id) => (tasks.get(id) ?? []).length === 0);
-  await Promise.all(empty.map((id) => rm(projectDirectory(dataDir, id), { recursive: true, force: true })));
+  await Promise.all(empty.map((id) => rm(projectFolder(dataDir, id), { recursive: true, force: true })));
   await deleteProjects(db, empty);
   await markProjectsDeleting(db, ids.filter((id) => !empty.includes(id)));
 }

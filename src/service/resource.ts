@@ -20,7 +20,7 @@ import {
 } from './listing.ts';
 import { PageOf, pageWindow, requestedPage } from './pagination.ts';
 import { IdParams, ref } from './schemas.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 export interface Context {
   db: Kysely<Database>;

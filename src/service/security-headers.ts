@@ -4,7 +4,7 @@
 // their type is inert, and never sniffed. The application's own pages load scripts from the origin alone and
 // cannot be framed (clickjacking).
 import type { FastifyReply } from 'fastify';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 // The application: its bundles, MapLibre's and the 3D view's workers (blob: for MapLibre's), the WebAssembly
 // decoders (laz-perf, Draco), and the OpenStreetMap base layer.

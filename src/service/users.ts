@@ -12,7 +12,7 @@ import { hashPassword } from './passwords.ts';
 import { destroyProjects } from './projects.ts';
 import { type Context, type ResourceDefinition, registerResource } from './resource.ts';
 import { Body, Id, Nullable, Timestamp, USERNAME_PATTERN } from './schemas.ts';
-import type { App } from './types.ts';
+import type { App } from './typed-app.ts';
 
 export const UserSchema = Type.Object(
   {

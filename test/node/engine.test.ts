@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeEngine, failureMessage, spawnEngine, type EngineExit } from '../../src/node/engine.ts';
+import { describeEngine, failureMessage, spawnEngine, type EngineExit } from '../../src/protocol/engine.ts';
 
 const exit = (changes: Partial<EngineExit>): EngineExit => ({
   code: null,

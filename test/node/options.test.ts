@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { validateOptions, withPostProcessing, type EngineOption } from '../../src/node/options.ts';
+import { validateOptions, withPostProcessing, type EngineOption } from '../../src/protocol/options.ts';
 
 const option = (name: string, type: EngineOption['type'], domain: EngineOption['domain']): EngineOption => ({
   name,

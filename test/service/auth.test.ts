@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDuration } from '../../src/config.ts';
+import { ConfigError, loadConfig, parseDuration } from '../../src/service/config.ts';
 import { LoginThrottle } from '../../src/service/login-throttle.ts';
 import { hashPassword, isPasswordHash, verifyPassword } from '../../src/service/passwords.ts';
 import { ADMIN, BACKENDS, Client, SECRET_KEY, type TestService, startService } from './helpers.ts';

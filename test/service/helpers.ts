@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { type ServiceConfig, loadConfig } from '../../src/config.ts';
+import { type ServiceConfig, loadConfig } from '../../src/service/config.ts';
 import { type Service, buildService } from '../../src/service/app.ts';
 
 export type Backend = 'sqlite' | 'postgres';

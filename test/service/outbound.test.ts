@@ -3,7 +3,7 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskStatus } from '../../src/db/tasks.ts';
+import { TaskStatus } from '../../src/protocol/status.ts';
 import { OutboundError, isPrivateAddress, outboundFetch } from '../../src/net/outbound.ts';
 import { type TestService, startService, testConfig } from './helpers.ts';
 import { finished, waitForTask } from './taskhelpers.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { now } from '../../src/db/schema.ts';
-import { TaskStatus } from '../../src/db/tasks.ts';
+import { TaskStatus } from '../../src/protocol/status.ts';
 import { NodeClient, NodeConnectionError, NodeResponseError, NodeServerError } from '../../src/nodeclient/index.ts';
 import { type FakeNode, closedPort, option, startFakeNode } from './fakenode.ts';
 import { BACKENDS, type Client, ISO_TIMESTAMP, type TestService, startService } from './helpers.ts';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import yazl from 'yazl';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ServiceConfig } from '../../src/config.ts';
+import type { ServiceConfig } from '../../src/service/config.ts';
 import { type Service, buildService } from '../../src/service/app.ts';
 import { type FakeNode, startFakeNode } from './fakenode.ts';
 import { ADMIN, BACKENDS, type Backend, Client, isolatedDatabase, testConfig } from './helpers.ts';

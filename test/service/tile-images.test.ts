@@ -3,8 +3,8 @@
 import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/service/errors.ts';
-import { type TileLookup, drawFrom, emptyTile } from '../../src/service/tasks/tile-images.ts';
-import { tileSize, tileStyle } from '../../src/service/tasks/tile-query.ts';
+import { type TileLookup, drawFrom, emptyTile } from '../../src/service/tiles/images.ts';
+import { tileSize, tileStyle } from '../../src/service/tiles/query.ts';
 
 type Rgba = [number, number, number, number];
 

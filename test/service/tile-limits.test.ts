@@ -8,10 +8,10 @@ import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpError } from '../../src/service/errors.ts';
-import { taskFolder } from '../../src/service/tasks/layout.ts';
-import { tileStyle } from '../../src/service/tasks/tile-query.ts';
-import { type RenderRequest, TileWorkerPool } from '../../src/service/tasks/tile-worker.ts';
-import { TileService } from '../../src/service/tasks/tiles.ts';
+import { taskFolder } from '../../src/service/layout.ts';
+import { tileStyle } from '../../src/service/tiles/query.ts';
+import { type RenderRequest, TileWorkerPool } from '../../src/service/tiles/worker.ts';
+import { TileService } from '../../src/service/tiles/service.ts';
 
 const DRAW_MS = 300;
 const TILE_BYTES = 10_000;

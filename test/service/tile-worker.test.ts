@@ -5,9 +5,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defaultEnginePath } from '../../src/node/engine.ts';
+import { defaultEnginePath } from '../../src/protocol/engine.ts';
 import { HttpError } from '../../src/service/errors.ts';
-import { type RenderRequest, TileWorker } from '../../src/service/tasks/tile-worker.ts';
+import { type RenderRequest, TileWorker } from '../../src/service/tiles/worker.ts';
 import { python } from './taskhelpers.ts';
 
 // A 200 m square DSM in UTM 33N at 0.5 m, rising from 100 m in the west to 140 m in the east; and the XYZ tile

@@ -1,26 +1,23 @@
 // How the application words the API's codes and numbers.
+import { PENDING_ACTION_NAMES, STATUS_NAMES, TaskStatus, type TaskStatusCode } from '../../src/protocol/status.ts';
 import type { Task } from './api.ts';
 
-export const STATUS = { QUEUED: 10, RUNNING: 20, FAILED: 30, COMPLETED: 40, CANCELED: 50 } as const;
-const STATUS_NAMES: Record<number, string> = { 10: 'Queued', 20: 'Running', 30: 'Failed', 40: 'Completed', 50: 'Canceled' };
-const ACTION_NAMES: Record<number, string> = { 1: 'Canceling', 2: 'Removing', 3: 'Restarting', 4: 'Resizing', 5: 'Importing' };
-
 export function statusText(task: Task): string {
-  if (task.pending_action !== null) return `${ACTION_NAMES[task.pending_action] ?? 'Working'}…`;
+  if (task.pending_action !== null) return `${PENDING_ACTION_NAMES[task.pending_action] ?? 'Working'}…`;
   if (task.partial) return 'Waiting for images';
   if (task.status === null) return 'Waiting for a node';
-  return STATUS_NAMES[task.status] ?? `Status ${task.status}`;
+  return STATUS_NAMES[task.status as TaskStatusCode] ?? `Status ${task.status}`;
 }
 
 export function statusClass(task: Task): string {
   switch (task.status) {
-    case STATUS.RUNNING:
+    case TaskStatus.RUNNING:
       return 'running';
-    case STATUS.COMPLETED:
+    case TaskStatus.COMPLETED:
       return 'completed';
-    case STATUS.FAILED:
+    case TaskStatus.FAILED:
       return 'failed';
-    case STATUS.CANCELED:
+    case TaskStatus.CANCELED:
       return 'canceled';
     default:
       return '';
@@ -29,7 +26,7 @@ export function statusClass(task: Task): string {
 
 /** Whether the task can still change by itself (and so is worth polling). */
 export function isActive(task: Task): boolean {
-  return task.pending_action !== null || task.status === null || task.status === STATUS.QUEUED || task.status === STATUS.RUNNING;
+  return task.pending_action !== null || task.status === null || task.status === TaskStatus.QUEUED || task.status === TaskStatus.RUNNING;
 }
 
 export function duration(ms: number): string {

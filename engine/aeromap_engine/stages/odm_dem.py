@@ -38,7 +38,7 @@ OPTIONS: list[Option] = [
     Option("dem-resolution", "float", 5.0, "Resolution of the DSM and DTM in cm per pixel. It is never finer "
            "than the images' ground sampling distance allows, unless ignore-gsd is set.", "odm_dem", minimum=0.1),
     Option("dem-gapfill-steps", "int", 3, "Rings of cells grown into small gaps of the elevation models, before "
-           "larger gaps are interpolated. 0 grows none.", "odm_dem", minimum=0, domain_text="positive integer"),
+           "larger gaps are interpolated. 0 grows none.", "odm_dem", minimum=0),
     Option("smrf-scalar", "float", 1.25, "Simple Morphological Filter: extra ground threshold per unit of "
            "terrain slope.", "odm_dem", minimum=0),
     Option("smrf-slope", "float", 0.15, "Simple Morphological Filter: the steepest terrain slope (rise over "

@@ -39,8 +39,7 @@ if TYPE_CHECKING:
     from ..project import Project
 
 OPTIONS: list[Option] = [
-    Option("mesh-size", "int", 200000, "The maximum vertex count of the output mesh.", "odm_meshing", minimum=1,
-           domain_text="positive integer"),
+    Option("mesh-size", "int", 200000, "The maximum vertex count of the output mesh.", "odm_meshing", minimum=1),
     Option("mesh-octree-depth", "int", 11, "Octree depth of the Screened Poisson reconstruction of the 3D mesh: "
            "higher gives more detail and takes more time and memory. Depths finer than the point cloud's "
            "spacing supports are not used.", "odm_meshing", minimum=1, maximum=14),

@@ -67,11 +67,10 @@ OPTIONS: list[Option] = [
            "opensfm", choices=tuple(QUALITY_SCALES)),
     Option("min-num-features", "int", 10000,
            "Number of features to find in each image. More can connect images with little overlap or texture; "
-           "matching time grows with it.", "opensfm", minimum=100, domain_text="positive integer"),
+           "matching time grows with it.", "opensfm", minimum=100),
     Option("matcher-neighbors", "int", 0,
            "Match each image with this many nearest images by GPS position. 0 chooses automatically (nearest "
-           "images plus the triangulation graph of the positions).", "opensfm", minimum=0,
-           domain_text="positive integer"),
+           "images plus the triangulation graph of the positions).", "opensfm", minimum=0),
     Option("sfm-algorithm", "enum", "incremental",
            "Structure from motion method: incremental adds the images one at a time (robust); global solves all "
            "camera poses at once (faster on large sets).", "opensfm", choices=SFM_ALGORITHMS),
@@ -87,8 +86,7 @@ OPTIONS: list[Option] = [
     Option("gps-accuracy", "float", 10.0,
            "Accuracy of the images' GPS positions in metres. When set, it replaces the accuracy the images "
            "declare (for example RTK); smaller values hold the model closer to the GPS positions, which can "
-           "counter bowl-shaped deformation over large areas.", "opensfm", minimum=0.001,
-           domain_text="positive float"),
+           "counter bowl-shaped deformation over large areas.", "opensfm", minimum=0.001),
     Option("camera-lens", "enum", "auto",
            "Camera projection model. auto uses the projection the images declare, else brown; perspective "
            "and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses.",
@@ -104,8 +102,7 @@ OPTIONS: list[Option] = [
            "them (needs capture times) and the model adjusted again.", "opensfm"),
     Option("rolling-shutter-readout", "float", 0.0,
            "The sensor's readout time in milliseconds for rolling-shutter. 0 uses 30 ms, typical of small drone "
-           "cameras; measure or look up your camera's for best results.", "opensfm", minimum=0,
-           domain_text="positive integer"),
+           "cameras; measure or look up your camera's for best results.", "opensfm", minimum=0),
     Option("use-fixed-camera-params", "bool", False,
            "Keep the initial camera calibration instead of refining it during bundle adjustment; can help "
            "against bowl-shaped deformation.", "opensfm"),

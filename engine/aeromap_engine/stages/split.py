@@ -45,12 +45,10 @@ OPTIONS: list[Option] = [
     Option("split", "int", 999999,
            "Average number of images in each submodel. A survey of more images is cut into submodels of about "
            "this many (none owning more than 1.25 times as many), each reconstructed and processed on its own, "
-           "then aligned and merged into one set of products (see sm-cluster and merge).", "split", minimum=2,
-           domain_text="positive integer"),
+           "then aligned and merged into one set of products (see sm-cluster and merge).", "split", minimum=2),
     Option("split-overlap", "float", 150.0,
            "Radius of the overlap between submodels in metres: images this close to one of a submodel's own are "
-           "added to it. Submodels are aligned on the images they share.", "split", minimum=0,
-           domain_text="positive integer"),
+           "added to it. Submodels are aligned on the images they share.", "split", minimum=0),
     Option("sm-cluster", "string", "",
            "URL of a processing node (NodeODM protocol, for example http://host:3000?token=...) or of a "
            "ClusterODM that processes the submodels; several nodes comma-separated, taken in turn. Empty: this "

@@ -5,16 +5,16 @@ import type { Kysely } from 'kysely';
 import { findNode } from '../../db/processingnodes.ts';
 import type { Database, ProcessingNode } from '../../db/schema.ts';
 import {
-  TaskStatus,
   deleteLeasedTask,
   deleteProjectIfEmpty,
   projectAwaitsRemoval,
   sweepDeletingProjects,
 } from '../../db/tasks.ts';
 import { NodeError } from '../../nodeclient/index.ts';
+import { TaskStatus } from '../../protocol/status.ts';
 import { resetConsole } from './console.ts';
 import { type StepContext, clientOf, fail, nodeName, save, settled, superseded } from './context.ts';
-import { projectFolder } from './layout.ts';
+import { projectFolder } from '../layout.ts';
 
 async function assignedNode(ctx: StepContext): Promise<ProcessingNode | undefined> {
   const { task } = ctx;

@@ -2,33 +2,7 @@
 // finished task holds, and putting an extracted all.zip into place.
 import { lstat, readFile, readdir, realpath, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-
-/** A single file, or a folder offered as a zip built on the fly (with the files to leave out). */
-export type AssetSource = { file: string } | { folder: string; exclude?: RegExp };
-
-export const ASSETS: Record<string, AssetSource> = {
-  'all.zip': { folder: '.' },
-  'orthophoto.tif': { file: 'odm_orthophoto/odm_orthophoto.tif' },
-  'orthophoto.png': { file: 'odm_orthophoto/odm_orthophoto.png' },
-  'orthophoto.mbtiles': { file: 'odm_orthophoto/odm_orthophoto.mbtiles' },
-  'orthophoto.kmz': { file: 'odm_orthophoto/odm_orthophoto.kmz' },
-  'cutline.gpkg': { file: 'odm_orthophoto/cutline.gpkg' },
-  'georeferenced_model.las': { file: 'odm_georeferencing/odm_georeferenced_model.las' },
-  'georeferenced_model.laz': { file: 'odm_georeferencing/odm_georeferenced_model.laz' },
-  'georeferenced_model.ply': { file: 'odm_georeferencing/odm_georeferenced_model.ply' },
-  'georeferenced_model.csv': { file: 'odm_georeferencing/odm_georeferenced_model.csv' },
-  'textured_model.zip': { folder: 'odm_texturing', exclude: /\.glb$/i },
-  'textured_model.glb': { file: 'odm_texturing/odm_textured_model_geo.glb' },
-  'dsm.tif': { file: 'odm_dem/dsm.tif' },
-  'dtm.tif': { file: 'odm_dem/dtm.tif' },
-  'orthophoto_tiles.zip': { folder: 'orthophoto_tiles' },
-  'dsm_tiles.zip': { folder: 'dsm_tiles' },
-  'dtm_tiles.zip': { folder: 'dtm_tiles' },
-  'cameras.json': { file: 'cameras.json' },
-  'shots.geojson': { file: 'odm_report/shots.geojson' },
-  'report.pdf': { file: 'odm_report/report.pdf' },
-  'ground_control_points.geojson': { file: 'odm_georeferencing/ground_control_points.geojson' },
-};
+import { ASSETS } from '../../protocol/files.ts';
 
 async function exists(file: string, kind: 'file' | 'folder'): Promise<boolean> {
   try {

@@ -8,8 +8,7 @@ import type { Kysely } from 'kysely';
 import { stalePartialTasks } from '../../db/expiry.ts';
 import type { Database } from '../../db/schema.ts';
 import { deleteTask } from '../../db/tasks.ts';
-import { importStaging } from './import.ts';
-import { existingTaskFolders, taskFolder } from './layout.ts';
+import { existingTaskFolders, importStaging, taskFolder } from '../layout.ts';
 
 export interface ExpirySettings {
   dataDir: string;

@@ -11,13 +11,15 @@ import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { PendingAction, TaskStatus, deleteTask, insertTask } from '../../db/tasks.ts';
+import { deleteTask, insertTask } from '../../db/tasks.ts';
+import { PendingAction, TaskStatus } from '../../protocol/status.ts';
 import { partialName } from '../../files/safe-path.ts';
 import { outboundFetch, refusal } from '../../net/outbound.ts';
 import { HttpError } from '../errors.ts';
-import { type StepContext, completeFromZip, fail, save, throttled } from './context.ts';
+import { type StepContext, fail, save, throttled } from './context.ts';
+import { completeFromZip } from './results.ts';
 import { badRequest, dropzoneChunk, writeChunk } from './intake.ts';
-import { taskFolder } from './layout.ts';
+import { importStaging, taskFolder } from '../layout.ts';
 import { type StorageSettings, type WriteBudget, admitUpload, diskBudget } from './storage.ts';
 
 export const UPLOADED_ZIP = 'file://all.zip';
@@ -98,7 +100,6 @@ export async function importStep(ctx: StepContext): Promise<null> {
 }
 
 /** Where the chunks of multipart imports wait for their last one. */
-export const importStaging = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'imports');
 
 export interface ImportSettings extends StorageSettings {
   maxBytes: number;

@@ -8,17 +8,13 @@ import { pipeline } from 'node:stream/promises';
 import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { partialName, safeFileName } from '../../files/safe-path.ts';
+import { isImageName } from '../../protocol/files.ts';
 import { HttpError } from '../errors.ts';
 import type { WriteBudget } from './storage.ts';
 
-const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.tif', '.tiff', '.png', '.dng']);
 const TEXT_EXTENSIONS = new Set(['.txt']);
 
 export const badRequest = (message: string) => new HttpError(400, { detail: message });
-
-export function isImageName(name: string): boolean {
-  return IMAGE_EXTENSIONS.has(path.extname(name).toLowerCase());
-}
 
 async function readRange(file: string, start: number, length: number): Promise<Buffer> {
   const handle = await open(file, 'r');

@@ -2,7 +2,7 @@
 // whose names the chosen node offers and whose values its /options allow, so that a mistake is a 400 now
 // rather than a failed task later.
 import type { ProcessingNode } from '../../db/schema.ts';
-import { type EngineOption, validateOptions } from '../../node/options.ts';
+import { type EngineOption, validateOptions } from '../../protocol/options.ts';
 import { fieldError, fieldErrors } from '../errors.ts';
 import { commonOptions } from '../processingnodes.ts';
 import { TaskOptions } from '../schemas.ts';

@@ -9,7 +9,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { allNodes, findNode } from '../../db/processingnodes.ts';
 import { type Database, type ProcessingNode, now } from '../../db/schema.ts';
-import { PendingAction, TaskStatus, bumpQueueCount } from '../../db/tasks.ts';
+import { bumpQueueCount } from '../../db/tasks.ts';
+import { PendingAction, TaskStatus } from '../../protocol/status.ts';
 import { type NodeClient, NodeConnectionError, NodeResponseError, NodeServerError } from '../../nodeclient/index.ts';
 import { isOnline } from '../refresher.ts';
 import { cancelStep, removeStep, restartStep } from './actions.ts';
@@ -18,7 +19,6 @@ import {
   type ProcessingSettings,
   type StepContext,
   clientOf,
-  completeFromZip,
   fail,
   nodeName,
   save,
@@ -26,6 +26,7 @@ import {
   stepContext,
   throttled,
 } from './context.ts';
+import { completeFromZip } from './results.ts';
 import { importStep } from './import.ts';
 import { type Step, StepSuperseded } from './scheduler.ts';
 import { waitForDiskRoom } from './storage.ts';

@@ -30,7 +30,7 @@ export const TaskSchema = Type.Object(
     partial: Type.Boolean({ description: 'Waiting for its files: upload/ then commit/' }),
     extent: Nullable(Type.Array(Type.Number(), { description: '[minx, miny, maxx, maxy] in WGS84' })),
     statistics: Type.Record(Type.String(), Type.Unknown(), { description: "The engine's quality figures" }),
-    size: Type.Number({ description: 'Megabytes on disk' }),
+    size: Type.Number({ description: 'Size on disk in mebibytes (bytes / 1024²), as WebODM gives it' }),
   },
   { $id: 'Task' },
 );

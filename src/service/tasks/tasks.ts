@@ -8,9 +8,8 @@ import type { Kysely } from 'kysely';
 import { findNode, allNodes } from '../../db/processingnodes.ts';
 import type { Database, ProcessingNode, Project, ProjectPermission, Task } from '../../db/schema.ts';
 import { flag } from '../../db/schema.ts';
+import { PendingAction, TaskStatus } from '../../protocol/status.ts';
 import {
-  PendingAction,
-  TaskStatus,
   deleteTask,
   findProjectTask,
   insertTask,
@@ -29,13 +28,13 @@ import {
   admit,
   badRequest,
   dropzoneChunk,
-  isImageName,
   type MultipartLimits,
   receiveMultipart,
   uploadName,
   writeChunk,
 } from './intake.ts';
-import { taskFolder } from './layout.ts';
+import { isImageName } from '../../protocol/files.ts';
+import { taskFolder } from '../layout.ts';
 import { type StorageSettings, admitUpload } from './storage.ts';
 import { checkOptions, type OptionPair, parseOptions } from './options.ts';
 import { type TaskFields, type TaskItem, parseBoolean, presentTask, rerunStages } from './schema.ts';

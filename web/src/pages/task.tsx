@@ -5,7 +5,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { type Task, api, taskPath } from '../api.ts';
 import { Confirm } from '../components/confirm.tsx';
 import { Console } from '../components/console.tsx';
-import { STATUS, bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
+import { TaskStatus } from '../../../src/protocol/status.ts';
+import { bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
 
 const POLL_MS = 2000;
 
@@ -83,7 +84,7 @@ function Progress({ task }: { task: Task }) {
         <dt>Created</dt>
         <dd>{new Date(task.created_at).toLocaleString()}</dd>
         <dt>Size</dt>
-        <dd>{task.size ? bytes(task.size * 1e6) : '–'}</dd>
+        <dd>{task.size ? bytes(task.size * 2 ** 20) : '–'}</dd>
         <dt>Options</dt>
         <dd>{task.options.length ? task.options.map((o) => `${o.name}=${String(o.value)}`).join(', ') : 'defaults'}</dd>
       </dl>
@@ -211,8 +212,8 @@ function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unk
       setError((err as Error).message);
     }
   };
-  const running = task.status === STATUS.QUEUED || task.status === STATUS.RUNNING;
-  const ended = task.status === STATUS.FAILED || task.status === STATUS.CANCELED || task.status === STATUS.COMPLETED;
+  const running = task.status === TaskStatus.QUEUED || task.status === TaskStatus.RUNNING;
+  const ended = task.status === TaskStatus.FAILED || task.status === TaskStatus.CANCELED || task.status === TaskStatus.COMPLETED;
   const layers = task.available_assets.some((a) => /^(orthophoto|dsm|dtm)\.tif$/.test(a));
   const cloud = task.available_assets.includes('georeferenced_model.laz');
   return (

@@ -2,6 +2,7 @@
 // that the page shows kept in one signal.
 import { signal } from '@preact/signals';
 import * as THREE from 'three';
+import { TaskStatus } from '../../../src/protocol/status.ts';
 import { type Task, api, taskPath } from '../api.ts';
 import { type ByteCounter, openCopc } from './copc-source.ts';
 import { type DistanceParts, type Vec3, distanceParts } from './geometry.ts';
@@ -99,7 +100,7 @@ export class ViewerSession {
     this.patch({ task, hasModel });
     if (hasCloud) await this.openCloud();
     else {
-      this.patch({ cloudLoading: false, showCloud: false, cloudMessage: task.status === 40 ? 'This task has no point cloud.' : 'The task has not finished: there is no point cloud yet.' });
+      this.patch({ cloudLoading: false, showCloud: false, cloudMessage: task.status === TaskStatus.COMPLETED ? 'This task has no point cloud.' : 'The task has not finished: there is no point cloud yet.' });
       // Without a cloud the model is all there is to see: show it at once.
       if (hasModel) this.setShowModel(true);
     }

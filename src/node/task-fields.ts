@@ -1,7 +1,7 @@
 // The fields of /task/new and /task/new/init, checked and typed once, when the task is submitted.
 import { parseOutputs } from './archive.ts';
 import type { TaskFields } from './model.ts';
-import { validateOptions, withPostProcessing, type EngineOption } from './options.ts';
+import { validateOptions, withPostProcessing, type EngineOption } from '../protocol/options.ts';
 
 export type FieldsResult = { ok: true; fields: TaskFields } | { ok: false; error: string };
 

@@ -6,11 +6,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { currentUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
-import type { App } from '../types.ts';
-import { TaskParams } from './schema.ts';
-import type { TaskRules } from './tasks.ts';
-import { TileQuery, tileSize, tileStyle } from './tile-query.ts';
-import { TILE_LAYERS, type TileLayer, type TileService, servedZooms } from './tiles.ts';
+import type { App } from '../typed-app.ts';
+import { TaskParams } from '../tasks/schema.ts';
+import type { TaskRules } from '../tasks/tasks.ts';
+import { TileQuery, tileSize, tileStyle } from './query.ts';
+import { TILE_LAYERS, type TileLayer, type TileService, servedZooms } from './service.ts';
 
 const Layer = Type.Union(Object.keys(TILE_LAYERS).map((layer) => Type.Literal(layer)));
 const LayerParams = Type.Object({ ...TaskParams.properties, layer: Layer });

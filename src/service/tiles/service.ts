@@ -7,11 +7,11 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { notFound } from '../errors.ts';
-import type { TaskFolder } from './layout.ts';
-import { TILE, type TileLookup, drawFrom, emptyTile } from './tile-images.ts';
-import type { TileStyle } from './tile-query.ts';
-import { TileCache } from './tile-cache.ts';
-import { type TilePoolOptions, TileWorkerPool } from './tile-worker.ts';
+import type { TaskFolder } from '../layout.ts';
+import { TILE, type TileLookup, drawFrom, emptyTile } from './images.ts';
+import type { TileStyle } from './query.ts';
+import { TileCache } from './cache.ts';
+import { type TilePoolOptions, TileWorkerPool } from './worker.ts';
 
 const execFileAsync = promisify(execFile);
 

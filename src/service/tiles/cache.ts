@@ -4,7 +4,7 @@
 // used are deleted. The index starts from the files already on disk, oldest first.
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { existingTaskFolders } from './layout.ts';
+import { existingTaskFolders } from '../layout.ts';
 
 /** Even an empty file (the mark of a tile with nothing in it) takes a block of the disk. */
 const BLOCK = 4096;

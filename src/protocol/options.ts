@@ -1,6 +1,11 @@
 // Processing options as NodeODM checks them (reference §1.3): the engine's list decides which names exist;
 // values are converted to the option's type and checked against its domain; unknown names are dropped.
-import type { OptionValue } from './model.ts';
+
+/** One processing option of a task, its value already converted to the option's type. */
+export interface OptionValue {
+  name: string;
+  value: unknown;
+}
 
 export type OptionType = 'int' | 'float' | 'string' | 'bool' | 'enum';
 

@@ -1,4 +1,5 @@
-// Where a task's files live: DATA_DIR/media/project/{pid}/task/{tid}/. Only this module knows the layout.
+// Where the service's files live under DATA_DIR: each task's in media/project/{pid}/task/{tid}/, imports being
+// downloaded in media/tmp/imports/. Only this module knows the layout.
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -23,6 +24,9 @@ export interface TaskFolder {
   /** Tiles drawn in styles of the users' choosing, by layer and style; emptied when new assets arrive. */
   tileCache: string;
 }
+
+/** Where imports by URL and chunked imports are put together before they become a task's. */
+export const importStaging = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'imports');
 
 /** A project's folder, which holds its tasks' folders. */
 export const projectFolder = (dataDir: string, projectId: number) => path.join(dataDir, 'media', 'project', String(projectId));

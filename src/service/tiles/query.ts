@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
 import { HttpError } from '../errors.ts';
-import { TILE_LAYERS, type TileLayer } from './tiles.ts';
+import { TILE_LAYERS, type TileLayer } from './service.ts';
 
 const NUMBER = '-?(\\d+\\.?\\d*|\\.\\d+)([eE][-+]?\\d+)?';
 

@@ -4,7 +4,7 @@
 // draws side by side.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { engineEnvironment } from '../../node/environment.ts';
+import { engineEnvironment } from '../../protocol/environment.ts';
 import { HttpError } from '../errors.ts';
 
 export interface RenderRequest {

@@ -1,0 +1,65 @@
+// A task's results put in place: the node's (or an import's) all.zip unpacked as the task's assets, the tile
+// pyramids they lack built, and the task marked COMPLETED with what they hold.
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { diskRoom } from '../../files/disk.ts';
+import { extractZip } from '../../files/zip-extract.ts';
+import type { TaskUpdate } from '../../db/schema.ts';
+import { TaskStatus } from '../../protocol/status.ts';
+import { buildMissingPyramids } from '../tiles/service.ts';
+import { availableAssets, folderSize, installAssets, readAssetFacts } from './assets.ts';
+import { type StepContext, fail, save, settled } from './context.ts';
+
+async function imagesInResults(assetsDir: string): Promise<number> {
+  try {
+    const images: unknown = JSON.parse(await readFile(path.join(assetsDir, 'images.json'), 'utf8'));
+    return Array.isArray(images) ? images.length : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Unpacks the task's downloaded all.zip as its assets and marks the task COMPLETED. Every part is repeatable:
+ * a service stopped half-way extracts again from the zip, which is removed only once the task is complete.
+ * Unpacking and tiling stop as soon as the step is aborted (the user's cancel or remove then runs).
+ */
+export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}): Promise<null> {
+  const { folder, settings } = ctx;
+  await rm(folder.assetsNext, { recursive: true, force: true });
+  // Results unpack only into the room above the disk's reserve: a zip that unpacks to more fills nothing.
+  const room = Math.max(0, await diskRoom(settings.dataDir, settings.minFreeBytes));
+  const limits = { ...settings.zipLimits, maxBytes: Math.min(settings.zipLimits.maxBytes, room) };
+  try {
+    await extractZip(folder.allZip, folder.assetsNext, 'tree', limits, ctx.signal);
+  } catch (error) {
+    await rm(folder.assetsNext, { recursive: true, force: true });
+    ctx.signal.throwIfAborted();
+    await rm(folder.allZip, { force: true });
+    const disk = room < settings.zipLimits.maxBytes ? ` (the server's disk has room for ${Math.round(room / 2 ** 20)} MB above its reserve)` : '';
+    return fail(ctx, `The task's results cannot be unpacked: ${(error as Error).message}${disk}`);
+  }
+  await installAssets(folder.assetsNext, folder.assets, folder.assetsOld);
+  await rm(folder.tileCache, { recursive: true, force: true });
+  await buildMissingPyramids(folder.assets, ctx.settings.enginePath, ctx.signal, (message) =>
+    ctx.log.warn({ task: ctx.task.id }, message),
+  );
+  const [assets, facts] = await Promise.all([availableAssets(folder.assets), readAssetFacts(folder.assets)]);
+  // Imported results come without the photographs: their count is that of the results' images.json.
+  const images = ctx.task.images_count || (await imagesInResults(folder.assets));
+  await rm(folder.allZip, { force: true });
+  await save(ctx, {
+    ...changes,
+    ...settled,
+    status: TaskStatus.COMPLETED,
+    pending_action: null,
+    last_error: null,
+    running_progress: 1,
+    available_assets: JSON.stringify(assets),
+    extent: facts.extent ? JSON.stringify(facts.extent) : null,
+    statistics: JSON.stringify(facts.statistics),
+    size: await folderSize(folder.root),
+    images_count: images,
+  });
+  return null;
+}
