@@ -31,7 +31,6 @@ GCP_MAX_ERROR = 2.0  # m; a control point further than this from the model is ta
 MAX_TILT_DEG = 3.0
 MIN_GPS_STDDEV = 0.05  # m; no GPS is trusted beyond this
 FLIGHT_GAP_S = 120.0  # a pause this long between photographs is a landing
-UNTRUSTED_STDDEV = 1000.0  # m; the standard deviation that makes a doubtful GPS height pull on nothing
 PRECISE_HEIGHT_STDDEV = 0.5  # m; a GPS height stated this accurate (RTK) beats the barometer (barometric_heights)
 
 
@@ -258,8 +257,16 @@ def adjust_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrio
         if not accuracy_given:
             prior = replace(prior, horizontal_stddev=min(prior.horizontal_stddev, horizontal_spread),
                             vertical_stddev=min(prior.vertical_stddev, vertical_spread))
-        used[name] = prior if fit.mode != "level" else replace(prior, vertical_stddev=UNTRUSTED_STDDEV)
+        used[name] = prior if fit.mode != "level" else _held_height(model, name, prior)
     adjust_with_priors(model, used, refine, threads)
+
+
+def _held_height(model: pycolmap.Reconstruction, name: str, prior: PositionPrior) -> PositionPrior:
+    """A prior whose doubtful height is replaced by the camera's height in the levelled model: it pulls the
+    model nowhere, yet holds its tilt and height where levelling put them: left free, with nothing else to hold
+    them, they took the adjustment of 18 photographs six times as long (13.9 s against 2.2 s)."""
+    position = np.array([*prior.position[:2], model.find_image_with_name(name).projection_center()[2]])
+    return replace(prior, position=position)
 
 
 def _located(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior]) -> list[str]:
