@@ -26,7 +26,7 @@ from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_directio
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
 from aeromap_engine.sfm.database import PositionPrior
 from aeromap_engine.sfm.control import stored_pixel
-from aeromap_engine.sfm.georeference import barometric_heights, heights_surveyed
+from aeromap_engine.sfm.georeference import barometric_heights, fit_and_apply, heights_surveyed
 from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo
@@ -194,6 +194,17 @@ def test_robust_similarity_ignores_wild_fixes() -> None:
     assert np.abs(apply(fit.transform, check) - apply(truth, check)).max() < 0.5
 
 
+def test_robust_similarity_is_least_squares_when_every_fix_agrees() -> None:
+    """The best triple of least median of squares leans with its three fixes' noise; when every fix agrees,
+    the fit is that of all of them."""
+    rng = np.random.default_rng(4)
+    model = grid_survey(rng)
+    world = model + rng.normal(0, 1.0, model.shape) * [1.5, 1.5, 3.0]
+    fit = robust_similarity(model, world, max_error=30.0)
+    assert fit.inliers.all()
+    assert np.allclose(fit.transform.matrix(), pycolmap.estimate_sim3d(model, world).matrix(), atol=1e-9)
+
+
 def test_corridor_alignment_keeps_the_roll_about_the_line() -> None:
     rng = np.random.default_rng(5)
     line = np.column_stack([np.linspace(0, 10, 15), np.zeros(15), np.zeros(15)])
@@ -225,9 +236,10 @@ def test_levelled_fit_ignores_drifting_heights() -> None:
     assert matrix[2, 3] == pytest.approx(140.0, abs=1.0)  # the median height
 
 
-def tilted_views(tilt: np.ndarray, views: list[tuple[float, float]]) -> pycolmap.Reconstruction:
-    """A model of cameras at the given (heading, pitch from nadir) in degrees, its frame turned by `tilt` against
-    the world's."""
+def tilted_views(tilt: np.ndarray, views: list[tuple[float, float]], centres: np.ndarray | None = None
+                 ) -> pycolmap.Reconstruction:
+    """A model of cameras at the given (heading, pitch from nadir) in degrees and world centres (the origin by
+    default), its frame turned by `tilt` against the world's."""
     model = pycolmap.Reconstruction()
     camera = pycolmap.Camera.create_from_model_name(1, "SIMPLE_PINHOLE", 500.0, 640, 480)
     model.add_camera_with_trivial_rig(camera)
@@ -238,7 +250,9 @@ def tilted_views(tilt: np.ndarray, views: list[tuple[float, float]]) -> pycolmap
         pitch_up = np.array([[1, 0, 0], [0, np.cos(p), -np.sin(p)], [0, np.sin(p), np.cos(p)]])
         turn = np.array([[np.cos(h), -np.sin(h), 0], [np.sin(h), np.cos(h), 0], [0, 0, 1]])
         world_from_camera = turn @ look_down @ pitch_up
-        cam_from_model = pycolmap.Rigid3d(pycolmap.Rotation3d((tilt @ world_from_camera).T), np.zeros(3))
+        camera_from_model = (tilt @ world_from_camera).T
+        centre = tilt @ (centres[i] if centres is not None else np.zeros(3))
+        cam_from_model = pycolmap.Rigid3d(pycolmap.Rotation3d(camera_from_model), -camera_from_model @ centre)
         model.add_image_with_trivial_frame(pycolmap.Image(name=f"{i}.jpg", camera_id=1, image_id=i + 1),
                                            cam_from_model)
     return model
@@ -262,6 +276,46 @@ def test_levelling_finds_obliques_that_state_no_pitch() -> None:
     assert np.allclose(gravity_direction(one_way, {}), tilt @ [0, 0, -1], atol=1e-6)
     rig = tilted_views(tilt, [(0.0, 0.0)] + [(90.0 * i, 45.0) for i in range(4)])
     assert np.allclose(gravity_direction(rig, {}), tilt @ [0, 0, -1], atol=1e-6)
+
+
+def grid_survey(rng: np.random.Generator) -> np.ndarray:
+    """40 camera centres on five flight lines 15 m apart, 50 m above the ground, as a 100 m survey flies them."""
+    x, y = np.meshgrid(np.linspace(0.0, 60.0, 5), np.linspace(0.0, 80.0, 8))
+    return np.column_stack([x.ravel(), y.ravel(), np.full(x.size, 50.0)]) + rng.normal(0, 0.3, (x.size, 3))
+
+
+def fitted_tilt_deg(views: list[tuple[float, float]], vertical_noise_m: float, seed: int) -> float:
+    """The angle between the world's vertical and the vertical of a tilted model of `views` over grid_survey
+    once fit_and_apply has laid it on fixes with 1.5 m of horizontal noise and the given vertical noise, the
+    views stating no pitch."""
+    rng = np.random.default_rng(seed)
+    centres = grid_survey(rng)
+    model = tilted_views(random_rotation(rng), views, centres)
+    names = [f"{i}.jpg" for i in range(len(views))]
+    source = np.array([model.find_image_with_name(n).projection_center() for n in names])
+    fixes = centres + rng.normal(0, 1.0, centres.shape) * [1.5, 1.5, vertical_noise_m] + [4e5, 5e6, 300.0]
+    fit = fit_and_apply(model, source, fixes, 30.0, {}, trust_heights=False)
+    assert fit is not None
+    # The first view's axis, at its pitch in the world, says in the fitted model how far the model leans.
+    axis = model.find_image_with_name(names[0]).viewing_direction()
+    return float(np.degrees(np.arccos(np.clip(-axis[2], -1.0, 1.0))))
+
+
+def test_nadir_views_level_a_model_that_noisy_gps_heights_would_tilt() -> None:
+    """40 nadir views that state no pitch (EXIF GPS only) over fixes with 3 m of vertical noise: the heights
+    alone lean the model by about a degree (the noise over the layout leaves 1.4 degrees of uncertainty); the
+    views level it. With decimetre heights (RTK, a barometer) the heights level it, as before."""
+    nadir = [(180.0 * (i // 8 % 2), 0.0) for i in range(40)]
+    assert fitted_tilt_deg(nadir, 3.0, seed=21) < 0.01
+    assert fitted_tilt_deg(nadir, 0.1, seed=21) > 0.01  # the heights' fit, not the views'
+    assert fitted_tilt_deg(nadir, 0.1, seed=21) < 0.2
+
+
+def test_views_that_state_no_pitch_and_look_one_way_do_not_level() -> None:
+    """A camera fixed 20 degrees forward, flown one way, stating no pitch: its views average 20 degrees from
+    the vertical, which the heights plainly contradict; the heights keep the model within a few degrees."""
+    forward = [(0.0, 20.0)] * 40
+    assert fitted_tilt_deg(forward, 3.0, seed=22) == pytest.approx(20.0, abs=4.0)
 
 
 def test_odm_camera_normalisation() -> None:
