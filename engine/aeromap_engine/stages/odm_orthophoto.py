@@ -4,8 +4,8 @@ The surface comes from the filtered point cloud (dense, or sparse with fast-orth
 not a DSM was asked for. Per tile, each cell is projected into the images; a z-buffer of the surface around the
 tile tells which images actually see it (not hidden by trees or buildings); seamlines give each cell a view that
 sees it nearly from above, bending around what neighbouring views disagree on (ortho/seams.py), and views are
-blended across them band by band (ortho/mosaic.py). Only tiles that hold some of the surveyed area are rendered,
-and a tile asks only the views whose frame, cast onto the ground, reaches it. Writes odm_orthophoto/odm_orthophoto.tif
+blended across them band by band (ortho/mosaic.py); ortho/render.py renders a tile. Only tiles that hold some
+of the surveyed area are rendered, and a tile asks only the views whose frame, cast onto the ground, reaches it. Writes odm_orthophoto/odm_orthophoto.tif
 (RGBA, transparent outside the surveyed area), odm_orthophoto/odm_orthophoto_sources.tif (which photograph colours
 each pixel) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png.
 """

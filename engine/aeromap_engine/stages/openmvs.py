@@ -243,7 +243,7 @@ def run(ctx: "StageContext") -> None:
         log.info("fast-orthophoto: skipping the dense point cloud, the sparse points will be used")
         project.dense_cloud.unlink(missing_ok=True)
         return
-    figures = densify(project, ctx.options.pc_quality, photometry.applied(project.photometry_file, ctx.options.photometric_correction), ctx.options.max_concurrency,
-                      ctx.progress)
+    corrections = photometry.applied(project.photometry_file, ctx.options.photometric_correction)
+    figures = densify(project, ctx.options.pc_quality, corrections, ctx.options.max_concurrency, ctx.progress)
     log.info("Dense point cloud: %d points from %d depth maps", figures["points"], figures["depth_maps"])
     project.update_stats("dense", figures)
