@@ -74,3 +74,8 @@ def gps_centre(photos: list[Photo]) -> tuple[float, float] | None:
     lon = sorted(p.longitude for p in located)[len(located) // 2]
     lat = sorted(p.latitude for p in located)[len(located) // 2]
     return lon, lat
+
+
+def capture_order(photos: list[Photo]) -> list[int]:
+    """Image indices by capture time (file name where times are missing or equal)."""
+    return sorted(range(len(photos)), key=lambda i: (photos[i].utc_time or 0.0, photos[i].filename))

@@ -213,3 +213,8 @@ def load(path: Path) -> Photometry | None:
     return Photometry({k: tuple(v) for k, v in values["gains"].items()}, values["cameras"],
                       {k: tuple(v) for k, v in values["falloff"].items()},
                       {k: Frame(**f) for k, f in values["frames"].items()})
+
+
+def applied(path: Path, enabled: bool) -> Photometry | None:
+    """The corrections to divide out of the photographs: none where the options turn them off."""
+    return load(path) if enabled else None

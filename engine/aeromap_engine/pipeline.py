@@ -17,9 +17,9 @@ from .files import read_json, write_json
 from .log import emit_progress, log
 from .options import Option, Options, default_concurrency, resolve
 from .parallel import ForkedCall
-from .project import Project
+from .project import STAGE_NAMES, Project
 from .resources import held_bytes
-from .stages import STAGE_NAMES, implemented_stages, split
+from .stages import implemented_stages, split
 
 PIPELINE_OPTIONS = [
     Option("rerun-from", "enum", "", "Re-run the pipeline from this stage onward.", "dataset",
@@ -90,16 +90,6 @@ class PeakMemory:
             self._measure()
 
 
-def _marker(project: Project, stage: str):
-    return project.state_dir / f"{stage}.done"
-
-
-def mark_done(project: Project, stages: tuple[str, ...]) -> None:
-    """Record stages as done without running them: a submodel's, done for it by the survey's run."""
-    for name in stages:
-        write_json(_marker(project, name), {"seconds": 0.0, "peak_memory_mb": 0.0})
-
-
 def _first_stage_to_run(project: Project, options: Options, previous: dict[str, Any] | None,
                         specs: list[Option]) -> str | None:
     """The stage to re-run from, or None when every stage up to the end has already finished."""
@@ -116,7 +106,7 @@ def _first_stage_to_run(project: Project, options: Options, previous: dict[str, 
             log.info("Option %s changed since the last run: re-running from %s", first.name, first.stage)
             candidates.append(first.stage)
     for name in STAGE_NAMES:
-        if not split.handled_by_submodels(project, name) and not _marker(project, name).exists():
+        if not split.handled_by_submodels(project, name) and not project.stage_marker(name).exists():
             candidates.append(name)
             break
     return min(candidates, key=STAGE_NAMES.index) if candidates else None
@@ -159,14 +149,14 @@ def run(project: Project, option_pairs: list[dict[str, Any]]) -> None:
         raise OptionsError(f"rerun-from {options.rerun_from} comes after end-with {end}")
     if start is not None:
         for name in STAGE_NAMES[STAGE_NAMES.index(start):]:
-            _marker(project, name).unlink(missing_ok=True)
+            project.stage_marker(name).unlink(missing_ok=True)
 
     for name in STAGE_NAMES[: last + 1]:
         module = stages[name]
         if split.handled_by_submodels(project, name):
             log.info("Stage %s: done by the submodels", name)
             continue
-        if _marker(project, name).exists():
+        if project.stage_marker(name).exists():
             log.info("Stage %s already done, skipping", name)
             continue
         # Whether the survey splits is known once the dataset stage has kept its images.
@@ -192,15 +182,9 @@ def _run_stage(project: Project, options: Options, name: str, module: ModuleType
         stage.wait()
     seconds = time.monotonic() - began
     ctx.progress(1.0)
-    write_json(_marker(project, name), {"seconds": round(seconds, 3),
-                                         "peak_memory_mb": round(memory.peak_bytes / 2**20, 1)})
+    project.mark_done(name, round(seconds, 3), round(memory.peak_bytes / 2**20, 1))
     log.info("Finished stage %s in %.1f s (peak memory %.0f MB)", name, seconds, memory.peak_bytes / 2**20)
 
 
 def _write_stage_stats(project: Project) -> None:
-    stages = {}
-    for name in STAGE_NAMES:
-        record = read_json(_marker(project, name))
-        if record is not None:
-            stages[name] = record
-    project.update_stats("stages", stages)
+    project.update_stats("stages", project.stage_records())

@@ -10,6 +10,23 @@ from .files import read_json, write_json
 
 IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".tif", ".tiff"}
 
+# The stages of a run, in ODM's order and with ODM's names (most name the folder their products go to).
+STAGE_NAMES: tuple[str, ...] = (
+    "dataset",
+    "split",
+    "merge",
+    "opensfm",
+    "openmvs",
+    "odm_filterpoints",
+    "odm_meshing",
+    "mvs_texturing",
+    "odm_georeferencing",
+    "odm_dem",
+    "odm_orthophoto",
+    "odm_report",
+    "odm_postprocess",
+)
+
 
 @dataclass(frozen=True)
 class Project:
@@ -50,8 +67,63 @@ class Project:
         return self.path("opensfm", "photometry.json")
 
     @property
+    def reconstruction_dir(self) -> Path:
+        """The sparse model (COLMAP's binary format), in the world frame."""
+        return self.path("opensfm", "reconstruction")
+
+    @property
+    def sparse_cloud(self) -> Path:
+        return self.path("opensfm", "sparse.ply")
+
+    @property
+    def dense_cloud(self) -> Path:
+        return self.path("openmvs", "scene_dense.ply")
+
+    @property
+    def filtered_cloud(self) -> Path:
+        """The dense cloud cleaned and cropped to the surveyed area, tiled (cloud/tiled.py), in the world frame."""
+        return self.path("odm_filterpoints", "point_cloud.ply")
+
+    @property
+    def bounds_file(self) -> Path:
+        """The surveyed area's outline (GeoJSON, in the CRS)."""
+        return self.path("odm_filterpoints", "bounds.geojson")
+
+    def mesh(self, three_d: bool) -> Path:
+        return self.path("odm_meshing", "odm_mesh.ply" if three_d else "odm_25dmesh.ply")
+
+    @property
+    def texturing_dir(self) -> Path:
+        return self.path("odm_texturing")
+
+    def georeferenced_model(self, extension: str) -> Path:
+        """The point cloud in the CRS, in the format that `extension` names (laz, las, csv, copc.laz, ply)."""
+        return self.path("odm_georeferencing", f"odm_georeferenced_model.{extension}")
+
+    @property
+    def coords_file(self) -> Path:
+        return self.path("odm_georeferencing", "coords.txt")
+
+    def dem(self, kind: str) -> Path:
+        """The elevation model of `kind` (dsm or dtm)."""
+        return self.path("odm_dem", f"{kind}.tif")
+
+    def orthophoto(self, extension: str = "tif") -> Path:
+        return self.path("odm_orthophoto", f"odm_orthophoto.{extension}")
+
+    @property
+    def orthophoto_sources(self) -> Path:
+        """Which photograph colours each orthophoto pixel: its index in the `images` tag (a JSON list of names),
+        NO_SOURCE (ortho/render.py) where none; the seamlines run where the index changes."""
+        return self.path("odm_orthophoto", "odm_orthophoto_sources.tif")
+
+    @property
     def report_dir(self) -> Path:
         return self.root / "odm_report"
+
+    @property
+    def report_file(self) -> Path:
+        return self.report_dir / "report.pdf"
 
     @property
     def stats_file(self) -> Path:
@@ -82,6 +154,26 @@ class Project:
             for p in self.images_dir.iterdir()
             if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS and not p.stem.endswith("_mask")
         )
+
+    def stage_marker(self, stage: str) -> Path:
+        """Present once the stage has finished; holds its time and peak memory."""
+        return self.state_dir / f"{stage}.done"
+
+    def mark_done(self, stage: str, seconds: float = 0.0, peak_memory_mb: float = 0.0) -> None:
+        write_json(self.stage_marker(stage), {"seconds": seconds, "peak_memory_mb": peak_memory_mb})
+
+    def stage_records(self, stages: tuple[str, ...] = STAGE_NAMES) -> dict[str, dict[str, float]]:
+        """Time and peak memory of those of `stages` that have finished, in pipeline order."""
+        records = {}
+        for name in stages:
+            record = read_json(self.stage_marker(name))
+            if record is not None:
+                records[name] = record
+        return records
+
+    def mean_gsd_cm(self) -> float | None:
+        """The photographs' mean ground sample distance, once structure from motion has measured it."""
+        return self.read_stats().get("reconstruction", {}).get("gsd_cm")
 
     def read_stats(self) -> dict[str, Any]:
         return read_json(self.stats_file, {}) or {}

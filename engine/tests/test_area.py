@@ -5,7 +5,6 @@ grid, global statistic, tie-point box) fails the same check, so that it cannot p
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 

@@ -18,7 +18,6 @@ from aeromap_engine.io.exif import exif_tags
 from aeromap_engine.io.ply import read_ply
 from aeromap_engine.project import Project
 from aeromap_engine.stages.dataset import inspect_image
-from aeromap_engine.stages.openmvs import dense_cloud_path
 
 
 def _writable_copy(source: Path, target: Path) -> Project:
@@ -38,7 +37,7 @@ def test_dense_stage_matches_every_image_of_a_long_baseline_survey(datasets: Pat
         assert not [line for line in captured.lines if line.startswith("No depth from")]
     figures = json.loads(project.stats_file.read_text())["dense"]
     assert figures["working_size"] == 320 and figures["depth_maps"] == 18
-    dense = read_ply(dense_cloud_path(project))
+    dense = read_ply(project.dense_cloud)
     assert len(dense) > 100_000  # 126,888 measured
     sparse = read_ply(project.path("opensfm", "sparse.ply"))
     ties = sparse.xyz[sparse.views >= 3].astype(np.float64)

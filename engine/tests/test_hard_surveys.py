@@ -30,7 +30,6 @@ from aeromap_engine.project import Project
 from aeromap_engine.sfm.alignment import apply, similarity_about_vertical
 from aeromap_engine.split.plan import Submodel
 from aeromap_engine.stages import opensfm
-from aeromap_engine.stages.openmvs import dense_cloud_path
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
 from test_sfm import DATASET, SFM, SUBSET, UTM_15N, downscale, exif_utm, make_project, model_centres, stats
 
@@ -276,7 +275,7 @@ def test_a_cloud_above_its_cameras_fails_clearly(tmp_path: Path) -> None:
     options = SFM[1:] + [{"name": "pc-quality", "value": "low"}, {"name": "end-with", "value": "odm_filterpoints"}]
     pipeline.run(project, options)
     assert stats(project)["quality"]["checks"]["cloud_height_range"]["passed"]
-    dense = dense_cloud_path(project)
+    dense = project.dense_cloud
     cloud = read_ply(dense)
     ghost = cloud.subset(cloud.xyz[:, 0] < np.percentile(cloud.xyz[:, 0], 20))
     write_ply(dense, PointCloud.concatenate([cloud, PointCloud(ghost.xyz + [0, 0, 300], ghost.rgb, ghost.views)]))

@@ -19,8 +19,7 @@ from aeromap_engine.io.ply import read_ply
 from aeromap_engine.mesh.measure import point_distances
 from aeromap_engine.mesh.model import Mesh
 from aeromap_engine.project import Project
-from aeromap_engine.stages.odm_filterpoints import load_boundary
-from aeromap_engine.stages.odm_meshing import mesh_path
+from aeromap_engine.io.geojson import read_survey_area
 from test_products import clone, options, sparse  # noqa: F401  (sparse: the reconstruction, once per module)
 
 
@@ -73,8 +72,8 @@ def heights_under(mesh: Mesh, xy: np.ndarray) -> np.ndarray:
 # --- the 2.5D mesh ---------------------------------------------------------------------------------------------
 
 def test_25d_mesh_lies_on_the_cloud_and_fills_the_surveyed_area(meshed: Project) -> None:
-    mesh = read_mesh_ply(mesh_path(meshed, three_d=False))
-    assert not mesh_path(meshed, three_d=True).exists()
+    mesh = read_mesh_ply(meshed.mesh(three_d=False))
+    assert not meshed.mesh(three_d=True).exists()
     xyz = sample(cloud(meshed))
     height = heights_under(mesh, xyz[:, :2])
     # Under every point but those in the strip (under a cell wide) between the outermost cell centres and the
@@ -83,7 +82,7 @@ def test_25d_mesh_lies_on_the_cloud_and_fills_the_surveyed_area(meshed: Project)
     above = xyz[:, 2] - height
     assert np.nanmedian(np.abs(above)) < 0.03  # in cm...
     assert np.nanmean(above > 0.25) < 0.01  # ...and the highest surface: hardly a point pokes through it
-    boundary = load_boundary(meshed, Georef.load(meshed))
+    boundary = read_survey_area(meshed.bounds_file, Georef.load(meshed).offset)
     assert boundary.contains(mesh.vertices[:, :2]).all()  # the boundary is convex: no face reaches out of it
     normals, areas = normals_and_areas(mesh)
     assert (normals[:, 2] > 0).all()  # a height field, counter-clockwise seen from above
@@ -92,14 +91,14 @@ def test_25d_mesh_lies_on_the_cloud_and_fills_the_surveyed_area(meshed: Project)
     assert figures["kind"] == "2.5d"
     assert figures["vertices"] == len(mesh.vertices) <= 200_000 and figures["faces"] == len(mesh.faces)
     assert figures["point_distance"]["median_cm"] < 4
-    assert b"comment crs EPSG:32615" in mesh_path(meshed, three_d=False).read_bytes()[:300]
+    assert b"comment crs EPSG:32615" in meshed.mesh(three_d=False).read_bytes()[:300]
 
 
 def test_mesh_size_caps_the_vertices_and_spends_them_on_relief(variant: Project, meshed: Project) -> None:
     pipeline.run(variant, options(mesh_size=3000, end_with="odm_meshing"))
-    mesh = read_mesh_ply(mesh_path(variant, three_d=False))
+    mesh = read_mesh_ply(variant.mesh(three_d=False))
     assert 2700 <= len(mesh.vertices) <= 3000 < mesh_stats(meshed)["vertices"]
-    assert load_boundary(variant, Georef.load(variant)).contains(mesh.vertices[:, :2]).all()
+    assert read_survey_area(variant.bounds_file, Georef.load(variant).offset).contains(mesh.vertices[:, :2]).all()
     xyz = sample(cloud(variant))
     assert np.nanmedian(np.abs(xyz[:, 2] - heights_under(mesh, xyz[:, :2]))) < 0.15
     # Trees, cars and kerbs keep small triangles; open ground gets large ones (seen from above).
@@ -112,8 +111,8 @@ def test_mesh_size_caps_the_vertices_and_spends_them_on_relief(variant: Project,
 # --- the 3D mesh -----------------------------------------------------------------------------------------------
 
 def test_3d_mesh_lies_on_and_covers_the_cloud(meshed_3d: Project) -> None:
-    mesh = read_mesh_ply(mesh_path(meshed_3d, three_d=True))
-    assert not mesh_path(meshed_3d, three_d=False).exists()  # the 2.5D mesh of the earlier run is gone
+    mesh = read_mesh_ply(meshed_3d.mesh(three_d=True))
+    assert not meshed_3d.mesh(three_d=False).exists()  # the 2.5D mesh of the earlier run is gone
     xyz = cloud(meshed_3d)
     distance = point_distances(mesh, sample(xyz, 5000))
     assert np.median(distance) < 0.02  # on the cloud...
@@ -145,7 +144,7 @@ def test_octree_depth_sets_the_detail_of_the_3d_mesh(meshed_3d: Project, tmp_pat
 # --- skip-3dmodel ----------------------------------------------------------------------------------------------
 
 def test_skip_3dmodel_writes_no_mesh_and_removes_a_stale_one(variant: Project) -> None:
-    assert mesh_path(variant, three_d=False).exists()
+    assert variant.mesh(three_d=False).exists()
     pipeline.run(variant, options(skip_3dmodel=True, use_3dmesh=True, end_with="odm_meshing"))
-    assert not mesh_path(variant, three_d=False).exists() and not mesh_path(variant, three_d=True).exists()
+    assert not variant.mesh(three_d=False).exists() and not variant.mesh(three_d=True).exists()
     assert mesh_stats(variant)["kind"] is None

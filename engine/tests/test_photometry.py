@@ -15,7 +15,7 @@ import rasterio
 from aeromap_engine import photometry, pipeline
 from aeromap_engine.photometry import Frame, Observations, estimate
 from aeromap_engine.project import Project
-from aeromap_engine.stages.odm_orthophoto import NO_SOURCE, sources_path
+from aeromap_engine.ortho.render import NO_SOURCE
 from aeromap_engine.synthetic.seams import falloff_at, seam_figures, spoil
 
 DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
@@ -111,7 +111,7 @@ def test_the_estimate_on_brighton_finds_the_applied_gains_and_falloff(spoilt: Pr
 
 
 def test_the_corrections_take_the_steps_out_of_the_seams(spoilt: Project, tmp_path: Path) -> None:
-    with rasterio.open(sources_path(spoilt)) as dataset:
+    with rasterio.open(spoilt.orthophoto_sources) as dataset:
         sources = dataset.read(1)
     assert len(np.unique(sources[sources != NO_SOURCE])) >= 4  # the orthophoto is a mosaic of several photographs
     off = Project(tmp_path / "off")

@@ -14,8 +14,9 @@ from aeromap_engine import pipeline
 from aeromap_engine.errors import InputError, OptionsError
 from aeromap_engine.options import resolve
 from aeromap_engine.project import Project
+from conftest import datasets_dir
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
+DATASET = datasets_dir() / "brighton_beach" / "images"
 
 
 @pytest.fixture()

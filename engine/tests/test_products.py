@@ -28,7 +28,6 @@ from aeromap_engine.io.geojson import read_geometry, read_polygon
 from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.project import Project
 from aeromap_engine.stages import odm_dem, odm_orthophoto
-from aeromap_engine.stages.odm_orthophoto import sources_path
 
 DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
 SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
@@ -406,7 +405,7 @@ def test_tiles_made_in_several_processes_make_the_same_models_and_orthophoto(var
                                                                            engine_log) -> None:
     monkeypatch.setattr(odm_orthophoto, "TILE", 256)  # several tiles on this small survey
     monkeypatch.setattr(odm_dem, "TILE", 256)
-    paths = (variant.path("odm_orthophoto", "odm_orthophoto.tif"), sources_path(variant),
+    paths = (variant.path("odm_orthophoto", "odm_orthophoto.tif"), variant.orthophoto_sources,
              variant.path("odm_dem", "dsm.tif"), variant.path("odm_dem", "dtm.tif"))
     rasters = []
     with engine_log() as captured:

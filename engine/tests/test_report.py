@@ -107,7 +107,7 @@ def products(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Proje
 # --- the stage on a real reconstruction ------------------------------------------------------------------------
 
 def test_report_is_a_pdf_of_a_few_pages(products: Project) -> None:
-    pdf = odm_report.report_path(products).read_bytes()
+    pdf = products.report_file.read_bytes()
     assert pdf.startswith(b"%PDF-") and pdf.rstrip().endswith(b"%%EOF")
     assert 4 <= page_count(pdf) <= 8
     built = rendered(products)
@@ -190,7 +190,7 @@ def test_without_elevation_models_no_dem_previews(products: Project, tmp_path: P
     built = rendered(project)
     assert not [row for row in built.rows if row.key.startswith(("DSM", "DTM"))]
     assert built.find("Reconstructed images").value == len(SUBSET)
-    assert odm_report.report_path(project).read_bytes().startswith(b"%PDF-")
+    assert project.report_file.read_bytes().startswith(b"%PDF-")
 
 
 def test_local_frame_says_none(tmp_path: Path) -> None:
@@ -205,7 +205,7 @@ def test_local_frame_says_none(tmp_path: Path) -> None:
     assert data["gps_errors"] == {} and data["reconstruction_statistics"]["has_gps"] is False
     assert data["point_cloud_statistics"]["dense"] is False
     assert webodm_statistics(data)["points"] == data["reconstruction"]["points"]
-    assert odm_report.report_path(project).read_bytes().startswith(b"%PDF-")
+    assert project.report_file.read_bytes().startswith(b"%PDF-")
 
 
 def test_control_points_get_their_table(sparse: Project, tmp_path: Path) -> None:
@@ -236,7 +236,7 @@ def test_control_points_get_their_table(sparse: Project, tmp_path: Path) -> None
     assert [built.find(name, "Ground Control Points").text for name in names] == names
     assert built.find(f"{names[0]} / Used").value is True
     assert built.find("GCP average error (3D)").value == data["gcp_errors"]["average_error"]
-    assert odm_report.report_path(project).read_bytes().startswith(b"%PDF-")
+    assert project.report_file.read_bytes().startswith(b"%PDF-")
 
 
 def test_gps_outliers_and_the_placements_uncertainty_are_reported(sparse: Project, tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ from aeromap_engine.geo import parse_crs, utm_crs
 from aeromap_engine.io.exif import photo_from_metadata, xmp_tags
 from aeromap_engine.io.gcp import parse_gcp_list
 from aeromap_engine.quality import gps_agreement, height_range, nadir_views
-from aeromap_engine.sfm.alignment import apply, robust_similarity
 from aeromap_engine.sfm import alignment
 from aeromap_engine.sfm.consistency import (GpsVerdict, fix_spacing, judge_fixes, layout_uncertainty,
                                             settling_fixes)

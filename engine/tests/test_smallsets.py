@@ -25,7 +25,6 @@ from aeromap_engine.ortho.coverage import Coverage, check_coverage, measure_cove
 from aeromap_engine.ortho.footprint import ground_outlines
 from aeromap_engine.project import Project
 from aeromap_engine.stages.odm_filterpoints import cropped_area
-from aeromap_engine.stages.openmvs import reconstruction_dir
 
 # The datasets sit beside the checkout, which may be a worktree nested a level deeper.
 DATASET = next(folder / "shared" / "datasets" / "brighton_beach" / "images" for folder in Path(__file__).resolve().parents
@@ -56,7 +55,7 @@ def finished(sparse: Project, target: Path, **values: object) -> Project:
 
 def ground_counts(project: Project) -> tuple[np.ndarray, np.ndarray]:
     """On the orthophoto's grid: its alpha (bool) and, per pixel, how many placed photographs' frames show it."""
-    rings = ground_outlines(sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project)))))
+    rings = ground_outlines(sparse_model(pycolmap.Reconstruction(str(project.reconstruction_dir))))
     offset = np.asarray(Georef.load(project).offset)
     with rasterio.open(project.path("odm_orthophoto", "odm_orthophoto.tif")) as dataset:
         alpha = dataset.read(4) > 0

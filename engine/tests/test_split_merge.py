@@ -26,7 +26,7 @@ from aeromap_engine.options import resolve
 from aeromap_engine.pipeline import all_options
 from aeromap_engine.split.mosaic import merge_rasters, merged_cloud
 from aeromap_engine.stages.split import submodel_options
-from aeromap_engine.stages.odm_dem import NODATA
+from aeromap_engine.dem.surface import NODATA
 
 CRS = "EPSG:32630"
 X0, Y0 = 500000.0, 4000000.0

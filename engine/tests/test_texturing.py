@@ -18,7 +18,6 @@ from aeromap_engine.georef import Georef
 from aeromap_engine.io.meshply import read_mesh_ply
 from aeromap_engine.mesh.model import TexturedMesh
 from aeromap_engine.project import Project
-from aeromap_engine.stages.odm_meshing import mesh_path
 from test_products import clone, options, sparse  # noqa: F401 (sparse is the fixture this module builds on)
 from test_texture_math import surface_colours
 
@@ -73,7 +72,7 @@ def test_the_stage_writes_the_obj_its_atlases_and_the_glb(textured: Project) -> 
     mesh_faces = json.loads(textured.stats_file.read_text())["mesh"]["faces"]
     assert len(model.faces) == figures["faces_textured"] == mesh_faces - figures["faces_unseen"]
     # Left out: the steep faces of the canopy that face away from every camera or that other trees hide.
-    mesh = read_mesh_ply(mesh_path(textured, False))
+    mesh = read_mesh_ply(textured.mesh(False))
     assert plan_area(model.vertices, model.faces) > 0.95 * plan_area(mesh.vertices, mesh.faces)
     assert len(model.atlases) == len(figures["atlases"]) and (directory / "odm_textured_model.mtl").exists()
     assert all(max(atlas.shape[:2]) <= 8192 for atlas in model.atlases)

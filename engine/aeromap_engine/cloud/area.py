@@ -189,6 +189,10 @@ class SurveyArea:
         return _rasterized([polygon.geometry for polygon in self.polygons if _overlap(polygon.bounds, grid.bounds)],
                            grid, all_touched)
 
+    def covered_cells(self, grid: Grid) -> np.ndarray:
+        """Cells of `grid` the area covers, the cells its outline crosses included: those a product fills."""
+        return self.mask(grid, all_touched=True)
+
     def tile_mask(self, grid: Grid, size: int) -> np.ndarray:
         """Which tiles of `size` cells (as Grid.tiles cuts them) hold some of the area: (tile rows, tile cols)."""
         tiles = Grid(grid.x0, grid.y1, grid.resolution * size, -(-grid.width // size), -(-grid.height // size))

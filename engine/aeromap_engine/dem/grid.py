@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from ..log import log
+
 
 @dataclass(frozen=True)
 class Window:
@@ -170,3 +172,15 @@ def sample_bilinear(grid: Grid, values: np.ndarray, xy: np.ndarray) -> np.ndarra
     top = values[r0, c0] * (1 - fc) + values[r0, c1] * fc
     bottom = values[r1, c0] * (1 - fc) + values[r1, c1] * fc
     return top * (1 - fr) + bottom * fr
+
+
+def output_resolution(requested_cm: float, gsd_cm: float | None, ignore_gsd: bool) -> float:
+    """Metres per pixel: the requested resolution, but no finer than 0.9 x the mean GSD (ODM's cap: finer
+    pixels would only interpolate what the images did not resolve)."""
+    if ignore_gsd or not gsd_cm:
+        return requested_cm / 100.0
+    capped = max(requested_cm, 0.9 * float(gsd_cm))
+    if capped > requested_cm:
+        log.info("Resolution %.2f cm/px is finer than the images resolve (GSD %.2f cm): using %.2f cm/px",
+                 requested_cm, gsd_cm, capped)
+    return capped / 100.0

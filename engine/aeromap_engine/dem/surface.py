@@ -19,6 +19,9 @@ from .grid import CellStatistic, Grid, bin_points, sample_bilinear
 
 
 MAX_COARSE_CELLS = 4_000_000
+COARSE_FACTOR = 10  # the gap-filling surface is this many times coarser than the model
+CONTEXT_CELLS = 64  # cells of context around a tile, for gap growing and smoothing
+NODATA = -9999.0  # an elevation model's cells without a height
 
 
 @dataclass(frozen=True)

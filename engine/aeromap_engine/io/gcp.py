@@ -10,10 +10,12 @@ a name, the coordinates identify the point. Lines starting with # are comments.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyproj
 
+from ..errors import InputError
 from ..geo import parse_crs
 
 
@@ -57,3 +59,13 @@ def parse_gcp_list(text: str) -> GcpFile:
             raise ValueError(f"gcp_list.txt line {number}: point {name} has two different coordinates")
         point.observations.append(GcpObservation(parts[5], (px, py)))
     return GcpFile(crs, list(points.values()))
+
+
+def read_gcp_file(path: Path) -> GcpFile | None:
+    """The project's gcp_list.txt; None where it has none."""
+    if not path.exists():
+        return None
+    try:
+        return parse_gcp_list(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"Cannot read gcp_list.txt: {exc}") from None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..cloud.area import SurveyArea
 from ..files import atomic_path
 
 
@@ -38,3 +39,8 @@ def read_polygon(path: Path) -> np.ndarray:
     rings = geometry["coordinates"][0] if geometry["type"] == "MultiPolygon" else geometry["coordinates"]
     ring = np.asarray(rings[0], dtype=np.float64)
     return ring[:-1] if len(ring) > 1 and np.array_equal(ring[0], ring[-1]) else ring
+
+
+def read_survey_area(path: Path, offset: tuple[float, float]) -> SurveyArea:
+    """The surveyed area that odm_filterpoints outlined (bounds.geojson, in the CRS), in the world frame."""
+    return SurveyArea.from_geometry(read_geometry(path), offset)

@@ -28,9 +28,9 @@ from scipy import ndimage
 from ..cloud.points import PointCloud
 from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
 from ..dem.grid import Grid, Window
+from ..dem.surface import NODATA
 from ..io.geotiff import RasterFormat, TiledRaster, transform
 from ..io.pointcloud import open_las
-from ..stages.odm_dem import NODATA
 from .blend import Owners, cutline_weights
 
 RasterKind = Literal["orthophoto", "dem"]
@@ -190,7 +190,7 @@ def merged_cloud(sources: list[Path | None], owners: Owners, offset: tuple[float
     """The submodels' georeferenced clouds (sources[k]: submodel k's LAS/LAZ, None where it has none) cut along
     the cutlines: each location keeps only the points of the submodel that owns it. Written at `path` as a tiled
     cloud in the world frame (the CRS less `offset`), the view counts taken from user_data, ready for
-    odm_georeferencing's write_cloud."""
+    io/georeferenced.py's write_cloud."""
     shift = np.array([offset[0], offset[1], 0.0])
 
     def parts() -> Iterator[PointCloud]:

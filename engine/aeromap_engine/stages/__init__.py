@@ -9,21 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-STAGE_NAMES: tuple[str, ...] = (
-    "dataset",
-    "split",
-    "merge",
-    "opensfm",
-    "openmvs",
-    "odm_filterpoints",
-    "odm_meshing",
-    "mvs_texturing",
-    "odm_georeferencing",
-    "odm_dem",
-    "odm_orthophoto",
-    "odm_report",
-    "odm_postprocess",
-)
+from ..project import STAGE_NAMES
 
 # Stage name -> module (in this package) that does its work.
 _MODULES: dict[str, str] = {

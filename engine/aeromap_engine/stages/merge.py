@@ -19,6 +19,7 @@ import numpy as np
 from ..dem.grid import Grid
 from ..files import read_json
 from ..georef import Georef
+from ..io.georeferenced import write_cloud
 from ..io.geotiff import RasterFormat
 from ..log import log
 from ..options import Option
@@ -26,9 +27,6 @@ from ..parallel import forked_map, shared_progress
 from ..resources import workers_within_memory
 from ..split.blend import Owners
 from ..split.mosaic import merge_rasters, merged_cloud
-from .odm_dem import dem_path
-from .odm_georeferencing import model_path, write_cloud
-from .odm_orthophoto import orthophoto_path
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -112,10 +110,10 @@ def record(project: "Project", merged: list[dict[str, dict]]) -> None:
 def merge_cloud(ctx: "StageContext", submodels: list["Project"], owners: Owners, georef: Georef) -> dict[str, dict]:
     project = ctx.project
     with tempfile.TemporaryDirectory(prefix="merge.", dir=project.root) as tmp:
-        cloud = merged_cloud(existing([model_path(s, "laz") for s in submodels]), owners, georef.offset,
+        cloud = merged_cloud(existing([s.georeferenced_model("laz") for s in submodels]), owners, georef.offset,
                              Path(tmp) / "merged.ply", Path(tmp))
         ctx.progress(0.5)
-        write_cloud(ctx.part(0.5, 1.0), cloud, georef)
+        write_cloud(project, ctx.options, cloud, georef, ctx.part(0.5, 1.0).progress)
     log.info("Merged point cloud: %d points from %d submodels", len(cloud), len(submodels))
     return {"point_cloud": {"points": len(cloud), "source": "dense", "submodels": len(submodels)}}
 
@@ -134,8 +132,8 @@ def wgs84_bounds(grid: Grid, georef: Georef) -> list[float] | None:
 def merge_dem(ctx: "StageContext", kind: str, submodels: list["Project"], owners: Owners,
               georef: Georef) -> dict[str, dict]:
     project = ctx.project
-    dem_path(project, kind).unlink(missing_ok=True)
-    merged = merge_rasters(existing([dem_path(s, kind) for s in submodels]), owners, dem_path(project, kind),
+    project.dem(kind).unlink(missing_ok=True)
+    merged = merge_rasters(existing([s.dem(kind) for s in submodels]), owners, project.dem(kind),
                            "dem", RasterFormat(cog=ctx.options.cog), BLEND_BAND_M)
     if merged is None:
         return {}
@@ -149,10 +147,10 @@ def merge_dem(ctx: "StageContext", kind: str, submodels: list["Project"], owners
 def merge_orthophoto(ctx: "StageContext", submodels: list["Project"], owners: Owners,
                      georef: Georef) -> dict[str, dict]:
     project, options = ctx.project, ctx.options
-    png = orthophoto_path(project, "png")
+    png = project.orthophoto("png")
     png.unlink(missing_ok=True)
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
-    merged = merge_rasters(existing([orthophoto_path(s) for s in submodels]), owners, orthophoto_path(project),
+    merged = merge_rasters(existing([s.orthophoto() for s in submodels]), owners, project.orthophoto(),
                            "orthophoto", fmt, BLEND_BAND_M, png if options.orthophoto_png else None)
     if merged is None:
         return {}

@@ -10,13 +10,13 @@ gltf, odm_texturing/odm_textured_model_geo.glb; nothing with skip-3dmodel. The m
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 import pycolmap
 
+from .. import photometry
 from ..dense.views import View, sparse_model
 from ..files import atomic_dir
 from ..georef import Georef
@@ -27,12 +27,9 @@ from ..io.obj import MODEL_NAME, write_obj
 from ..log import log
 from ..options import Option
 from ..texture.build import TextureSettings, texture_mesh
-from .odm_meshing import mesh_path
-from .openmvs import photometry_of, reconstruction_dir
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
-    from ..project import Project
 
 OPTIONS: list[Option] = [
     Option("texturing-single-material", "bool", False, "Pack the whole texture into one material (one atlas of at "
@@ -47,24 +44,20 @@ OPTIONS: list[Option] = [
 WEIGHT = 1.0
 
 
-def texturing_dir(project: "Project") -> Path:
-    return project.path("odm_texturing")
-
-
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     if options.skip_3dmodel:
-        shutil.rmtree(texturing_dir(project), ignore_errors=True)  # no stale model from a run with other options
+        shutil.rmtree(project.texturing_dir, ignore_errors=True)  # no stale model from a run with other options
         log.info("skip-3dmodel: no textured model")
         project.update_stats("texturing", {"mesh": None})
         return
     cv2.setNumThreads(options.max_concurrency)
     three_d = options.use_3dmesh
-    mesh = read_mesh_ply(mesh_path(project, three_d))
-    views = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project)))).views
+    mesh = read_mesh_ply(project.mesh(three_d))
+    views = sparse_model(pycolmap.Reconstruction(str(project.reconstruction_dir))).views
     georef = Georef.load(project)
     levels = load_levels(project.radiometry_file)
-    corrections = photometry_of(ctx)
+    corrections = photometry.applied(project.photometry_file, ctx.options.photometric_correction)
 
     def load(view: View, scale: float) -> np.ndarray:
         image = read_scaled(project.images_dir / view.name, scale, levels)
@@ -76,7 +69,7 @@ def run(ctx: "StageContext") -> None:
     textured, figures = texture_mesh(mesh, views, load, settings, lambda f: ctx.progress(0.8 * f))
     if figures["faces_unseen"]:
         log.info("%d of %d faces are seen whole by no image and were left out", figures["faces_unseen"], len(mesh))
-    with atomic_dir(texturing_dir(project)) as tmp:
+    with atomic_dir(project.texturing_dir) as tmp:
         write_obj(tmp, textured, options.max_concurrency)
         ctx.progress(0.95)
         if options.gltf:

@@ -16,20 +16,19 @@ import numpy as np
 from ..cloud.area import SurveyArea
 from ..cloud.points import PointCloud
 from ..cloud.tiled import Tile, TiledCloud, tiled_writer
-from ..dem.grid import Grid, Window
+from ..dem.grid import Grid, Window, output_resolution
 from ..dem.smrf import SmrfSettings, classify, terrain_margin
-from ..dem.surface import CoarseSurface, SurfaceSettings, surface
+from ..dem.surface import COARSE_FACTOR, CONTEXT_CELLS, NODATA, CoarseSurface, SurfaceSettings, surface
 from ..georef import Georef
+from ..io.geojson import read_survey_area
 from ..io.geotiff import RasterFormat, TiledRaster
 from ..log import log
 from ..options import Option
 from ..parallel import forked_map
 from ..resources import workers_within_memory
-from .odm_filterpoints import filtered_cloud_path, load_boundary
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
-    from ..project import Project
 
 OPTIONS: list[Option] = [
     Option("dsm", "bool", False, "Build a Digital Surface Model (the ground and everything on it).", "odm_dem"),
@@ -55,34 +54,9 @@ OPTIONS: list[Option] = [
 WEIGHT = 0.6
 
 TILE = 2048  # cells per tile side
-MARGIN = 64  # cells of context around a tile, for gap growing and smoothing
 # What one process holds for a tile, whichever kind is larger: on a 153-image synthetic survey (13 M points) SMRF's
 # cloud tiles (about 2 M points each with their margin) took up to 0.9 GB, the model tiles up to 0.3 GB.
 TILE_WORKING_BYTES = 900 * 2**20
-COARSE_FACTOR = 10  # the gap-filling surface is this many times coarser than the model
-NODATA = -9999.0
-
-
-def output_resolution(project: "Project", requested_cm: float, ignore_gsd: bool) -> float:
-    """Metres per pixel: the requested resolution, but no finer than 0.9 x the mean GSD (ODM's cap: finer
-    pixels would only interpolate what the images did not resolve)."""
-    gsd = project.read_stats().get("reconstruction", {}).get("gsd_cm")
-    if ignore_gsd or not gsd:
-        return requested_cm / 100.0
-    capped = max(requested_cm, 0.9 * float(gsd))
-    if capped > requested_cm:
-        log.info("Resolution %.2f cm/px is finer than the images resolve (GSD %.2f cm): using %.2f cm/px",
-                 requested_cm, gsd, capped)
-    return capped / 100.0
-
-
-def dem_path(project: "Project", kind: str) -> Path:
-    return project.path("odm_dem", f"{kind}.tif")
-
-
-def area_mask(area: SurveyArea, grid: Grid) -> np.ndarray:
-    """Cells of the grid the surveyed area covers, the cells its outline crosses included."""
-    return area.mask(grid, all_touched=True)
 
 
 @dataclass(frozen=True)
@@ -98,7 +72,7 @@ class ModelTile:
 
     def __call__(self, tile: tuple[Window, Window]) -> np.ndarray | None:
         core, padded = tile
-        inside = area_mask(self.area, self.grid.sub(core))
+        inside = self.area.covered_cells(self.grid.sub(core))
         if not inside.any():
             return None
         padded_grid = self.grid.sub(padded)
@@ -114,7 +88,7 @@ def write_model(path: Path, cloud: TiledCloud, area: SurveyArea, resolution: flo
     `workers` processes; tiles outside the area are left unwritten (nodata)."""
     grid = Grid.covering(area.bounds, resolution)
     coarse = CoarseSurface.of(cloud.xyz_by_tile(), grid.bounds, resolution * COARSE_FACTOR)
-    tiles = list(area.tiles(grid, TILE, MARGIN))
+    tiles = list(area.tiles(grid, TILE, CONTEXT_CELLS))
     with TiledRaster(path, grid, georef.crs, georef.offset, 1, "float32", fmt, nodata=NODATA) as out:
         for (core, _), values in zip(tiles, forked_map(ModelTile(grid, cloud, coarse, area, settings), tiles,
                                                        workers)):
@@ -150,19 +124,19 @@ def find_ground(cloud: TiledCloud, settings: SmrfSettings, path: Path, scratch: 
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     for kind in ("dsm", "dtm"):
-        dem_path(project, kind).unlink(missing_ok=True)  # no stale model from a run with other options
+        project.dem(kind).unlink(missing_ok=True)  # no stale model from a run with other options
     if not (options.dsm or options.dtm):
         log.info("Neither dsm nor dtm requested: no elevation models")
         return
     georef = Georef.load(project)
-    cloud = TiledCloud.open(filtered_cloud_path(project))
-    area = load_boundary(project, georef)
-    resolution = output_resolution(project, options.dem_resolution, options.ignore_gsd)
+    cloud = TiledCloud.open(project.filtered_cloud)
+    area = read_survey_area(project.bounds_file, georef.offset)
+    resolution = output_resolution(options.dem_resolution, project.mean_gsd_cm(), options.ignore_gsd)
     fmt = RasterFormat(cog=options.cog)
     workers = workers_within_memory(options.max_concurrency, TILE_WORKING_BYTES)
     figures: dict = {"resolution_cm": round(resolution * 100, 3)}
     if options.dsm:
-        grid = write_model(dem_path(project, "dsm"), cloud, area, resolution,
+        grid = write_model(project.dem("dsm"), cloud, area, resolution,
                            SurfaceSettings("max", options.dem_gapfill_steps), georef, fmt, workers)
         figures["dsm"] = {"width": grid.width, "height": grid.height}
         ctx.progress(0.4)
@@ -171,7 +145,7 @@ def run(ctx: "StageContext") -> None:
         with tempfile.TemporaryDirectory(prefix="dem.", dir=project.root) as tmp:
             ground = find_ground(cloud, smrf, Path(tmp) / "ground.ply", Path(tmp), workers)
             ctx.progress(0.7)
-            grid = write_model(dem_path(project, "dtm"), ground, area, resolution,
+            grid = write_model(project.dem("dtm"), ground, area, resolution,
                                SurfaceSettings("mean", options.dem_gapfill_steps), georef, fmt, workers)
         figures["dtm"] = {"width": grid.width, "height": grid.height, "ground_points": len(ground),
                           "ground_fraction": round(len(ground) / max(len(cloud), 1), 3)}

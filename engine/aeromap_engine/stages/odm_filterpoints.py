@@ -30,16 +30,14 @@ from ..cloud.tiled import TiledCloud, Tiling, tile_sorted, tiled_writer
 from ..dense.views import SparseModel, sparse_model
 from ..errors import InputError
 from ..georef import Georef
-from ..io.geojson import read_geometry, write_geometry
+from ..io.geojson import write_geometry
 from ..io.ply import ply_chunks
 from ..log import log
 from ..options import Option, Options
 from ..ortho.footprint import ground_outlines
-from .openmvs import dense_cloud_path, reconstruction_dir
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
-    from ..project import Project
 
 OPTIONS: list[Option] = [
     Option("pc-filter", "float", 5.0,
@@ -71,23 +69,6 @@ MARGIN_SPACINGS = 64  # point spacings of neighbouring tiles a tile is filtered 
 # regions reach 48 (3 x 3 cells of 32)
 SAMPLE_POINTS = 200_000  # points drawn from the cloud for its spacing and its height percentiles
 FRAME_CELLS = 100  # cells across an image footprint's shorter side, at least, where the frames join the area
-
-
-def filtered_cloud_path(project: "Project") -> Path:
-    return project.path("odm_filterpoints", "point_cloud.ply")
-
-
-def bounds_path(project: "Project") -> Path:
-    return project.path("odm_filterpoints", "bounds.geojson")
-
-
-def load_boundary(project: "Project", georef: Georef) -> SurveyArea:
-    """The surveyed area in the world frame."""
-    return SurveyArea.from_geometry(read_geometry(bounds_path(project)), georef.offset)
-
-
-def sparse_cloud_path(project: "Project") -> Path:
-    return project.path("opensfm", "sparse.ply")
 
 
 def _auto_boundary_distance(model: SparseModel) -> float:
@@ -198,14 +179,14 @@ def crop_tiles(filtered: TiledCloud, area: SurveyArea, path: Path, scratch: Path
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     georef = Georef.load(project)
-    source_path = sparse_cloud_path(project) if options.fast_orthophoto else dense_cloud_path(project)
-    model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
+    source_path = project.sparse_cloud if options.fast_orthophoto else project.dense_cloud
+    model = sparse_model(pycolmap.Reconstruction(str(project.reconstruction_dir)))
     cameras = None
     if options.auto_boundary:
         distance = options.auto_boundary_distance or _auto_boundary_distance(model)
         cameras = camera_boundary(np.array([v.center[:2] for v in model.views]), distance)
         log.info("Auto boundary: %.1f m around the cameras", distance)
-    output = filtered_cloud_path(project)
+    output = project.filtered_cloud
     with tempfile.TemporaryDirectory(prefix="filterpoints.", dir=project.root) as tmp:
         scratch = Path(tmp)
         source = tile_sorted(ply_chunks(source_path), Tiling.fitting(ply_chunks(source_path)),
@@ -229,7 +210,7 @@ def run(ctx: "StageContext") -> None:
         if options.crop > 0:
             cloud = crop_tiles(cloud, area, output, scratch)
     quality.record(project, [cloud_heights(cloud.sample(SAMPLE_POINTS), model)])
-    write_geometry(bounds_path(project), area.geometry(georef.offset), georef.crs)
+    write_geometry(project.bounds_file, area.geometry(georef.offset), georef.crs)
     figures.update({"points": len(cloud), "area_m2": round(area.area, 1), "area_parts": len(area.polygons),
                     "area_cell_m": round(settings.cell, 3), "area_closing_m": round(settings.closing, 2),
                     "density_per_m2": round(len(cloud) / max(area.area, 1e-9), 2)})

@@ -8,7 +8,6 @@ mesh. Both are in the world frame (the PLY's comments give the CRS and the offse
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,9 +17,10 @@ from scipy.spatial import cKDTree
 from ..cloud.boundary import Region
 from ..cloud.tiled import TiledCloud
 from ..dem.grid import CellStatistic, Grid, Window
-from ..dem.surface import CoarseSurface, SurfaceSettings, filled_surface
+from ..dem.surface import COARSE_FACTOR, CONTEXT_CELLS, CoarseSurface, SurfaceSettings, filled_surface
 from ..dense.views import sparse_model
 from ..georef import Georef
+from ..io.geojson import read_survey_area
 from ..io.meshply import write_mesh_ply
 from ..io.ply import read_ply
 from ..log import log
@@ -30,13 +30,9 @@ from ..mesh.poisson import Octree, oriented_normals, reconstruct, supported_dept
 from ..mesh.simplify import simplify
 from ..mesh.surface25d import cells_inside, grid_mesh, grid_resolution, simplified
 from ..options import Option
-from .odm_dem import COARSE_FACTOR, MARGIN
-from .odm_filterpoints import filtered_cloud_path, load_boundary
-from .openmvs import reconstruction_dir
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
-    from ..project import Project
 
 OPTIONS: list[Option] = [
     Option("mesh-size", "int", 200000, "The maximum vertex count of the output mesh.", "odm_meshing", minimum=1),
@@ -52,10 +48,6 @@ WEIGHT = 2.0  # Brighton Beach: about 13 s for the 2.5D mesh, 20 s for the 3D on
 SAMPLE_POINTS = 200_000  # points drawn from the cloud for its spacing and the mesh's fit to it
 
 
-def mesh_path(project: "Project", three_d: bool) -> Path:
-    return project.path("odm_meshing", "odm_mesh.ply" if three_d else "odm_25dmesh.ply")
-
-
 def mesh_25d(ctx: "StageContext", cloud: TiledCloud, spacing: float, boundary: Region) -> tuple[Mesh, dict]:
     """The height grid of the highest points over the surveyed area as a mesh, before simplification; the
     points are binned a tile at a time."""
@@ -63,7 +55,7 @@ def mesh_25d(ctx: "StageContext", cloud: TiledCloud, spacing: float, boundary: R
     grid = Grid.covering(boundary.bounds, resolution)
     # Computed with a margin, as the DSM's tiles are: cells at a raster's edge lack neighbours to fill them from.
     core = Window(0, 0, grid.height, grid.width)
-    padded = Window(-MARGIN, -MARGIN, grid.height + 2 * MARGIN, grid.width + 2 * MARGIN)
+    padded = Window(-CONTEXT_CELLS, -CONTEXT_CELLS, grid.height + 2 * CONTEXT_CELLS, grid.width + 2 * CONTEXT_CELLS)
     coarse = CoarseSurface.of(cloud.xyz_by_tile(), grid.sub(padded).bounds, resolution * COARSE_FACTOR)
     highest = CellStatistic(grid.sub(padded), "max")
     for xyz in cloud.xyz_by_tile():
@@ -93,7 +85,7 @@ def mesh_3d(ctx: "StageContext", xyz: np.ndarray, spacing: float, points: cKDTre
                  "supports: using depth %d (%.1f cm cells)", requested, Octree(requested, extent).cell * 100,
                  spacing * 100, octree.depth, octree.cell * 100)
     cameras = np.array([view.center for view in sparse_model(
-        pycolmap.Reconstruction(str(reconstruction_dir(ctx.project)))).views])
+        pycolmap.Reconstruction(str(ctx.project.reconstruction_dir))).views])
     normals = oriented_normals(xyz, cameras)
     ctx.progress(0.1)
     surface_mesh, density = reconstruct(xyz, normals, octree, ctx.options.max_concurrency)
@@ -109,7 +101,7 @@ def mesh_3d(ctx: "StageContext", xyz: np.ndarray, spacing: float, points: cKDTre
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     for three_d in (False, True):
-        mesh_path(project, three_d).unlink(missing_ok=True)  # no stale mesh from a run with other options
+        project.mesh(three_d).unlink(missing_ok=True)  # no stale mesh from a run with other options
     if options.skip_3dmodel:
         if options.use_3dmesh:
             log.warning("skip-3dmodel is set: use-3dmesh has no effect")
@@ -117,24 +109,24 @@ def run(ctx: "StageContext") -> None:
         project.update_stats("mesh", {"kind": None})
         return
     georef = Georef.load(project)
-    cloud = TiledCloud.open(filtered_cloud_path(project))
+    cloud = TiledCloud.open(project.filtered_cloud)
     probe = cloud.sample(SAMPLE_POINTS).astype(np.float64)
     spacing = point_spacing(cKDTree(probe), total=len(cloud))
     if options.use_3dmesh:
         # Screened Poisson solves over every point at once: the 3D mesh holds the whole cloud.
-        xyz = read_ply(filtered_cloud_path(project)).xyz.astype(np.float64)
+        xyz = read_ply(project.filtered_cloud).xyz.astype(np.float64)
         mesh, figures = mesh_3d(ctx, xyz, spacing, cKDTree(xyz))
         del xyz
         ctx.progress(0.7)
         mesh = simplify(mesh, options.mesh_size)
     else:
-        boundary = load_boundary(project, georef)
+        boundary = read_survey_area(project.bounds_file, georef.offset)
         mesh, figures = mesh_25d(ctx, cloud, spacing, boundary)
         ctx.progress(0.3)
         mesh = within(simplified(mesh, options.mesh_size), boundary)
     ctx.progress(0.9)
     comments = (f"crs {georef.crs or 'none'}", f"offset {georef.offset[0]:.3f} {georef.offset[1]:.3f}")
-    write_mesh_ply(mesh_path(project, options.use_3dmesh), mesh, comments)
+    write_mesh_ply(project.mesh(options.use_3dmesh), mesh, comments)
     distances = fit(mesh, probe)
     project.update_stats("mesh", {"kind": "3d" if options.use_3dmesh else "2.5d", "vertices": len(mesh.vertices),
                                   "faces": len(mesh.faces), "max_vertices": options.mesh_size,

@@ -11,8 +11,6 @@ from ..georef import Georef
 from ..log import log
 from ..options import Option
 from ..tiles.pyramid import build_pyramid
-from .odm_dem import dem_path
-from .odm_orthophoto import orthophoto_path
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -24,9 +22,9 @@ WEIGHT = 0.3
 
 def tile_layers(project: "Project") -> list[tuple[str, Path, Path, bool]]:
     """(layer, raster, pyramid, is elevation) of every layer a run may have."""
-    layers = [("orthophoto", orthophoto_path(project), orthophoto_path(project, "mbtiles"), False)]
+    layers = [("orthophoto", project.orthophoto(), project.orthophoto("mbtiles"), False)]
     for kind in ("dsm", "dtm"):
-        raster = dem_path(project, kind)
+        raster = project.dem(kind)
         layers.append((kind, raster, raster.with_suffix(".mbtiles"), True))
     return layers
 

@@ -26,23 +26,18 @@ from ..cloud.boundary import Boundary
 from ..dense.views import View
 from ..files import atomic_path, read_json, write_json
 from ..georef import Georef
+from ..io.geojson import read_survey_area
 from ..io.pointcloud import open_las
 from ..log import log
 from ..options import Option
-from ..photo import Photo
+from ..photo import Photo, capture_order
+from ..project import STAGE_NAMES
 from ..report import statistics
 from ..report.figures import RasterPreview
 from ..report.overlap import OverlapMap, overlap_map
 from ..report.sections import CameraLayout, FeatureCounts, ReportContent, build_report
 from ..report.statistics import EMPTY_CLOUD, CloudMoments, ErrorStats
 from ..sfm.georeference import WorldFrame, photo_positions
-from . import STAGE_NAMES
-from .odm_dem import dem_path
-from .odm_filterpoints import bounds_path, load_boundary
-from .odm_georeferencing import model_path
-from .odm_orthophoto import orthophoto_path
-from .openmvs import reconstruction_dir
-from .opensfm import capture_order
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -56,10 +51,6 @@ SAMPLE_POINTS = 500_000  # of the cloud, for the overlap map's cell heights (160
 CHUNK_POINTS = 1_000_000
 # Sections this stage writes only when their product exists: a re-run without it must not keep the old ones.
 OPTIONAL_SECTIONS = ("point_cloud_statistics", "dsm_statistics", "dtm_statistics")
-
-
-def report_path(project: "Project") -> Path:
-    return project.report_dir / "report.pdf"
 
 
 @dataclass(frozen=True)
@@ -78,9 +69,9 @@ def run(ctx: "StageContext") -> None:
     content = prepare(project, ctx.progress)
     ctx.progress(0.6)
     built = build_report(content)
-    with atomic_path(report_path(project)) as tmp:
+    with atomic_path(project.report_file) as tmp:
         tmp.write_bytes(built.pdf)
-    log.info("Quality report: %d pages, %s", built.pages, report_path(project).relative_to(project.root))
+    log.info("Quality report: %d pages, %s", built.pages, project.report_file.relative_to(project.root))
 
 
 def prepare(project: "Project", progress: Callable[[float], None] = lambda fraction: None) -> ReportContent:
@@ -88,21 +79,21 @@ def prepare(project: "Project", progress: Callable[[float], None] = lambda fract
     content."""
     made_at = datetime.now(timezone.utc)
     georef = Georef.load(project)
-    model = pycolmap.Reconstruction(str(reconstruction_dir(project)))
+    model = pycolmap.Reconstruction(str(project.reconstruction_dir))
     photos = [Photo.from_odm(p) for p in read_json(project.images_json, [])]
     stats = project.read_stats()
     engine = stats["reconstruction"]
     tracks = read_tracks(model)
     cameras = camera_layout(model, photos, georef)
     progress(0.2)
-    cloud = read_cloud(model_path(project, "laz"))
+    cloud = read_cloud(project.georeferenced_model("laz"))
     surface = cloud.sample - [georef.offset[0], georef.offset[1], 0.0] if cloud is not None else tracks.sparse_xyz
     overlap = read_overlap(project, georef, model, surface)
-    orthophoto = read_preview(orthophoto_path(project), georef, elevation=False)
+    orthophoto = read_preview(project.orthophoto(), georef, elevation=False)
     elevations, extremes = read_elevations(project, georef)
     progress(0.5)
 
-    records = stage_records(project)
+    records = project.stage_records(STAGE_NAMES[:STAGE_NAMES.index("odm_report")])  # the stages run before this one
     registered = set(cameras.names)
     area = stats.get("point_cloud", {}).get("area_m2") or camera_area(cameras.centres)
     sections: dict[str, Any] = {
@@ -145,16 +136,6 @@ def write_sections(project: "Project", sections: dict[str, Any]) -> dict[str, An
     stats.update(sections)
     write_json(project.stats_file, stats)
     return stats
-
-
-def stage_records(project: "Project") -> dict[str, dict[str, float]]:
-    """Time and peak memory of each stage run before this one, from the pipeline's markers."""
-    records = {}
-    for name in STAGE_NAMES[:STAGE_NAMES.index("odm_report")]:
-        record = read_json(project.state_dir / f"{name}.done")
-        if record is not None:
-            records[name] = record
-    return records
 
 
 def read_tracks(model: pycolmap.Reconstruction) -> Tracks:
@@ -240,7 +221,7 @@ def read_cloud(path: Path) -> CloudSummary | None:
 def read_overlap(project: "Project", georef: Georef, model: pycolmap.Reconstruction,
                  surface: np.ndarray) -> OverlapMap | None:
     """Images per ground cell over the surveyed area, None without an area or a surface."""
-    if not bounds_path(project).exists() or not len(surface):
+    if not project.bounds_file.exists() or not len(surface):
         return None
     views = []
     for image_id in model.reg_image_ids():
@@ -248,7 +229,7 @@ def read_overlap(project: "Project", georef: Georef, model: pycolmap.Reconstruct
         pose = image.cam_from_world()
         views.append(View(image.name, image.camera, np.asarray(pose.rotation.matrix()),
                           np.asarray(pose.translation), np.zeros(0, dtype=np.int64)))
-    return overlap_map(views, load_boundary(project, georef), surface)
+    return overlap_map(views, read_survey_area(project.bounds_file, georef.offset), surface)
 
 
 def read_preview(path: Path, georef: Georef, elevation: bool) -> RasterPreview | None:
@@ -277,7 +258,7 @@ def read_elevations(project: "Project", georef: Georef
     dsm_statistics and dtm_statistics, taken at preview scale as ODM does)."""
     previews, extremes = {}, {}
     for kind in ("dsm", "dtm"):
-        preview = read_preview(dem_path(project, kind), georef, elevation=True)
+        preview = read_preview(project.dem(kind), georef, elevation=True)
         values = statistics.raster_statistics(preview.pixels) if preview is not None else None
         if values is not None:
             previews[kind], extremes[kind] = preview, values

@@ -62,14 +62,6 @@ CHUNKS_PER_WORKER = 4
 WORKING_BYTES_PER_PIXEL = 250
 
 
-def reconstruction_dir(project: "Project") -> Path:
-    return project.path("opensfm", "reconstruction")
-
-
-def dense_cloud_path(project: "Project") -> Path:
-    return project.path("openmvs", "scene_dense.ply")
-
-
 @dataclass
 class WorkingImages:
     """Undistorted working images (colour and grey) of the views, decoded on demand and cached."""
@@ -196,16 +188,11 @@ def _load(path: Path) -> DepthMap:
         return DepthMap(data["depth"], float(data["focal_baseline"]))
 
 
-def photometry_of(ctx: "StageContext") -> Photometry | None:
-    """The photographs' photometric corrections, unless the options turn them off."""
-    return photometry.load(ctx.project.photometry_file) if ctx.options.photometric_correction else None
-
-
 def densify(project: "Project", quality: str, corrections: Photometry | None, concurrency: int = 1,
             progress: Callable[[float], None] = lambda fraction: None) -> dict:
     """Write the fused dense cloud of the project's reconstruction (image by image, in `concurrency` processes at
     most: neither the depth maps nor the points are held together in memory); figures about it."""
-    model = sparse_model(pycolmap.Reconstruction(str(reconstruction_dir(project))))
+    model = sparse_model(pycolmap.Reconstruction(str(project.reconstruction_dir)))
     if len(model.views) < 2:
         raise InputError("The reconstruction has fewer than 2 registered images: nothing to match densely")
     links: list[ViewLinks] = link_views(model)
@@ -236,7 +223,7 @@ def densify(project: "Project", quality: str, corrections: Photometry | None, co
             log_count("Images with a depth map", n + 1, len(paired), every=10)
         fused = list(paths)
         fusion_job = FusionJob(dense, paths, fusion)
-        with ply_writer(dense_cloud_path(project), Path(tmp)) as append:
+        with ply_writer(project.dense_cloud, Path(tmp)) as append:
             for n, part in enumerate(forked_map(fusion_job, fused, workers, _chunk(len(fused), workers),
                                                 spill=Path(tmp))):
                 append(part)
@@ -254,9 +241,9 @@ def run(ctx: "StageContext") -> None:
     cv2.setNumThreads(ctx.options.max_concurrency)
     if ctx.options.fast_orthophoto:
         log.info("fast-orthophoto: skipping the dense point cloud, the sparse points will be used")
-        dense_cloud_path(project).unlink(missing_ok=True)
+        project.dense_cloud.unlink(missing_ok=True)
         return
-    figures = densify(project, ctx.options.pc_quality, photometry_of(ctx), ctx.options.max_concurrency,
-                      ctx.progress)
+    corrections = photometry.applied(project.photometry_file, ctx.options.photometric_correction)
+    figures = densify(project, ctx.options.pc_quality, corrections, ctx.options.max_concurrency, ctx.progress)
     log.info("Dense point cloud: %d points from %d depth maps", figures["points"], figures["depth_maps"])
     project.update_stats("dense", figures)

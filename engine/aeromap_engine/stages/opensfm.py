@@ -31,12 +31,12 @@ from ..errors import InputError
 from ..quality import Check
 from ..files import atomic_dir, read_json, write_json
 from ..georef import Georef
-from ..io.gcp import GcpFile, parse_gcp_list
+from ..io.gcp import read_gcp_file
 from ..io.images import load_levels
 from ..io.ply import write_ply
 from ..log import log, log_count
 from ..options import Option
-from ..photo import Photo
+from ..photo import Photo, capture_order
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, lens_coverage, refinement
 from ..sfm.database import (PositionPrior, keypoint_counts, match_pairs, open_database, overlapping_pair_count,
                             reject_pairs, verified_pairs)
@@ -156,7 +156,7 @@ def read_survey(ctx: "StageContext") -> Survey:
     photos = [Photo.from_odm(p) for p in read_json(project.images_json, [])]
     if len(photos) < 2:
         raise InputError("Need at least 2 images: run the dataset stage first")
-    frame = world_frame(photos, None if options.use_exif else read_gcp_file(project))
+    frame = world_frame(photos, None if options.use_exif else read_gcp_file(project.gcp_file))
     positions = barometric_heights(photos, photo_positions(photos, frame) + [0.0, 0.0, options.gps_z_offset])
     priors = position_priors(photos, positions, options.gps_accuracy, options.was_given("gps-accuracy"))
     return Survey(photos, frame, positions, priors, [camera_kind(p, options.camera_lens) for p in photos])
@@ -473,15 +473,6 @@ def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: 
         return dict(zip(database.camera_ids, distinct)), kept
 
 
-def read_gcp_file(project: "Project") -> GcpFile | None:
-    if not project.gcp_file.exists():
-        return None
-    try:
-        return parse_gcp_list(project.gcp_file.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"Cannot read gcp_list.txt: {exc}") from None
-
-
 @contextlib.contextmanager
 def timed(step: str, timings: dict[str, float]) -> Iterator[None]:
     began = time.monotonic()
@@ -516,11 +507,6 @@ def mapped_share(ctx: "StageContext") -> Callable[[float], None]:
         ctx.progress(begin + (end - begin) * reached)
 
     return report
-
-
-def capture_order(photos: list[Photo]) -> list[int]:
-    """Image indices by capture time (file name where times are missing or equal)."""
-    return sorted(range(len(photos)), key=lambda i: (photos[i].utc_time or 0.0, photos[i].filename))
 
 
 def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Georef,

@@ -191,8 +191,6 @@ def map_submodels(ctx: "StageContext", matching: opensfm.Matching, survey: opens
 def write_submodel(ctx: "StageContext", part: SubmodelModel, camera_kinds: dict, timings: dict[str, float]) -> None:
     """The submodel's project: links to its photographs, their metadata, its structure from motion, and the
     markers of the stages done, so that a run of it starts at openmvs."""
-    from ..pipeline import mark_done
-
     project = ctx.project.submodel(part.submodel.name)
     project.images_dir.mkdir(parents=True)
     for name in part.submodel.images:
@@ -204,7 +202,8 @@ def write_submodel(ctx: "StageContext", part: SubmodelModel, camera_kinds: dict,
         shutil.copyfile(ctx.project.radiometry_file, project.radiometry_file)
     opensfm.finish(ctx, project, part.survey, part.model, camera_kinds, part.algorithm, dict(part.figures),
                    dict(timings))
-    mark_done(project, DONE_HERE)
+    for stage in DONE_HERE:
+        project.mark_done(stage)
 
 
 def write_survey_model(ctx: "StageContext", survey: opensfm.Survey, parts: list[SubmodelModel],

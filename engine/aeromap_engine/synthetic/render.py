@@ -239,7 +239,7 @@ def surface_colour(model: RenderModel, points: np.ndarray, directions: np.ndarra
                    ) -> np.ndarray:
     """Linear colour (about 0..1) seen along each ray at its surface point. footprint_scale is the distance
     over the focal length in pixels: the width on the ground of one pixel seen head-on."""
-    x, y, z = points[:, 0], points[:, 1], points[:, 2]
+    x, y = points[:, 0], points[:, 1]
     gx, gy = model.gradient(x, y)
     norm = np.sqrt(1.0 + gx * gx + gy * gy)
     facing = np.clip((directions[:, 0] * gx + directions[:, 1] * gy - directions[:, 2]) / norm, 0.25, 1.0)
@@ -257,7 +257,7 @@ def _blend_walls(model: RenderModel, points: np.ndarray, directions: np.ndarray,
                  footprint_scale: np.ndarray, colour: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Facade colours blended over the plan-view colour by how wall-like the surface is. Each facade is sampled
     from the reduction matching the pixel's footprint on the wall, which grazing views stretch."""
-    x, y, z = points[:, 0], points[:, 1], points[:, 2]
+    x, y = points[:, 0], points[:, 1]
     field, texture = model.field, model.texture
     i = np.clip((y / field.cell).astype(np.int64), 0, field.z.shape[0] - 1)
     j = np.clip((x / field.cell).astype(np.int64), 0, field.z.shape[1] - 1)

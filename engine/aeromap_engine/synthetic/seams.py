@@ -14,7 +14,7 @@ from PIL import Image
 
 from ..photometry import log_falloff
 from ..project import Project
-from ..stages.odm_orthophoto import NO_SOURCE, sources_path
+from ..ortho.render import NO_SOURCE
 
 
 def falloff_at(falloff: Sequence[float], radius: np.ndarray) -> np.ndarray:
@@ -46,7 +46,7 @@ def seam_figures(project: Project) -> tuple[float, float]:
     """seam_steps of the project's orthophoto, along the seams it records (odm_orthophoto_sources.tif)."""
     with rasterio.open(project.path("odm_orthophoto", "odm_orthophoto.tif")) as dataset:
         rgba = dataset.read().astype(np.float32)
-    with rasterio.open(sources_path(project)) as dataset:
+    with rasterio.open(project.orthophoto_sources) as dataset:
         sources = dataset.read(1).astype(np.int32)
     sources[sources == NO_SOURCE] = -1
     return seam_steps(rgba[:3].mean(axis=0), rgba[3] > 0, sources)
