@@ -257,7 +257,7 @@ def _blend_walls(model: RenderModel, points: np.ndarray, directions: np.ndarray,
                  footprint_scale: np.ndarray, colour: np.ndarray, weight: np.ndarray) -> np.ndarray:
     """Facade colours blended over the plan-view colour by how wall-like the surface is. Each facade is sampled
     from the reduction matching the pixel's footprint on the wall, which grazing views stretch."""
-    x, y = points[:, 0], points[:, 1]
+    x, y, z = points[:, 0], points[:, 1], points[:, 2]
     field, texture = model.field, model.texture
     i = np.clip((y / field.cell).astype(np.int64), 0, field.z.shape[0] - 1)
     j = np.clip((x / field.cell).astype(np.int64), 0, field.z.shape[1] - 1)
