@@ -522,6 +522,8 @@ def test_dsm_and_orthophoto_on_gps_without_gimbal_or_barometer(exif_only_run: Pr
     assert errors.share > 0.5 and errors.patches >= 50
     assert errors.dsm_error_gsd <= 3.0
     assert errors.ortho_spread_gsd <= 1.0
+    # The tilt's stated uncertainty is the views', not the several degrees the heights alone would leave.
+    assert exif_only_run.read_stats()["reconstruction"]["gps_uncertainty"]["tilt_deg"] <= 1.0
 
 
 def test_orthophoto_planimetric_error(gcp_run: Project, survey: SurveyTruth) -> None:

@@ -203,6 +203,8 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
                 # doubtful heights: align again the way that was chosen.
                 fit = align_to_gps(model, priors, pitch_by_name) or fit
             outliers = [n for n, agrees in zip(_located(model, priors), fit.inliers) if not agrees]
+            if fit.mode == "level":  # the views, not the heights, set the tilt: theirs is its uncertainty
+                figures["views_tilt_deg"] = views_vertical(model, pitch_by_name).uncertainty_deg
     if source == "none":
         level_local_frame(model, photos, pitch_by_name)
     elif priors:

@@ -341,7 +341,7 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
         figures["gps_outliers"] = disagreeing_fixes(model, priors, final)
         if figures["georef_source"] == "gps":
             figures["gps_uncertainty"], figures["absolute_uncertainty_m"] = \
-                gps_uncertainty(model, priors, figures["gps_residual_m"])
+                gps_uncertainty(model, priors, figures["gps_residual_m"], figures.get("views_tilt_deg"))
     figures["left_out"] = left_out
     figures["gps_checks"] = gps_checks(final) + [
         quality.groups_placed_by_gps(sum(placed_by_gps), len(placed_by_gps), final.accuracy_m)]
@@ -359,22 +359,25 @@ def mapped(ctx: "StageContext", database: Path, work_dir: Path, settings: Mappin
     return reconstruct(database, ctx.project.images_dir, work_dir, settings, progress)
 
 
-def gps_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], residuals: dict[str, Any]
-                    ) -> tuple[dict[str, float], dict[str, float]]:
+def gps_uncertainty(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], residuals: dict[str, Any],
+                    views_tilt_deg: float | None) -> tuple[dict[str, float], dict[str, float]]:
     """How far the GPS alone may have tilted and scaled the model (1 sigma), from the fixes' layout and the
     spread of their residuals, and how far it may have misplaced it: the agreeing fixes' RMS distance from their
     cameras, not that over the square root of their number, since a receiver's errors are correlated over a
-    flight (a drift that a settling receiver leaves within the noise moves the whole model). Logged, since a
+    flight (a drift that a settling receiver leaves within the noise moves the whole model). Where the viewing
+    directions levelled the model instead of the heights, theirs is the tilt's uncertainty. Logged, since a
     tilt of a tenth of a degree is already a GSD at the edges."""
     xy = np.array([prior.position[:2] for name, prior in priors.items()
                    if name not in residuals["outliers"] and (image := model.find_image_with_name(name)) is not None
                    and image.has_pose])
     expected = layout_uncertainty(xy, residuals["rmse_horizontal"], residuals["rmse_vertical"])
+    tilt_deg = expected.tilt_deg if views_tilt_deg is None else views_tilt_deg
     placement = {"horizontal": residuals["rmse_horizontal"], "vertical": residuals["rmse_vertical"]}
-    log.info("The GPS fixes' spread leaves the model's tilt uncertain by %.2f degrees, its scale by %.2f %% and its "
-             "absolute position by %.1f m horizontally and %.1f m vertically", expected.tilt_deg,
+    log.info("The model's tilt is uncertain by %.2f degrees (%s), its scale by %.2f %% and its absolute position "
+             "by %.1f m horizontally and %.1f m vertically (the GPS fixes' spread)", tilt_deg,
+             "levelled by the viewing directions" if views_tilt_deg is not None else "levelled by the GPS heights",
              100 * expected.scale, placement["horizontal"], placement["vertical"])
-    return {"tilt_deg": expected.tilt_deg, "scale": expected.scale}, placement
+    return {"tilt_deg": tilt_deg, "scale": expected.scale}, placement
 
 
 def disagreeing_fixes(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], verdict: GpsVerdict
