@@ -1,6 +1,7 @@
 // A task's processing options, checked before the task is accepted: a list of {name, value} (or its JSON text)
-// whose names the chosen node offers and whose values its /options allow, so that a mistake is a 400 now
-// rather than a failed task later.
+// whose values the chosen node's /options allow, so that a mistake is a 400 now rather than a failed task later.
+// Names the node does not offer are kept and ignored, as NodeODM ignores them (WebODM's presets name options
+// that not every engine has); the task's console names them when the task goes to a node.
 import type { ProcessingNode } from '../../db/schema.ts';
 import { type EngineOption, validateOptions } from '../../protocol/options.ts';
 import { fieldError, fieldErrors } from '../errors.ts';
@@ -40,6 +41,18 @@ export function parseOptions(given: unknown): OptionPair[] {
   return list;
 }
 
+/** The options a node offers, and those it does not (which it would ignore). */
+export function splitByNode(options: OptionPair[], node: ProcessingNode): { offered: OptionPair[]; ignored: string[] } {
+  const specs = JSON.parse(node.available_options) as EngineOption[];
+  // A node that has not listed its options yet decides for itself.
+  if (specs.length === 0) return { offered: options, ignored: [] };
+  const names = new Set(specs.map((spec) => spec.name));
+  return {
+    offered: options.filter((option) => names.has(option.name)),
+    ignored: options.filter((option) => !names.has(option.name)).map((option) => option.name),
+  };
+}
+
 /**
  * Checks options against the nodes a task may run on (the chosen node, or every online node when one is
  * assigned automatically). With no node to ask, the node checks them at submission instead.
@@ -47,9 +60,6 @@ export function parseOptions(given: unknown): OptionPair[] {
 export function checkOptions(options: OptionPair[], nodes: ProcessingNode[]): void {
   const specs = commonOptions(nodes) as EngineOption[];
   if (specs.length === 0) return;
-  const known = new Set(specs.map((spec) => spec.name));
-  const unknown = options.filter((option) => !known.has(option.name)).map((option) => option.name);
-  if (unknown.length) throw fieldError('options', `Unknown option${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`);
   const result = validateOptions(specs, options);
   if (!result.ok) {
     let messages: string[];

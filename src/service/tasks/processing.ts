@@ -27,6 +27,7 @@ import {
   throttled,
 } from './context.ts';
 import { completeFromZip } from './results.ts';
+import { parseOptions, splitByNode } from './options.ts';
 import { importStep } from './import.ts';
 import { type Step, StepSuperseded } from './scheduler.ts';
 import { waitForDiskRoom } from './storage.ts';
@@ -97,7 +98,7 @@ async function processingStep(ctx: StepContext): Promise<number | null> {
     const delay = task.download_pending
       ? await collectResults(ctx, client)
       : task.status === null
-        ? await submit(ctx, client)
+        ? await submit(ctx, client, node)
         : await poll(ctx, client, node);
     if (ctx.task.unreachable_since !== null) await save(ctx, { unreachable_since: null });
     return delay;
@@ -130,13 +131,18 @@ async function assignNode(ctx: StepContext): Promise<number | null> {
  * it, and the end of the upload before the commit, so that a step that resumes (after a crash, or a lost answer)
  * goes on with that uuid (asking the node first whether it already has the task) rather than making a second.
  */
-async function submit(ctx: StepContext, client: NodeClient): Promise<number | null> {
+async function submit(ctx: StepContext, client: NodeClient, node: ProcessingNode): Promise<number | null> {
   const { task } = ctx;
   const files = await taskImages(ctx);
   try {
     if (task.uuid === '') {
-      const options = JSON.parse(task.options);
-      await save(ctx, { uuid: await client.initTask({ name: task.name || `Task #${task.id}`, options, signal: ctx.signal }) });
+      const { offered, ignored } = splitByNode(parseOptions(task.options), node);
+      if (ignored.length > 0) {
+        await appendConsole(ctx.folder.console, [
+          `[WARNING] Processing node ${nodeName(node)} does not know ${ignored.length > 1 ? 'these options' : 'this option'}, ignored: ${ignored.join(', ')}`,
+        ]);
+      }
+      await save(ctx, { uuid: await client.initTask({ name: task.name || `Task #${task.id}`, options: offered, signal: ctx.signal }) });
     } else if (await nodeHasTask(client, task.uuid)) {
       return submitted(ctx);
     }

@@ -214,15 +214,17 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
       schema: {
         tags,
         summary: "A task's console output",
-        description: 'The lines from `line` on, as one string ("" before processing starts).',
+        description: 'The lines from `line` on, as one JSON string ("" before processing starts), as WebODM answers.',
         params: TaskParams,
         querystring: OutputQuery,
         response: { 200: Type.String(), ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const task = await taskOf(request, 'view');
-      return readConsole(rules.folder(task).console, request.query.line ?? 0);
+      // A string payload would go out as text/plain; WebODM's clients parse the answer as JSON.
+      const text = await readConsole(rules.folder(task).console, request.query.line ?? 0);
+      return reply.type('application/json; charset=utf-8').send(JSON.stringify(text));
     },
   );
 

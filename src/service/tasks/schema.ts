@@ -31,6 +31,10 @@ export const TaskSchema = Type.Object(
     extent: Nullable(Type.Array(Type.Number(), { description: '[minx, miny, maxx, maxy] in WGS84' })),
     statistics: Type.Record(Type.String(), Type.Unknown(), { description: "The engine's quality figures" }),
     size: Type.Number({ description: 'Size on disk in mebibytes (bytes / 1024²), as WebODM gives it' }),
+    ground_control_points: Type.Null({
+      description:
+        "Older WebODM versions' separate control point file, which their clients still read: always null, as the control points travel with the photographs (a .txt upload) and come back as the ground_control_points.geojson asset",
+    }),
   },
   { $id: 'Task' },
 );
@@ -112,5 +116,6 @@ export function presentTask(row: TaskRow): TaskItem {
     extent: parseJson(row.extent, null),
     statistics: parseJson(row.statistics, {}),
     size: Math.round((Number(row.size) / 1_048_576) * 100) / 100,
+    ground_control_points: null,
   };
 }
