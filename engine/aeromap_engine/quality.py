@@ -94,7 +94,7 @@ def control_accuracy(worst_m: float, expected_m: float) -> Check:
 
 
 def control_heights() -> Check:
-    """Control points that all share one height have no surveyed heights (sfm/georeference.py)."""
+    """Control points that all share one height have no surveyed heights (sfm/frame.py)."""
     return _check("gcp_heights", False, False, 0.0, 0.0, "every ground control point has the same height",
                   "the vertical datum is unknown: the model is levelled on the points' plane, its heights are "
                   "relative to that plane, and the control points' vertical residuals are the ground's relief, "

@@ -29,7 +29,8 @@ from aeromap_engine.io.gcp import parse_gcp_list
 from aeromap_engine.io.ply import read_ply
 from aeromap_engine.photo import Photo
 from aeromap_engine.project import Project
-from aeromap_engine.sfm.georeference import align_to_control_points, world_frame
+from aeromap_engine.sfm.control_fit import align_to_control_points
+from aeromap_engine.sfm.frame import world_frame
 from conftest import datasets_dir
 
 DATASET = datasets_dir() / "brighton_beach" / "images"

@@ -25,7 +25,8 @@ from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_directio
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
 from aeromap_engine.sfm.database import PositionPrior
 from aeromap_engine.sfm.control import stored_pixel
-from aeromap_engine.sfm.georeference import barometric_heights, fit_and_apply, heights_surveyed
+from aeromap_engine.sfm.frame import barometric_heights, heights_surveyed
+from aeromap_engine.sfm.levelling import fit_and_apply
 from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
 from aeromap_engine.photo import Photo

@@ -371,3 +371,8 @@ def _bundle_options(refine: Refinement, threads: int) -> pycolmap.BundleAdjustme
     # four times as long and changed the cameras' error against the truth by 0.4 mm.
     options.ceres.solver_options.function_tolerance = 1e-6
     return options
+
+
+def registered(model: pycolmap.Reconstruction, name: str) -> bool:
+    image = model.find_image_with_name(name)
+    return image is not None and image.has_pose

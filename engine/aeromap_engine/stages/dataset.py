@@ -105,7 +105,7 @@ def apply_geo_file(photos: list[Photo], geo: GeoFile) -> int:
         lon, lat, alt = transform(geo.crs, WGS84, np.array([[entry.x, entry.y, z]]))[0]
         photo.longitude, photo.latitude, photo.altitude = float(lon), float(lat), float(alt)
         if entry.z is not None:
-            photo.relative_altitude = None  # the barometer's heights go with the fixes replaced (georeference.py)
+            photo.relative_altitude = None  # the barometer's heights go with the fixes replaced (sfm/frame.py)
         if entry.yaw is not None:
             photo.yaw, photo.pitch, photo.roll = entry.yaw, entry.pitch, entry.roll
         if entry.horizontal_accuracy is not None:

@@ -37,7 +37,7 @@ from ..report.figures import RasterPreview
 from ..report.overlap import OverlapMap, overlap_map
 from ..report.sections import CameraLayout, FeatureCounts, ReportContent, build_report
 from ..report.statistics import EMPTY_CLOUD, CloudMoments, ErrorStats
-from ..sfm.georeference import WorldFrame, photo_positions
+from ..sfm.frame import WorldFrame, photo_positions
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext

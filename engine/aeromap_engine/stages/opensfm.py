@@ -44,8 +44,9 @@ from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
 from ..sfm.blocks import map_in_blocks, mapping_memory, plan_blocks
-from ..sfm.georeference import (WorldFrame, barometric_heights, flight_names, georeference, gps_residuals,
-                                photo_positions, position_priors, world_frame)
+from ..sfm.frame import (WorldFrame, barometric_heights, flight_names, photo_positions, position_priors,
+                         world_frame)
+from ..sfm.georeference import georeference, gps_residuals
 from ..sfm.consistency import GpsVerdict, gps_verdict, horizontal_distances, layout_uncertainty
 from ..sfm.rolling import Shot, correct_image, velocities
 from ..sfm.focal import FOCAL_CHOICES, geometry_constrains_focal, refine_focal
