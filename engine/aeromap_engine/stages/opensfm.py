@@ -39,7 +39,7 @@ from ..options import Option
 from ..photo import Photo
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, lens_coverage, refinement
 from ..sfm.database import (PositionPrior, match_pairs, open_database, overlapping_pair_count,
-                            reject_pairs, verified_pairs)
+                            reject_pairs, rematch_weak_pairs, verified_pairs)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
@@ -113,6 +113,9 @@ OPTIONS: list[Option] = [
 WEIGHT = 4.0
 
 MIN_PAIR_INLIERS = 15  # verified matches for a pair to count as overlapping (COLMAP's default)
+# Pairs with fewer verified matches than a pair needs to start a model (COLMAP's init_min_num_inliers) are matched
+# again with a looser ratio test (sfm/database.py rematch_weak_pairs).
+WEAK_PAIR_INLIERS = 100
 DEFAULT_READOUT_MS = 30.0
 OBLIQUE_PITCH = 30.0  # degrees from straight down beyond which a photograph counts as oblique
 MAPPING_PROGRESS = (0.65, 0.85)  # of the stage's progress: the mapping's share
@@ -186,10 +189,15 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
             pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors,
                                     signatures(kept) if retrieval else None, oblique)
             del kept  # up to 128 kB an image, of no use once paired
-            match_pairs(database, [(photos[i].filename, photos[j].filename) for i, j in pairs],
-                        Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.35 * f))
-            log.info("Matched %d candidate pairs; %d overlap", len(pairs),
-                     overlapping_pair_count(database, MIN_PAIR_INLIERS))
+            named = [(photos[i].filename, photos[j].filename) for i, j in pairs]
+            match_pairs(database, named, Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.25 * f))
+            calibrated = {p.filename for p, kind in zip(photos, survey.kinds) if kind.focal_known}
+            gained = rematch_weak_pairs(database, [(a, b) for a, b in named if a in calibrated and b in calibrated],
+                                        WEAK_PAIR_INLIERS, Path(scratch) / "pairs.txt", threads,
+                                        lambda f: ctx.progress(0.55 + 0.1 * f))
+            log.info("Matched %d candidate pairs; %d overlap%s", len(pairs),
+                     overlapping_pair_count(database, MIN_PAIR_INLIERS),
+                     f" ({gained} weak pairs strengthened by a looser ratio test)" if gained else "")
             reject_far_pairs(database, photos, positions, oblique)
         settings = MappingSettings(options.sfm_algorithm, threads,
                                    refinement(survey.kinds, options.use_fixed_camera_params,
