@@ -59,11 +59,7 @@ class CameraKind:
 
     def initial_camera(self) -> pycolmap.Camera:
         focal = self.focal_ratio * max(self.width, self.height)
-        camera = pycolmap.Camera.create_from_model_name(0, self.colmap_model, focal, self.width, self.height)
-        # A stated focal length lets geometric verification fit an essential matrix, which holds chance matches
-        # to a point where a fundamental matrix holds them only to a line.
-        camera.has_prior_focal_length = self.focal_known
-        return camera
+        return pycolmap.Camera.create_from_model_name(0, self.colmap_model, focal, self.width, self.height)
 
 
 @dataclass(frozen=True)

@@ -119,11 +119,10 @@ class PairMatches:
 
     @property
     def calibrated(self) -> bool:
-        """Whether the inliers fit a geometry of cameras with known focal lengths (an essential matrix, or a plane
-        seen by them), not only a fundamental matrix, whose epipolar lines let more chance matches through."""
-        return self.geometry.config in (pycolmap.TwoViewGeometryConfiguration.CALIBRATED,
-                                        pycolmap.TwoViewGeometryConfiguration.PLANAR,
-                                        pycolmap.TwoViewGeometryConfiguration.PLANAR_OR_PANORAMIC)
+        """Whether the inliers fit an essential matrix of cameras with known focal lengths: not only a fundamental
+        matrix, whose epipolar lines let more chance matches through, nor a homography better than the essential
+        matrix, which a chance set of matches on a plane or from one viewpoint fits as well."""
+        return self.geometry.config == pycolmap.TwoViewGeometryConfiguration.CALIBRATED
 
 
 def rematch_weak_pairs(path: Path, pairs: list[tuple[str, str]], min_inliers: int, list_file: Path, threads: int,
@@ -137,13 +136,39 @@ def rematch_weak_pairs(path: Path, pairs: list[tuple[str, str]], min_inliers: in
     if not weak:
         return 0
     forget_matches(path, weak)
-    match_pairs(path, weak, list_file, threads, progress, LOOSE_MAX_RATIO)
+    with focal_lengths_stated(path):
+        match_pairs(path, weak, list_file, threads, progress, LOOSE_MAX_RATIO)
     after = read_pair_matches(path, weak)
     worse = [pair for pair in weak if pair not in after or not after[pair].calibrated
              or after[pair].inliers <= (before[pair].inliers if pair in before else 0)]
     forget_matches(path, worse)
     write_pair_matches(path, {pair: before[pair] for pair in worse if pair in before})
     return len(weak) - len(worse)
+
+
+@contextlib.contextmanager
+def focal_lengths_stated(path: Path) -> Iterator[None]:
+    """Within: every camera's focal length counts as known, so that verification fits an essential matrix, which
+    holds chance matches to a point where a fundamental matrix holds them to a line. Only within: mapping with
+    focal lengths marked as known registers images otherwise (on Brighton Beach with control points and
+    force-gps, a camera 8 m off)."""
+    def mark(known: dict[int, bool] | None) -> dict[int, bool]:
+        database = pycolmap.Database.open(path)
+        try:
+            cameras = database.read_all_cameras()
+            before = {camera.camera_id: camera.has_prior_focal_length for camera in cameras}
+            for camera in cameras:
+                camera.has_prior_focal_length = True if known is None else known[camera.camera_id]
+                database.update_camera(camera)
+            return before
+        finally:
+            database.close()
+
+    before = mark(None)
+    try:
+        yield
+    finally:
+        mark(before)
 
 
 def read_pair_matches(path: Path, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], PairMatches]:
@@ -189,14 +214,14 @@ def forget_matches(path: Path, pairs: list[tuple[str, str]]) -> None:
         database.close()
 
 
-def overlapping_pair_count(path: Path, min_inliers: int) -> int:
-    """How many matched pairs passed geometric verification with at least `min_inliers` matches."""
+def verified_match_counts(path: Path) -> list[int]:
+    """The number of verified matches of each matched pair."""
     database = pycolmap.Database.open(path)
     try:
         _, geometries = database.read_two_view_geometries()
     finally:
         database.close()
-    return sum(len(g.inlier_matches) >= min_inliers for g in geometries)
+    return [len(g.inlier_matches) for g in geometries]
 
 
 def verified_pairs(path: Path, min_inliers: int) -> list[tuple[str, str]]:
