@@ -558,13 +558,16 @@ def test_overlap_of_neighbouring_photographs() -> None:
 
 
 def test_ties_name_the_measured_cause() -> None:
-    ties = measure_ties({"a.jpg": 1200, "b.jpg": 540, "c.jpg": 1500}, [74, 12, 30, 0], 6, 15, 0.75)
-    assert (ties.features_median, ties.features_fewest, ties.poorest_image) == (1200, 540, "b.jpg")
+    ties = measure_ties({"a.jpg": 6000, "b.jpg": 5400, "c.jpg": 7500}, [74, 12, 30, 0], 6, 15, 0.75)
+    assert (ties.features_median, ties.features_fewest, ties.poorest_image) == (6000, 5400, "b.jpg")
     assert (ties.overlapping_pairs, ties.candidate_pairs, ties.matches_median) == (2, 6, 52.0)
-    assert "fewest 540 (b.jpg)" in ties.describe() and "about 75%" in ties.describe()
+    assert "fewest 5400 (b.jpg)" in ties.describe() and "about 75%" in ties.describe()
     assert ties.advice("high", 10000).startswith("too little texture to match: try feature-quality ultra and "
                                                  "min-num-features 20000")
     sparse = measure_ties({"a.jpg": 9000, "b.jpg": 9000}, [400], 1, 15, 0.3)
     assert sparse.advice("ultra", 10000).startswith("too little overlap: fly again with more overlap")
-    alone = measure_ties({"a.jpg": 100, "b.jpg": 100}, [3], 1, 15, None)
-    assert alone.matches_median == 0.0 and "overlap their nearest" not in alone.describe()
+    blurred = measure_ties({"a.jpg": 160, "b.jpg": 130}, [3], 1, 15, None)
+    assert blurred.advice("ultra", 10000).startswith("too little texture: the photographs show 145 features "
+                                                     "where 10000 were wanted")
+    assert "none of 1 candidate pairs verified" in blurred.describe()
+    assert "nearest neighbour" not in blurred.describe()

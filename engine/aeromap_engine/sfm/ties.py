@@ -39,20 +39,26 @@ class Ties:
         overlap = "" if self.overlap is None else \
             f"; by their GPS and flying height, photographs overlap their nearest neighbour by about " \
             f"{self.overlap:.0%}"
+        verified = f"none of {self.candidate_pairs} candidate pairs verified" if not self.overlapping_pairs else \
+            f"{self.overlapping_pairs} of {self.candidate_pairs} candidate pairs verified, with a median of " \
+            f"{self.matches_median:.0f} matches"
         return (f"features per image: median {self.features_median}, fewest {self.features_fewest} "
-                f"({self.poorest_image}); {self.overlapping_pairs} of {self.candidate_pairs} candidate pairs "
-                f"verified, with a median of {self.matches_median:.0f} matches{overlap}")
+                f"({self.poorest_image}); {verified}{overlap}")
 
     def advice(self, feature_quality: str, min_num_features: int) -> str:
-        """What to try, the measured cause first."""
-        texture = [] if feature_quality == "ultra" else ["feature-quality ultra"]
-        texture.append(f"min-num-features {2 * min_num_features}")
+        """The measured cause, and what to try."""
+        finer = [] if feature_quality == "ultra" else ["feature-quality ultra"]
         overlap = "fly again with more overlap (70 % or more between neighbouring photographs)"
         if self.overlap is not None and self.overlap < LOW_OVERLAP:
-            return f"too little overlap: {overlap}, or try {' and '.join(texture)}"
+            return f"too little overlap: {overlap}"
+        if self.features_median < min_num_features / 2:
+            return (f"too little texture: the photographs show {self.features_median} features where "
+                    f"{min_num_features} were wanted (blur, haze, water or uniform ground): "
+                    f"{' or '.join(finer + ['photograph again, sharper or with more overlap'])}")
         if self.matches_median < FEW_MATCHES:
+            texture = finer + [f"min-num-features {2 * min_num_features}"]
             return f"too little texture to match: try {' and '.join(texture)}, or {overlap}"
-        return f"try {' and '.join(texture)}, or {overlap}"
+        return f"try {' and '.join(finer + [f'min-num-features {2 * min_num_features}'])}, or {overlap}"
 
 
 def measure_ties(features: dict[str, int], inliers: list[int], candidate_pairs: int, min_inliers: int,

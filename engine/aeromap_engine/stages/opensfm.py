@@ -204,6 +204,7 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
             log.info("Matched %d candidate pairs; %d overlap%s. Ties: %s", len(pairs), ties.overlapping_pairs,
                      f" ({gained} weak pairs strengthened by a looser ratio test)" if gained else "",
                      ties.describe())
+            project.update_stats("ties", ties.as_dict())  # there, too, when no model can be made
         settings = MappingSettings(options.sfm_algorithm, threads,
                                    refinement(survey.kinds, options.use_fixed_camera_params,
                                               options.focal_refinement == "free"),
@@ -304,7 +305,7 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     have bent it; the quality checks then refuse the placement if the fixes still do not fit. Where images cannot
     be placed, `ties` (how strongly matching tied the photographs) names the cause."""
     frame, priors, photos = survey.frame, survey.priors, survey.photos
-    weak_ties = f"{ties.describe()}: {ties.advice(ctx.options.feature_quality, ctx.options.min_num_features)}"
+    weak_ties = f"{ties.describe()}; {ties.advice(ctx.options.feature_quality, ctx.options.min_num_features)}"
     flights = flight_names(photos)
     pitch_by_name = {p.filename: p.pitch for p in photos if p.pitch is not None}
     progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
@@ -358,7 +359,6 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
                 gps_uncertainty(model, priors, figures["gps_residual_m"])
     figures["left_out"] = left_out
     figures["gps_checks"] = gps_checks(final)
-    figures["ties"] = ties.as_dict()
     figures["weak_ties"] = weak_ties
     return model, algorithm, figures
 
@@ -444,12 +444,14 @@ def place_group(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction, 
     apart = f"in a group of {len(names)} images that shares no view with the main model"
     if source == "none":  # the main model itself is in a local frame
         return dict.fromkeys(names, f"{apart}, and without GPS nothing places it"), []
+    if sum(name in priors for name in names) < MIN_ALIGNMENT_POINTS:
+        return dict.fromkeys(names, f"{apart}, and whose GPS positions are too few to place it "
+                                    f"({MIN_ALIGNMENT_POINTS} needed)"), []
     figures = georeference(group, replace(frame, source="gps"), priors, photos, pitch_by_name, settings.refine,
                            settings.threads, accuracy_given)
     verdict = gps_verdict(group, priors, outliers(figures))
     if figures["georef_source"] != "gps" or not verdict.layout_matches:
-        why = "contradict it" if figures["georef_source"] == "gps" else \
-            f"are too few to place it ({MIN_ALIGNMENT_POINTS} needed)"
+        why = "contradict it" if figures["georef_source"] == "gps" else "do not fit it"
         return dict.fromkeys(names, f"{apart}, and whose GPS positions {why}"), []
     if (gap := elsewhere(model, group)) is not None:
         return dict.fromkeys(names, f"{apart}, {gap / 1000:.1f} km away by its GPS: photographs of another "
@@ -576,7 +578,6 @@ def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Ge
                     if cid in model.cameras},
         "timings_s": figures["timings_s"],
         "photometry": figures.get("photometry"),
-        "ties": figures["ties"],
     })
     log.info("Reconstruction: %d/%d images, %d points, reprojection error %.2f px%s", len(registered),
              len(photos), model.num_points3D(), error,
