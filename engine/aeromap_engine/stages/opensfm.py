@@ -1,7 +1,9 @@
 """Structure from motion: from the photographs to calibrated, posed cameras and sparse points in the world frame.
 
-Steps: SIFT features at the feature quality's scale; candidate pairs from GPS neighbours (from image retrieval for
-images without a position); matching and geometric verification; incremental or global mapping with the GPS
+Steps: SIFT features at the feature quality's scale (finer for images that show too few); candidate pairs from GPS
+neighbours (from image retrieval for images without a position); matching and geometric verification, weak pairs
+again with a looser ratio test (sfm/database.py), and the figures of how strongly that ties the photographs
+(sfm/ties.py), which name the cause when images cannot be placed; incremental or global mapping with the GPS
 positions as priors (in overlapping blocks where one mapping would not fit in memory, sfm/blocks.py); georeferencing
 (see sfm/georeference.py): by ground control points when gcp_list.txt is given (unless use-exif), else by the GPS
 through a robust similarity and a bundle adjustment with the fixes that agree (the others reported, their
