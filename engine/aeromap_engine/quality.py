@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .project import Project
 
 MIN_REGISTERED_SHARE = 0.9  # below it the products cover less than the photographs do
+MIN_PLACED_SHARE = 0.5  # below it they cover a fragment of the survey: refused
 MIN_POINTS_PER_IMAGE = 100  # Brighton Beach's 18 images give 260; a model glued by chance gives tens
 MIN_TRACK_LENGTH = 3.0  # views per point; below it most points are seen only by a pair
 # The highest surface a nadir survey sees lies below its cameras; ground more than this many flying heights
@@ -45,11 +46,15 @@ def _check(name: str, passed: bool, fatal: bool, value: float, limit: float, fou
     return Check(name, bool(passed), fatal, float(value), float(limit), found if passed else f"{found}: {meaning}")
 
 
-def registered_share(registered: int, total: int) -> Check:
+def registered_share(registered: int, total: int, weak_ties: str) -> Check:
+    """The share of the photographs placed in the model; `weak_ties` says how strongly matching tied them and
+    what to try. Below half, the products would show a fragment of the survey as if it were all of it."""
     share = registered / max(total, 1)
-    return _check("images_registered", share >= MIN_REGISTERED_SHARE, False, share, MIN_REGISTERED_SHARE,
-                  f"{registered} of {total} images placed in the model",
-                  "the products cover less than the photographs do")
+    fragment = share < MIN_PLACED_SHARE
+    meaning = "the photographs are too weakly tied to place the others" if fragment else \
+        "the products cover less than the photographs do"
+    return _check("images_registered", share >= MIN_REGISTERED_SHARE, fragment, share, MIN_REGISTERED_SHARE,
+                  f"{registered} of {total} images placed in the model", f"{meaning} ({weak_ties})")
 
 
 def gps_agreement(agreeing: int, located: int, accuracy_m: float) -> Check:

@@ -354,7 +354,7 @@ def test_a_folded_lens_is_a_quality_warning_naming_the_camera() -> None:
     model.add_camera(pycolmap.Camera.create_from_model_name(1, "OPENCV", 555.6, 1000, 750))
     assert lens_coverage(model.cameras[1]) == 1.0
     model.add_camera(folded_camera(2))
-    check = next(c for c in model_checks(model, 8) if c.name == "lens_frame")
+    check = next(c for c in model_checks(model, 8, "") if c.name == "lens_frame")
     assert not check.passed and not check.fatal
     assert check.value == pytest.approx(0.67, abs=0.01)  # the left edge and the corners beside it
     assert "camera 2 (OPENCV:" in check.message and "p2 0.0911" in check.message

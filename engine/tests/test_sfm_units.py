@@ -27,8 +27,9 @@ from aeromap_engine.sfm.database import PositionPrior
 from aeromap_engine.sfm.control import stored_pixel
 from aeromap_engine.sfm.frame import barometric_heights, heights_surveyed
 from aeromap_engine.sfm.levelling import fit_and_apply
-from aeromap_engine.sfm.features import extract_features, process_size, root_sift_bytes
+from aeromap_engine.sfm.features import extract_features, process_size, process_sizes, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
+from aeromap_engine.sfm.ties import footprint_short_sides, measure_ties, neighbour_overlap
 from aeromap_engine.photo import Photo
 
 DJI_XMP = """<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF><rdf:Description
@@ -354,6 +355,10 @@ def test_mapping_refines_the_focal_length_when_guessed_or_freed() -> None:
 def test_feature_scales_and_descriptors() -> None:
     assert process_size(4000, "high") == 2000 and process_size(4000, "ultra") == 4000
     assert process_size(4000, "lowest") == 320  # 270 px would leave too little to match
+    assert process_sizes(640, "high") == [320, 640]  # a thermal frame that shows too few is read in full
+    assert process_sizes(4000, "high") == [2000]  # finer would take four times the memory
+    assert process_sizes(4000, "low") == [500, 1000, 2000]
+    assert process_sizes(1000, "ultra") == [1000]
     d = root_sift_bytes(np.array([[4.0] * 128, [0.0] * 127 + [9.0]], dtype=np.float32))
     assert d.dtype == np.uint8 and d[0, 0] == round(512 * np.sqrt(1 / 128)) and d[1, -1] == 255
 
@@ -613,3 +618,33 @@ def test_a_drift_that_grows_is_not_a_settling_receiver() -> None:
     assert settling_fixes(flights, {**distances, "a": 90.0}, {"a", "b", "c"}) == ["a", "b", "c"]
     assert settling_fixes(flights, distances, {"b", "c"}) == []  # the flight opens with an agreeing fix
 
+
+
+def test_overlap_of_neighbouring_photographs() -> None:
+    """Photographs 12 m apart along a line, each footprint 48 m on its short side: 75 % overlap; unknown
+    positions or heights are left out, and fewer than two known give no estimate."""
+    xy = np.array([[0.0, 12.0 * i] for i in range(5)] + [[np.nan, np.nan]])
+    sides = np.array([48.0] * 5 + [48.0])
+    assert neighbour_overlap(xy, sides) == pytest.approx(0.75)
+    assert neighbour_overlap(xy, np.array([48.0, np.nan, np.nan, np.nan, np.nan, 48.0])) is None
+    assert neighbour_overlap(xy * 10, sides) == 0.0  # 120 m apart: none
+    thermal = Photo(filename="t.jpg", width=640, height=512, relative_altitude=95.0, focal_ratio=1.6111)
+    assert footprint_short_sides([thermal, Photo(filename="n.jpg", width=640, height=512)])[0] == \
+        pytest.approx(95.0 * 512 / (1.6111 * 640))
+    assert np.isnan(footprint_short_sides([Photo(filename="n.jpg", width=640, height=512)])[0])
+
+
+def test_ties_name_the_measured_cause() -> None:
+    ties = measure_ties({"a.jpg": 6000, "b.jpg": 5400, "c.jpg": 7500}, [74, 12, 30, 0], 6, 15, 0.75)
+    assert (ties.features_median, ties.features_fewest, ties.poorest_image) == (6000, 5400, "b.jpg")
+    assert (ties.overlapping_pairs, ties.candidate_pairs, ties.matches_median) == (2, 6, 52.0)
+    assert "fewest 5400 (b.jpg)" in ties.describe() and "about 75%" in ties.describe()
+    assert ties.advice("high", 10000).startswith("too little texture to match: try feature-quality ultra and "
+                                                 "min-num-features 20000")
+    sparse = measure_ties({"a.jpg": 9000, "b.jpg": 9000}, [400], 1, 15, 0.3)
+    assert sparse.advice("ultra", 10000).startswith("too little overlap: fly again with more overlap")
+    blurred = measure_ties({"a.jpg": 160, "b.jpg": 130}, [3], 1, 15, None)
+    assert blurred.advice("ultra", 10000).startswith("too little texture: the photographs show 145 features "
+                                                     "where 10000 were wanted")
+    assert "none of 1 candidate pairs verified" in blurred.describe()
+    assert "nearest neighbour" not in blurred.describe()

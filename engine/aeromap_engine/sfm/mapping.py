@@ -12,6 +12,7 @@ from ..log import log
 from .cameras import Refinement
 
 SFM_ALGORITHMS = ("incremental", "global")
+MIN_REGISTRATION_INLIERS = 15
 SEED = 1  # fixed, so that runs on the same data differ only by the order of parallel sums
 
 
@@ -70,6 +71,11 @@ def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipel
     # cost by less than a millionth: on the 112-image survey the global adjustments took 39 s instead of 49 s,
     # the cameras as close to the truth (5.2 and 5.1 cm RMS).
     options.ba_global_function_tolerance = 1e-6
+    # An image joins the model on 15 inlier correspondences with its points, as OpenSfM's resection asks, not
+    # COLMAP's 30: on low-texture surveys (h20t_thermal's canopy) neighbours share 20 to 50 verified matches, and
+    # at 30 the model broke into groups that only the GPS could place. The absolute pose is still solved by
+    # RANSAC with a quarter of the correspondences as inliers, and the quality checks judge the model.
+    options.mapper.abs_pose_min_num_inliers = MIN_REGISTRATION_INLIERS
     options.ba_refine_focal_length = settings.refine.focal
     options.ba_refine_extra_params = settings.refine.distortion
     options.use_prior_position = settings.use_position_priors

@@ -17,7 +17,7 @@ from ..parallel import opencv_threads
 from ..photo import Photo
 from ..photometry import Frame, Observations, Photometry
 from ..resources import workers_within_memory
-from .features import Features, extract_features, process_size, sift_memory
+from .features import Features, extract_features, process_sizes, sift_memory
 
 SMOOTHING = 9  # px: the box a point's colour is averaged over for the photometric comparison
 
@@ -25,26 +25,37 @@ SMOOTHING = 9  # px: the box a point's colour is averaged over for the photometr
 def extract_all(images_dir: Path, levels: Levels | None, photos: list[Photo], quality: str, count: int,
                 threads: int, progress: Callable[[float], None]) -> Iterator[Features]:
     """Features of every photograph in order, several images at a time (one OpenCV thread each: SIFT scales
-    better across images than within one)."""
-    def extract(photo: Photo) -> Features:
-        side = process_size(max(photo.width, photo.height), quality)
+    better across images than within one); an image that shows fewer than `count` is read again at a finer
+    scale (features.process_sizes)."""
+    def at_side(photo: Photo, side: int) -> Features:
         scale = side / max(photo.width, photo.height)
         width, height = round(photo.width * scale), round(photo.height * scale)
         colour = resize_area(read_scaled(images_dir / photo.filename, scale, levels), width, height)
         return extract_features(cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), (photo.width, photo.height), count)
 
+    def extract(photo: Photo) -> tuple[Features, bool]:
+        """The features, and whether they were found at a finer scale than the quality's."""
+        first, *finer_sides = process_sizes(max(photo.width, photo.height), quality)
+        features, finer = at_side(photo, first), False
+        for side in finer_sides:
+            if len(features) >= count:
+                break
+            features, finer = at_side(photo, side), True
+        return features, finer
+
     # Large images at high quality take gigabytes each: run no more at once than half the free memory holds.
     largest = max(sift_memory(p.width, p.height, quality) for p in photos)
     workers = workers_within_memory(threads, largest, share=0.5)
-    total = 0
+    total = finer = 0
     with opencv_threads(1), ThreadPoolExecutor(workers) as pool:
-        for i, features in enumerate(pool.map(extract, photos)):
+        for i, (features, refined) in enumerate(pool.map(extract, photos)):
             total += len(features)
+            finer += refined
             progress((i + 1) / len(photos))
             log_count("Images with features", i + 1, len(photos))
             yield features
-    log.info("Extracted %d features per image on average (feature quality %s)", round(total / len(photos)),
-             quality)
+    log.info("Extracted %d features per image on average (feature quality %s%s)", round(total / len(photos)),
+             quality, f"; {finer} images that showed fewer than {count} read at a finer scale" if finer else "")
 
 
 def observe_points(model: pycolmap.Reconstruction, images_dir: Path, levels: Levels | None,

@@ -1,7 +1,9 @@
 """Structure from motion: from the photographs to calibrated, posed cameras and sparse points in the world frame.
 
-Steps: SIFT features at the feature quality's scale; candidate pairs from GPS neighbours (from image retrieval for
-images without a position); matching and geometric verification; incremental or global mapping with the GPS
+Steps: SIFT features at the feature quality's scale (finer for images that show too few); candidate pairs from GPS
+neighbours (from image retrieval for images without a position); matching and geometric verification, weak pairs
+again with a looser ratio test (sfm/database.py), and the figures of how strongly that ties the photographs
+(sfm/ties.py), which name the cause when images cannot be placed; incremental or global mapping with the GPS
 positions as priors (in overlapping blocks where one mapping would not fit in memory, sfm/blocks.py); georeferencing
 (see sfm/georeference.py): by ground control points when gcp_list.txt is given (unless use-exif), else by the GPS
 through a robust similarity and a bundle adjustment with the fixes that agree (the others reported, their
@@ -38,8 +40,8 @@ from ..log import log, log_count
 from ..options import Option
 from ..photo import Photo, capture_order
 from ..sfm.cameras import LENS_CHOICES, CameraKind, camera_kind, lens_coverage, refinement
-from ..sfm.database import (PositionPrior, keypoint_counts, match_pairs, open_database, overlapping_pair_count,
-                            reject_pairs, verified_pairs)
+from ..sfm.database import (PositionPrior, keypoint_counts, match_pairs, open_database, reject_pairs,
+                            rematch_weak_pairs, verified_match_counts, verified_pairs)
 from ..sfm.export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
 from ..sfm.features import QUALITY_SCALES
 from ..sfm.alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
@@ -55,6 +57,7 @@ from ..sfm.mapping import SFM_ALGORITHMS, MappingSettings, reconstruct
 from ..sfm.pairs import candidate_pairs, contradicting_pairs, uses_retrieval
 from ..sfm.pixels import colour_points, extract_all, frame_of, observe_points
 from ..sfm.retrieval import retained, signatures
+from ..sfm.ties import Ties, footprint_short_sides, measure_ties, neighbour_overlap
 from ..split.plan import Submodel
 
 if TYPE_CHECKING:
@@ -111,6 +114,9 @@ OPTIONS: list[Option] = [
 WEIGHT = 4.0
 
 MIN_PAIR_INLIERS = 15  # verified matches for a pair to count as overlapping (COLMAP's default)
+# Pairs with fewer verified matches than a pair needs to start a model (COLMAP's init_min_num_inliers) are matched
+# again with a looser ratio test (sfm/database.py rematch_weak_pairs).
+WEAK_PAIR_INLIERS = 100
 DEFAULT_READOUT_MS = 30.0
 OBLIQUE_PITCH = 30.0  # degrees from straight down beyond which a photograph counts as oblique
 MAPPING_PROGRESS = (0.65, 0.85)  # of the stage's progress: the mapping's share
@@ -138,6 +144,7 @@ class Matching:
     scratch: Path
     camera_kinds: dict[int, CameraKind]  # COLMAP camera id -> kind
     settings: MappingSettings
+    ties: Ties  # how strongly the photographs are tied before mapping
 
 
 def run(ctx: "StageContext") -> None:
@@ -145,7 +152,7 @@ def run(ctx: "StageContext") -> None:
     timings: dict[str, float] = {}
     with matched(ctx, survey, timings) as matching:
         model, algorithm, figures = solve(ctx, matching.database, matching.scratch, matching.settings, survey,
-                                          timings, mapping_blocks(survey, matching.database))
+                                          timings, matching.ties, mapping_blocks(survey, matching.database))
     ctx.progress(0.92)
     finish(ctx, ctx.project, survey, model, matching.camera_kinds, algorithm, figures, timings)
 
@@ -179,21 +186,30 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
         oblique = np.array([p.pitch is not None and p.pitch > OBLIQUE_PITCH for p in photos])
         retrieval = uses_retrieval(positions[:, :2], options.matcher_neighbors, oblique)
         with timed("features", timings):
-            camera_kinds, kept = build_database(ctx, database, photos, survey.kinds, mapping_priors, retrieval)
+            camera_kinds, kept, features = build_database(ctx, database, photos, survey.kinds, mapping_priors,
+                                                          retrieval)
         with timed("matching", timings):
             pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors,
                                     signatures(kept) if retrieval else None, oblique)
             del kept  # up to 128 kB an image, of no use once paired
-            match_pairs(database, [(photos[i].filename, photos[j].filename) for i, j in pairs],
-                        Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.35 * f))
-            log.info("Matched %d candidate pairs; %d overlap", len(pairs),
-                     overlapping_pair_count(database, MIN_PAIR_INLIERS))
+            named = [(photos[i].filename, photos[j].filename) for i, j in pairs]
+            match_pairs(database, named, Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.25 * f))
+            calibrated = {p.filename for p, kind in zip(photos, survey.kinds) if kind.focal_known}
+            gained = rematch_weak_pairs(database, [(a, b) for a, b in named if a in calibrated and b in calibrated],
+                                        WEAK_PAIR_INLIERS, Path(scratch) / "pairs.txt", threads,
+                                        lambda f: ctx.progress(0.55 + 0.1 * f))
             reject_far_pairs(database, photos, positions, oblique)
+            ties = measure_ties(features, verified_match_counts(database), len(pairs), MIN_PAIR_INLIERS,
+                                neighbour_overlap(positions[:, :2], footprint_short_sides(photos)))
+            log.info("Matched %d candidate pairs; %d overlap%s. Ties: %s", len(pairs), ties.overlapping_pairs,
+                     f" ({gained} weak pairs strengthened by a looser ratio test)" if gained else "",
+                     ties.describe())
+            project.update_stats("ties", ties.as_dict())  # there, too, when no model can be made
         settings = MappingSettings(options.sfm_algorithm, threads,
                                    refinement(survey.kinds, options.use_fixed_camera_params,
                                               options.focal_refinement == "free"),
                                    use_position_priors=bool(mapping_priors))
-        yield Matching(database, Path(scratch), camera_kinds, settings)
+        yield Matching(database, Path(scratch), camera_kinds, settings, ties)
 
 
 def finish(ctx: "StageContext", project: "Project", survey: Survey, model: pycolmap.Reconstruction,
@@ -222,15 +238,17 @@ def record_model(project: "Project", survey: Survey, model: pycolmap.Reconstruct
     frame = survey.frame
     georef = Georef(frame.crs, frame.offset, source) if source != "none" else Georef(None, (0.0, 0.0), "none")
     write_outputs(project, model, georef, camera_kinds, survey.photos, figures)
-    quality.record(project, model_checks(model, len(survey.photos)) + figures["gcp_checks"] + figures["gps_checks"])
+    quality.record(project, model_checks(model, len(survey.photos), figures["weak_ties"]) + figures["gcp_checks"]
+                   + figures["gps_checks"])
 
 
-def model_checks(model: pycolmap.Reconstruction, total: int) -> list[Check]:
-    """What the sparse model tells of its own trustworthiness (see quality.py)."""
+def model_checks(model: pycolmap.Reconstruction, total: int, weak_ties: str) -> list[Check]:
+    """What the sparse model tells of its own trustworthiness (see quality.py); `weak_ties` says how strongly
+    matching tied the photographs, and what to try, for when images are left out."""
     registered = [model.image(i) for i in model.reg_image_ids()]
     centres = np.array([image.projection_center() for image in registered])
     points = np.array([point.xyz for point in model.points3D.values()]).reshape(-1, 3)
-    checks = [quality.registered_share(len(registered), total),
+    checks = [quality.registered_share(len(registered), total, weak_ties),
               quality.points_per_image(model.num_points3D(), len(registered)),
               quality.track_length(model.compute_mean_track_length())]
     if model.cameras:
@@ -278,7 +296,7 @@ def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray,
 
 
 def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: MappingSettings, survey: Survey,
-          timings: dict[str, float], blocks: Sequence[Submodel] = ()
+          timings: dict[str, float], ties: Ties, blocks: Sequence[Submodel] = ()
           ) -> tuple[pycolmap.Reconstruction, str, dict[str, Any]]:
     """Map (in `blocks` where given), georeference, then place the groups that share no view with the main model
     by their own GPS.
@@ -286,8 +304,10 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     The photographs decide the model's shape; the GPS places and scales it, the fixes that disagree left out of
     the georeferencing (sfm/consistency.py) and reported, every image kept. Only when the fixes do not describe
     the photographs' layout is the model mapped again from the photographs alone, since priors that wrong may
-    have bent it; the quality checks then refuse the placement if the fixes still do not fit."""
+    have bent it; the quality checks then refuse the placement if the fixes still do not fit. Where images cannot
+    be placed, `ties` (how strongly matching tied the photographs) names the cause."""
     frame, priors, photos = survey.frame, survey.priors, survey.photos
+    weak_ties = f"{ties.describe()}; {ties.advice(ctx.options.feature_quality, ctx.options.min_num_features)}"
     flights = flight_names(photos)
     pitch_by_name = {p.filename: p.pitch for p in photos if p.pitch is not None}
     progress = registration_progress(ctx, len(photos))  # one count over both passes: it never goes back
@@ -297,8 +317,8 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
             models, algorithm = mapped(ctx, database, work_dir / f"models{attempt}", settings, blocks, progress,
                                        share)
         if not models or models[0].num_reg_images() < 2:
-            raise InputError("The images do not overlap enough to reconstruct anything: no pair of images could "
-                             "be matched and triangulated")
+            raise InputError("The images are too weakly tied to reconstruct anything: no pair of images could be "
+                             f"matched and triangulated ({weak_ties})")
         # The main model is the largest that its GPS can place, so that a group without GPS cannot take the
         # place of one with it.
         models.sort(key=lambda m: gps_verdict(m, priors, []).located < MIN_ALIGNMENT_POINTS)
@@ -346,6 +366,7 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     figures["left_out"] = left_out
     figures["gps_checks"] = gps_checks(final) + [
         quality.groups_placed_by_gps(sum(placed_by_gps), len(placed_by_gps), final.accuracy_m)]
+    figures["weak_ties"] = weak_ties
     return model, algorithm, figures
 
 
@@ -440,12 +461,14 @@ def place_group(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction, 
     apart = f"in a group of {len(names)} images that shares no view with the main model"
     if source == "none":  # the main model itself is in a local frame
         return dict.fromkeys(names, f"{apart}, and without GPS nothing places it"), []
+    if sum(name in priors for name in names) < MIN_ALIGNMENT_POINTS:
+        return dict.fromkeys(names, f"{apart}, and whose GPS positions are too few to place it "
+                                    f"({MIN_ALIGNMENT_POINTS} needed)"), []
     figures = georeference(group, replace(frame, source="gps"), priors, photos, pitch_by_name, settings.refine,
                            settings.threads, accuracy_given)
     verdict = gps_verdict(group, priors, outliers(figures))
     if figures["georef_source"] != "gps" or not verdict.layout_matches:
-        why = "contradict it" if figures["georef_source"] == "gps" else \
-            f"are too few to place it ({MIN_ALIGNMENT_POINTS} needed)"
+        why = "contradict it" if figures["georef_source"] == "gps" else "do not fit it"
         return dict.fromkeys(names, f"{apart}, and whose GPS positions {why}"), []
     if (gap := elsewhere(model, group)) is not None:
         return dict.fromkeys(names, f"{apart}, {gap / 1000:.1f} km away by its GPS: photographs of another "
@@ -458,9 +481,10 @@ def place_group(model: pycolmap.Reconstruction, group: pycolmap.Reconstruction, 
 
 def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: list[CameraKind],
                    priors: dict[str, PositionPrior], retrieval: bool
-                   ) -> tuple[dict[int, CameraKind], list[np.ndarray]]:
-    """The matching database with every photograph's features and prior; returns the kind of each camera id and,
-    when retrieval is wanted, the descriptors it needs of each photograph (none otherwise)."""
+                   ) -> tuple[dict[int, CameraKind], list[np.ndarray], dict[str, int]]:
+    """The matching database with every photograph's features and prior; returns the kind of each camera id,
+    when retrieval is wanted the descriptors it needs of each photograph (none otherwise), and the number of
+    features of each photograph."""
     distinct = list(dict.fromkeys(kinds))
     log.info("Cameras: %s", "; ".join(f"{k.make} {k.model} {k.width}x{k.height} ({k.projection}, "
                                       f"{k.colmap_model})" for k in distinct))
@@ -469,12 +493,13 @@ def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: 
         extracted = extract_all(ctx.project.images_dir, load_levels(ctx.project.radiometry_file), photos,
                                 options.feature_quality, options.min_num_features,
                                 options.max_concurrency, lambda f: ctx.progress(0.3 * f))
-        kept = []
+        kept, counts = [], {}
         for i, features in enumerate(extracted):
             database.add(photos[i].filename, distinct.index(kinds[i]), features, priors.get(photos[i].filename))
+            counts[photos[i].filename] = len(features)
             if retrieval:
                 kept.append(retained(features.descriptors))
-        return dict(zip(database.camera_ids, distinct)), kept
+        return dict(zip(database.camera_ids, distinct)), kept, counts
 
 
 @contextlib.contextmanager

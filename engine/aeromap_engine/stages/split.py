@@ -161,7 +161,7 @@ class MappingJob:
         ctx = self.ctx.reporting_to(lambda fraction: self.done.__setitem__(index, fraction))
         timings: dict[str, float] = {}
         model, algorithm, figures = opensfm.solve(ctx, database, work_dir, settings,
-                                                  self.survey.subset(set(sub.images)), timings)
+                                                  self.survey.subset(set(sub.images)), timings, self.matching.ties)
         folder = work_dir / "mapped"
         folder.mkdir()
         model.write(folder)
