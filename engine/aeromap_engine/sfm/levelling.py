@@ -9,7 +9,7 @@ import pycolmap
 
 from ..log import log
 from ..photo import Photo
-from .alignment import (AlignmentMode, SimilarityFit, apply, gravity_direction, is_collinear,
+from .alignment import (MIN_INLIER_ERROR, AlignmentMode, SimilarityFit, apply, gravity_direction, is_collinear,
                         levelling_transform, registered, robust_similarity, views_vertical)
 from .consistency import layout_uncertainty
 
@@ -19,8 +19,9 @@ MAX_TILT_DEG = 3.0
 
 
 def fit_and_apply(model: pycolmap.Reconstruction, source: np.ndarray, target: np.ndarray, max_error: float,
-                  pitch_by_name: dict[str, float], trust_heights: bool) -> SimilarityFit | None:
-    """Robust similarity from model points to world points, applied to the model.
+                  pitch_by_name: dict[str, float], trust_heights: bool, min_error: float = MIN_INLIER_ERROR
+                  ) -> SimilarityFit | None:
+    """Robust similarity from model points to world points (robust_similarity), applied to the model.
 
     Points along one line leave the roll about that line free: the model is then levelled first and keeps that
     roll. Otherwise, unless the heights are to be trusted, the model is levelled by its cameras' viewing
@@ -28,14 +29,14 @@ def fit_and_apply(model: pycolmap.Reconstruction, source: np.ndarray, target: np
     mode: AlignmentMode = "line" if is_collinear(source) else "full"  # the model's points: wild fixes
     if mode == "line":                                                # cannot fake a second dimension
         source = _level(model, source, pitch_by_name)
-    fit = robust_similarity(source, target, max_error, mode)
+    fit = robust_similarity(source, target, max_error, mode, min_error)
     if fit is None:
         return None
     model.transform(fit.transform)
     if mode == "line" or trust_heights or not levelled_by_views(model, fit, source, target, pitch_by_name):
         return fit
     levelled = robust_similarity(_level(model, apply(fit.transform, source), pitch_by_name), target, max_error,
-                                 "level")
+                                 "level", min_error)
     if levelled is not None:
         model.transform(levelled.transform)
     return levelled
