@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,7 +12,13 @@ from typing import ContextManager
 
 import pytest
 
-from aeromap_engine.log import log
+# GNU OpenMP's threads spin on the CPU while they wait for work; with more processes than cores (the suite's
+# workers beside the TypeScript suite on a 2-core machine) a spinning thread holds the core that the thread it
+# waits for needs, and MeshLab's filters took several times as long. Waiting threads that sleep give the same
+# results. Read when libgomp loads, so set before the engine (and MeshLab) is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+from aeromap_engine.log import log  # noqa: E402
 
 
 class EngineLog:
