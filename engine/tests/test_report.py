@@ -14,7 +14,7 @@ import laspy
 import numpy as np
 import pycolmap
 import pytest
-from PIL import ExifTags, Image
+from PIL import Image
 
 from aeromap_engine import pipeline
 from aeromap_engine.cloud.boundary import Boundary
@@ -41,13 +41,11 @@ def options(**values: object) -> list[dict]:
     return BASE + [{"name": name.replace("_", "-"), "value": value} for name, value in values.items()]
 
 
-def make_project(root: Path, keep_gps: bool = True) -> Project:
+def make_project(root: Path) -> Project:
     (root / "images").mkdir(parents=True)
     for name in SUBSET:
         with Image.open(DATASET / f"{name}.JPG") as image:
             exif = image.getexif()
-            if not keep_gps:
-                del exif[ExifTags.IFD.GPSInfo]
             small = image.resize((image.width // 4, image.height // 4), Image.Resampling.LANCZOS)
             small.save(root / "images" / f"{name}.JPG", quality=92, exif=exif, xmp=image.info.get("xmp"))
     return Project(root)
@@ -190,21 +188,6 @@ def test_without_elevation_models_no_dem_previews(products: Project, tmp_path: P
     built = rendered(project)
     assert not [row for row in built.rows if row.key.startswith(("DSM", "DTM"))]
     assert built.find("Reconstructed images").value == len(SUBSET)
-    assert project.report_file.read_bytes().startswith(b"%PDF-")
-
-
-def test_local_frame_says_none(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "local", keep_gps=False)
-    pipeline.run(project, options(fast_orthophoto=True, end_with="odm_report"))
-    data = stats(project)
-    assert data["reconstruction"]["georef_source"] == "none"
-    built = rendered(project)
-    assert built.find("Georeference").value == "none"
-    assert built.find("Georeference").text.startswith("none")
-    assert built.find("Average ground sampling distance").value is None
-    assert data["gps_errors"] == {} and data["reconstruction_statistics"]["has_gps"] is False
-    assert data["point_cloud_statistics"]["dense"] is False
-    assert webodm_statistics(data)["points"] == data["reconstruction"]["points"]
     assert project.report_file.read_bytes().startswith(b"%PDF-")
 
 
