@@ -1,6 +1,7 @@
 """The map-product stages (openmvs, odm_filterpoints, odm_georeferencing, odm_dem, odm_orthophoto) and their
 options, on a reconstruction of six Brighton Beach images downscaled to 1000 px (two flight lines over the park,
-the car park and the sea), built once for the module by the engine's own dataset and opensfm stages."""
+the car park and the sea), built once per test process by the engine's own dataset and opensfm stages (conftest's
+`sparse`)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ from aeromap_engine.io.geotiff import RasterFormat, TiledRaster
 from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.project import Project
 from aeromap_engine.stages import odm_dem, odm_orthophoto
+from conftest import BRIGHTON_SIX
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
-SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
+SUBSET = BRIGHTON_SIX
 # Every run repeats the SfM options of the fixture, so that no stage before openmvs is run again.
 BASE = [{"name": "feature-quality", "value": "ultra"}]
 
@@ -48,20 +49,6 @@ def products_options(**values: object) -> list[dict]:
 def clone(source: Project, target: Path) -> Project:
     shutil.copytree(source.root, target, symlinks=True)
     return Project(target)
-
-
-@pytest.fixture(scope="module")
-def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    root = tmp_path_factory.mktemp("sparse")
-    (root / "images").mkdir()
-    for name in SUBSET:
-        with Image.open(DATASET / f"{name}.JPG") as image:
-            small = image.resize((image.width // 4, image.height // 4), Image.Resampling.LANCZOS)
-            small.save(root / "images" / f"{name}.JPG", quality=92, exif=image.info["exif"],
-                       xmp=image.info.get("xmp"))
-    project = Project(root)
-    pipeline.run(project, options(end_with="opensfm"))
-    return project
 
 
 @pytest.fixture(scope="module")
