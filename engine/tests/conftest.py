@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ContextManager
 
 import pytest
+from PIL import Image
 
-from aeromap_engine.log import log
+# GNU OpenMP's threads spin on the CPU while they wait for work; with more processes than cores (the suite's
+# workers beside the TypeScript suite on a 2-core machine) a spinning thread holds the core that the thread it
+# waits for needs, and MeshLab's filters took several times as long. Waiting threads that sleep give the same
+# results. Read when libgomp loads, so set before the engine (and MeshLab) is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+from aeromap_engine import pipeline  # noqa: E402
+from aeromap_engine.log import log  # noqa: E402
+from aeromap_engine.project import Project  # noqa: E402
+
+# Six Brighton Beach photographs: two flight lines over the park, the car park and the sea.
+BRIGHTON_SIX = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
 
 
 class EngineLog:
@@ -67,3 +80,20 @@ def datasets_dir() -> Path:
 @pytest.fixture(scope="session")
 def datasets() -> Path:
     return datasets_dir()
+
+
+@pytest.fixture(scope="session")
+def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """BRIGHTON_SIX downscaled to 1000 px through structure from motion (features at the full 1000 px), once per
+    test process: the reconstruction that the products', meshing, texturing and report suites copy and build on.
+    Never changed in place."""
+    root = tmp_path_factory.mktemp("sparse")
+    (root / "images").mkdir()
+    for name in BRIGHTON_SIX:
+        with Image.open(datasets_dir() / "brighton_beach" / "images" / f"{name}.JPG") as image:
+            small = image.resize((image.width // 4, image.height // 4), Image.Resampling.LANCZOS)
+            small.save(root / "images" / f"{name}.JPG", quality=92, exif=image.info["exif"],
+                       xmp=image.info.get("xmp"))
+    project = Project(root)
+    pipeline.run(project, [{"name": "feature-quality", "value": "ultra"}, {"name": "end-with", "value": "opensfm"}])
+    return project

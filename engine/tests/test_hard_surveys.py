@@ -3,19 +3,18 @@ a plausible wrong one.
 
 The photographs are the 1000 px copies of test_sfm.py. Truth is the original photographs' EXIF GPS (about a
 metre on this DJI) and their content: a camera's position is right when it lies at its own photograph's fix,
-whatever fix the test gave it.
+whatever fix the test gave it. (The survey without GPS under names that hide the flight order is in
+test_retrieval.py, which maps it once for its tests.)
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import re
 import shutil
 from pathlib import Path
 
 import numpy as np
-import pycolmap
 import pytest
 from PIL import ExifTags, Image
 from PIL.TiffImagePlugin import IFDRational
@@ -177,30 +176,6 @@ def test_fixes_of_other_photographs_fail_clearly(tmp_path: Path) -> None:
     assert failure.value.exit_code == 3
     assert stats(project)["quality"]["verdict"] == "failed"
     assert not (project.state_dir / "opensfm.done").exists()
-
-
-def test_no_gps_and_shuffled_capture_order(tmp_path: Path) -> None:
-    """Twelve photographs without GPS under names that hide the flight order: image retrieval pairs them, and
-    the model has the survey's shape (a similarity puts the cameras within a metre of their fixes, each within
-    the fixes' own accuracy)."""
-    names = ALL[:12]
-    order = random.Random(3).sample(range(len(names)), len(names))
-    (tmp_path / "images").mkdir()
-    renamed = {}
-    for name, slot in zip(names, order):
-        renamed[f"IMG_{slot:03d}.JPG"] = name
-        downscale(DATASET / name, tmp_path / "images" / f"IMG_{slot:03d}.JPG", keep_gps=False)
-    project = Project(tmp_path)
-    pipeline.run(project, SFM)
-    model = pycolmap.Reconstruction(project.root / "opensfm" / "reconstruction")
-    solved = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
-    assert len(solved) == 12
-    truth = exif_utm(names)
-    source = np.array([solved[n] for n in sorted(solved)])
-    target = np.array([truth[renamed[n]] for n in sorted(solved)])
-    fit = pycolmap.estimate_sim3d(source, target)
-    residuals = np.linalg.norm(apply(fit, source) - target, axis=1)
-    assert np.median(residuals) < 1.0 and residuals.max() < TRUE_FIX_M, residuals
 
 
 def test_two_groups_that_share_no_view(tmp_path: Path, engine_log) -> None:

@@ -1,6 +1,7 @@
 """The map-product stages (openmvs, odm_filterpoints, odm_georeferencing, odm_dem, odm_orthophoto) and their
 options, on a reconstruction of six Brighton Beach images downscaled to 1000 px (two flight lines over the park,
-the car park and the sea), built once for the module by the engine's own dataset and opensfm stages."""
+the car park and the sea), built once per test process by the engine's own dataset and opensfm stages (conftest's
+`sparse`)."""
 
 from __future__ import annotations
 
@@ -23,14 +24,15 @@ from aeromap_engine.cloud.boundary import Boundary
 from aeromap_engine.cloud.filters import statistical_inliers
 from aeromap_engine.errors import InputError
 from aeromap_engine.georef import Georef
-from aeromap_engine.dem.grid import Grid
+from aeromap_engine.dem.grid import Grid, Window
 from aeromap_engine.io.geojson import read_geometry, read_polygon
+from aeromap_engine.io.geotiff import RasterFormat, TiledRaster
 from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.project import Project
 from aeromap_engine.stages import odm_dem, odm_orthophoto
+from conftest import BRIGHTON_SIX
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "brighton_beach" / "images"
-SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
+SUBSET = BRIGHTON_SIX
 # Every run repeats the SfM options of the fixture, so that no stage before openmvs is run again.
 BASE = [{"name": "feature-quality", "value": "ultra"}]
 
@@ -47,20 +49,6 @@ def products_options(**values: object) -> list[dict]:
 def clone(source: Project, target: Path) -> Project:
     shutil.copytree(source.root, target, symlinks=True)
     return Project(target)
-
-
-@pytest.fixture(scope="module")
-def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    root = tmp_path_factory.mktemp("sparse")
-    (root / "images").mkdir()
-    for name in SUBSET:
-        with Image.open(DATASET / f"{name}.JPG") as image:
-            small = image.resize((image.width // 4, image.height // 4), Image.Resampling.LANCZOS)
-            small.save(root / "images" / f"{name}.JPG", quality=92, exif=image.info["exif"],
-                       xmp=image.info.get("xmp"))
-    project = Project(root)
-    pipeline.run(project, options(end_with="opensfm"))
-    return project
 
 
 @pytest.fixture(scope="module")
@@ -308,7 +296,7 @@ def test_gapfill_steps_and_smrf_options_change_the_models(variant: Project, prod
 
 def test_no_elevation_models_unless_asked(sparse: Project, tmp_path: Path) -> None:
     project = clone(sparse, tmp_path / "p")
-    pipeline.run(project, products_options(fast_orthophoto=True))
+    pipeline.run(project, products_options(fast_orthophoto=True, end_with="odm_orthophoto"))
     assert not project.path("odm_dem", "dsm.tif").exists() and not project.path("odm_dem", "dtm.tif").exists()
     # fast-orthophoto: no dense matching, the sparse points make the cloud and the surface
     assert not project.path("openmvs", "scene_dense.ply").exists()
@@ -387,17 +375,37 @@ def test_orthophoto_is_in_place(products: Project) -> None:
     assert np.median(np.abs(ortho - cloud.rgb[ok]).sum(axis=1)) < 60
 
 
-@pytest.mark.parametrize("compression", ["JPEG", "LZW", "PACKBITS", "LZMA", "NONE"])
-def test_orthophoto_compression(variant: Project, compression: str) -> None:
+def test_orthophoto_compression_option_reaches_the_geotiff(variant: Project) -> None:
+    """The option through the stage, with the one compression that changes the file's layout (each of the others
+    at the writer, in test_orthophoto_compression)."""
     # Tile pyramids (odm_postprocess) do not depend on how the GeoTIFF is compressed.
     pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True,
-                                           orthophoto_compression=compression, end_with="odm_orthophoto"))
-    rgba, meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))
+                                           orthophoto_compression="JPEG", end_with="odm_orthophoto"))
+    meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]
+    assert meta["compression"].name.upper() == "JPEG"
+    # No alpha band in JPEG: the transparency becomes the mask.
+    assert meta["count"] == 3 and meta["masks"][0, 0] == 0 and meta["masks"].max() == 255
+
+
+@pytest.mark.parametrize("compression", ["JPEG", "LZW", "PACKBITS", "LZMA", "NONE"])
+def test_orthophoto_compression(tmp_path: Path, compression: str) -> None:
+    """Each compression as the orthophoto's writer stores it: an RGBA COG transparent on its west half."""
+    grid = Grid(0.0, 0.0, 0.05, 600, 400)
+    rgba = np.random.default_rng(5).integers(0, 256, (4, grid.height, grid.width), dtype=np.uint8)
+    rgba[3] = 255
+    rgba[3, :, :grid.width // 2] = 0
+    path = tmp_path / "odm_orthophoto.tif"
+    with TiledRaster(path, grid, "EPSG:32615", (500_000.0, 5_000_000.0), 4, "uint8", RasterFormat(compression),
+                     alpha=True) as out:
+        out.write(Window(0, 0, grid.height, grid.width), rgba)
+    meta = read_raster(path)[1]
     assert (meta["compression"].name if meta["compression"] else "NONE").upper() == compression
+    assert meta["layout"] == "COG"
     if compression == "JPEG":  # no alpha band in JPEG: the transparency becomes the mask
         assert meta["count"] == 3 and meta["masks"][0, 0] == 0 and meta["masks"].max() == 255
     else:
         assert meta["count"] == 4
+    assert np.array_equal(meta["masks"] > 0, rgba[3] > 0)
 
 
 def test_tiles_made_in_several_processes_make_the_same_models_and_orthophoto(variant: Project,
@@ -435,7 +443,8 @@ def test_plain_geotiff_with_and_without_overviews(variant: Project) -> None:
 def test_orthophoto_resolution_is_capped_by_the_gsd(variant: Project, products: Project) -> None:
     gsd = stats(products)["reconstruction"]["gsd_cm"]
     assert stats(products)["orthophoto"]["resolution_cm"] == pytest.approx(0.9 * gsd, abs=0.01)
-    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, orthophoto_resolution=25))
+    pipeline.run(variant, products_options(dsm=True, dtm=True, orthophoto_png=True, orthophoto_resolution=25,
+                                           end_with="odm_orthophoto"))
     meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]
     assert meta["res"][0] == pytest.approx(0.25)
 

@@ -1,6 +1,6 @@
 """The odm_report stage: report.pdf and the statistics in ODM's section names, on a reconstruction of six Brighton
-Beach images downscaled to 1000 px (built once for the module by the engine's own stages), plus the report's
-pure helpers on inputs whose answer is known."""
+Beach images downscaled to 1000 px (conftest's `sparse`, built once per test process by the engine's own stages),
+plus the report's pure helpers on inputs whose answer is known."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import laspy
 import numpy as np
 import pycolmap
 import pytest
-from PIL import ExifTags, Image
 
 from aeromap_engine import pipeline
 from aeromap_engine.cloud.boundary import Boundary
@@ -28,29 +27,17 @@ from aeromap_engine.report.statistics import (DATE_FORMAT, EMPTY_CLOUD, UNKNOWN,
                                               capture_dates, duration_text, point_cloud_statistics,
                                               track_length_histogram, value_at_level)
 from aeromap_engine.stages import odm_report
-from conftest import datasets_dir
+from conftest import BRIGHTON_SIX, datasets_dir
 from test_sfm import exif_lonlat_alt
 
 DATASET = datasets_dir() / "brighton_beach" / "images"
-SUBSET = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")
+SUBSET = BRIGHTON_SIX
 # Every run repeats the structure-from-motion options of the fixture; no mesh, which the report does not show.
 BASE = [{"name": "feature-quality", "value": "ultra"}, {"name": "skip-3dmodel", "value": True}]
 
 
 def options(**values: object) -> list[dict]:
     return BASE + [{"name": name.replace("_", "-"), "value": value} for name, value in values.items()]
-
-
-def make_project(root: Path, keep_gps: bool = True) -> Project:
-    (root / "images").mkdir(parents=True)
-    for name in SUBSET:
-        with Image.open(DATASET / f"{name}.JPG") as image:
-            exif = image.getexif()
-            if not keep_gps:
-                del exif[ExifTags.IFD.GPSInfo]
-            small = image.resize((image.width // 4, image.height // 4), Image.Resampling.LANCZOS)
-            small.save(root / "images" / f"{name}.JPG", quality=92, exif=exif, xmp=image.info.get("xmp"))
-    return Project(root)
 
 
 def clone(source: Project, target: Path) -> Project:
@@ -88,13 +75,6 @@ def webodm_statistics(data: dict) -> dict:
     return {"points": points, "gsd": data.get("odm_processing_statistics", {}).get("average_gsd"),
             "area": processing.get("area"), "start_date": processing.get("start_date"),
             "end_date": processing.get("end_date")}
-
-
-@pytest.fixture(scope="module")
-def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    project = make_project(tmp_path_factory.mktemp("sparse"))
-    pipeline.run(project, options(end_with="opensfm"))
-    return project
 
 
 @pytest.fixture(scope="module")
@@ -190,21 +170,6 @@ def test_without_elevation_models_no_dem_previews(products: Project, tmp_path: P
     built = rendered(project)
     assert not [row for row in built.rows if row.key.startswith(("DSM", "DTM"))]
     assert built.find("Reconstructed images").value == len(SUBSET)
-    assert project.report_file.read_bytes().startswith(b"%PDF-")
-
-
-def test_local_frame_says_none(tmp_path: Path) -> None:
-    project = make_project(tmp_path / "local", keep_gps=False)
-    pipeline.run(project, options(fast_orthophoto=True, end_with="odm_report"))
-    data = stats(project)
-    assert data["reconstruction"]["georef_source"] == "none"
-    built = rendered(project)
-    assert built.find("Georeference").value == "none"
-    assert built.find("Georeference").text.startswith("none")
-    assert built.find("Average ground sampling distance").value is None
-    assert data["gps_errors"] == {} and data["reconstruction_statistics"]["has_gps"] is False
-    assert data["point_cloud_statistics"]["dense"] is False
-    assert webodm_statistics(data)["points"] == data["reconstruction"]["points"]
     assert project.report_file.read_bytes().startswith(b"%PDF-")
 
 

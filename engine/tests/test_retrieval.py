@@ -1,5 +1,6 @@
 """Image retrieval for pairing images without positions: the signatures on synthetic descriptor sets, the pairs
-they add, and on the 18 Brighton Beach photographs (three flight lines, 1000 px copies) with the positions hidden.
+they add, and on the 18 Brighton Beach photographs (three flight lines, 1000 px copies) with the positions hidden,
+mapped once under names that hide the flight order.
 
 Which Brighton Beach images overlap comes from their EXIF GPS: cameras within 40 m of each other share ground
 (ratio-test SIFT matches between them number in the tens to hundreds, beyond 40 m they fall to the level of
@@ -8,14 +9,19 @@ chance, except some pairs two lines apart).
 
 from __future__ import annotations
 
-from pathlib import Path
+import random
+from dataclasses import dataclass
 
 import numpy as np
+import pycolmap
 import pytest
 from PIL import Image
-from test_sfm import DATASET, HEIGHT, SFM, WIDTH, exif_utm, make_project, stats
+from test_hard_surveys import TRUE_FIX_M
+from test_sfm import DATASET, HEIGHT, SFM, WIDTH, downscale, exif_utm, stats
 
 from aeromap_engine import pipeline
+from aeromap_engine.project import Project
+from aeromap_engine.sfm.alignment import apply
 from aeromap_engine.sfm import pairs as pairs_module
 from aeromap_engine.sfm.features import extract_features
 from aeromap_engine.sfm.pairs import candidate_pairs, contradicting_pairs, sequence_pairs, uses_retrieval
@@ -167,20 +173,54 @@ def test_brighton_retrieval_finds_overlapping_pairs(brighton_descriptors: list[n
     assert recall(found, truth) > recall(ordered, truth) + 0.15
 
 
-def test_brighton_without_gps_registers_every_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    engine_log) -> None:
-    monkeypatch.setattr(pairs_module, "EXHAUSTIVE_WITHOUT_GPS", 5)
-    project = make_project(tmp_path, keep_gps=False, names=NAMES)
-    with engine_log() as captured:
+@dataclass(frozen=True)
+class ShuffledSurvey:
+    project: Project
+    photograph_of: dict[str, str]  # the photograph each image name stands for
+    log_lines: list[str]
+
+
+@pytest.fixture(scope="module")
+def shuffled_without_gps(tmp_path_factory: pytest.TempPathFactory, engine_log) -> ShuffledSurvey:
+    """The 18 photographs without GPS under names that hide the flight order, mapped with retrieval from five
+    images up (sets of up to 60 are otherwise matched pair by pair)."""
+    root = tmp_path_factory.mktemp("shuffled")
+    (root / "images").mkdir()
+    order = random.Random(3).sample(range(len(NAMES)), len(NAMES))
+    photograph_of = {}
+    for name, slot in zip(NAMES, order):
+        photograph_of[f"IMG_{slot:03d}.JPG"] = name
+        downscale(DATASET / name, root / "images" / f"IMG_{slot:03d}.JPG", keep_gps=False)
+    project = Project(root)
+    with pytest.MonkeyPatch.context() as patch, engine_log() as captured:
+        patch.setattr(pairs_module, "EXHAUSTIVE_WITHOUT_GPS", 5)
         pipeline.run(project, SFM)
-        lines = captured.lines
+        return ShuffledSurvey(project, photograph_of, captured.lines)
+
+
+def test_brighton_without_gps_registers_every_image(shuffled_without_gps: ShuffledSurvey) -> None:
+    lines = shuffled_without_gps.log_lines
     found = next(line for line in lines if line.startswith("Image retrieval found"))
     assert int(found.split("(")[1].split()[0]) > 0  # pairs that capture order did not give
     matched = next(line for line in lines if line.startswith("Matched"))
     assert int(matched.split()[1]) < n_choose_2(len(NAMES))  # not every pair
-    reconstruction = stats(project)["reconstruction"]
+    reconstruction = stats(shuffled_without_gps.project)["reconstruction"]
     assert reconstruction["images_registered"] == len(NAMES)
     assert reconstruction["georef_source"] == "none"
+
+
+def test_no_gps_and_shuffled_capture_order(shuffled_without_gps: ShuffledSurvey) -> None:
+    """The model has the survey's shape: a similarity puts the cameras within a metre of their photographs'
+    fixes, each within the fixes' own accuracy."""
+    model = pycolmap.Reconstruction(shuffled_without_gps.project.root / "opensfm" / "reconstruction")
+    solved = {model.image(i).name: model.image(i).projection_center() for i in model.reg_image_ids()}
+    assert len(solved) == len(NAMES)
+    truth = exif_utm(NAMES)
+    source = np.array([solved[n] for n in sorted(solved)])
+    target = np.array([truth[shuffled_without_gps.photograph_of[n]] for n in sorted(solved)])
+    fit = pycolmap.estimate_sim3d(source, target)
+    residuals = np.linalg.norm(apply(fit, source) - target, axis=1)
+    assert np.median(residuals) < 1.0 and residuals.max() < TRUE_FIX_M, residuals
 
 
 def n_choose_2(n: int) -> int:

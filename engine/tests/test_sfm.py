@@ -229,7 +229,9 @@ def test_without_gps_every_product_in_the_local_frame(local_project: tuple[Proje
     the Earth (no CRS, no model offset, no map tiles), the textured model on the model's points."""
     project = Project(tmp_path / "p")
     shutil.copytree(local_project[0].root, project.root)
-    pipeline.run(project, [{"name": "feature-quality", "value": "ultra"}, {"name": "dsm", "value": True}])
+    # The smallest dense cloud: the test is about the frame the products are made in, not their detail.
+    pipeline.run(project, [{"name": "feature-quality", "value": "ultra"}, {"name": "dsm", "value": True},
+                           {"name": "pc-quality", "value": "lowest"}])
     with rasterio.open(project.path("odm_orthophoto", "odm_orthophoto.tif")) as ortho:
         assert ortho.crs is None and ortho.read(4).mean() > 100
     with rasterio.open(project.path("odm_dem", "dsm.tif")) as dsm:
@@ -246,6 +248,27 @@ def test_without_gps_every_product_in_the_local_frame(local_project: tuple[Proje
     report = project.read_stats()
     assert report["reconstruction"]["georef_source"] == "none"
     assert project.path("odm_report", "report.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_without_gps_the_report_says_none(local_project: tuple[Project, str], tmp_path: Path) -> None:
+    """The report of a survey without any position (its orthophoto draped on the sparse points): no georeference,
+    no ground sampling distance, no GPS errors."""
+    from test_report import rendered, webodm_statistics  # test_report imports this module
+
+    project = Project(tmp_path / "p")
+    shutil.copytree(local_project[0].root, project.root)
+    pipeline.run(project, [{"name": "feature-quality", "value": "ultra"}, {"name": "skip-3dmodel", "value": True},
+                           {"name": "fast-orthophoto", "value": True}, {"name": "end-with", "value": "odm_report"}])
+    data = stats(project)
+    assert data["reconstruction"]["georef_source"] == "none"
+    built = rendered(project)
+    assert built.find("Georeference").value == "none"
+    assert built.find("Georeference").text.startswith("none")
+    assert built.find("Average ground sampling distance").value is None
+    assert data["gps_errors"] == {} and data["reconstruction_statistics"]["has_gps"] is False
+    assert data["point_cloud_statistics"]["dense"] is False
+    assert webodm_statistics(data)["points"] == data["reconstruction"]["points"]
+    assert project.report_file.read_bytes().startswith(b"%PDF-")
 
 
 def upright(x: float, y: float, orientation: int) -> tuple[float, float]:

@@ -18,14 +18,14 @@ from aeromap_engine.georef import Georef
 from aeromap_engine.io.meshply import read_mesh_ply
 from aeromap_engine.mesh.model import TexturedMesh
 from aeromap_engine.project import Project
-from test_products import clone, options, sparse  # noqa: F401 (sparse is the fixture this module builds on)
+from test_products import clone, options
 from test_texture_math import surface_colours
 
 MODEL = "odm_textured_model_geo"
 
 
 @pytest.fixture(scope="module")
-def textured(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:  # noqa: F811
+def textured(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
     """Default options (the 2.5D mesh, GLB on) up to the orthophoto, which the texture is checked against."""
     project = clone(sparse, tmp_path_factory.mktemp("textured") / "p")
     pipeline.run(project, options(end_with="odm_orthophoto"))
