@@ -11,6 +11,9 @@ import { REPO, brightonCopies, python } from './service/taskhelpers.ts';
 const NAMES = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG', 'DJI_0032.JPG'];
 // No textured model: the real-engine task tests download and open one; here it would only add time.
 const OPTIONS = ['--feature-quality', 'ultra', '--dsm', '--skip-3dmodel'];
+// The stages after the one a test looks at only add time there: the local run above makes every product.
+const TO_DENSE = [...OPTIONS, '--end-with', 'openmvs'];
+const TO_DSM = [...OPTIONS, '--end-with', 'odm_dem'];
 
 interface Run {
   code: number | null;
@@ -77,12 +80,12 @@ describe('aeromap process', () => {
     expect(summary).toMatch(/reprojection error\s+0\.\d\d px/);
     expect(summary).toMatch(/points\s+[\d,]{6,}/);
     expect(summary).toMatch(/opensfm\s+[\d.]+ s/);
-  }, 120_000);
+  }, 240_000);
 
   it('stops on Ctrl-C, and the same command resumes after the stages already done', async () => {
     const folder = await photoFolder('interrupted');
     let sent = false;
-    const stopped = await aeromapProcess([folder, ...OPTIONS], (stdout, child) => {
+    const stopped = await aeromapProcess([folder, ...TO_DENSE], (stdout, child) => {
       if (!sent && stdout.includes('Running stage openmvs')) {
         sent = true;
         child.kill('SIGINT');
@@ -90,12 +93,12 @@ describe('aeromap process', () => {
     });
     expect(stopped.code).toBe(130);
     expect(stopped.stderr).toContain('run the same command again to resume');
-    const resumed = await aeromapProcess([folder, ...OPTIONS]);
+    const resumed = await aeromapProcess([folder, ...TO_DENSE]);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain('Stage opensfm already done, skipping');
     expect(resumed.stdout).toContain('Running stage openmvs');
     expect(resumed.stdout).toContain('images registered      6 of 6');
-  }, 120_000);
+  }, 240_000);
 
   describe('on a node', () => {
     let node: RunningNode;
@@ -106,7 +109,7 @@ describe('aeromap process', () => {
 
     it('uploads, waits, downloads the products into the folder and sums them up', async () => {
       const folder = await photoFolder('remote');
-      const run = await aeromapProcess([folder, '--node', `http://127.0.0.1:${node.port}`, '--token', 'node-token', ...OPTIONS]);
+      const run = await aeromapProcess([folder, '--node', `http://127.0.0.1:${node.port}`, '--token', 'node-token', ...TO_DSM]);
       expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
       expect(run.stdout).toMatch(/Uploaded 6 files to 127\.0\.0\.1:\d+: task [0-9a-f-]{36}/);
       expect(run.stdout).toContain('Running stage opensfm');
@@ -115,6 +118,6 @@ describe('aeromap process', () => {
       const wrongToken = await aeromapProcess([folder, '--node', `http://127.0.0.1:${node.port}`, '--token', 'wrong']);
       expect(wrongToken.code).toBe(1);
       expect(wrongToken.stderr).toContain('Invalid authentication token');
-    }, 120_000);
+    }, 240_000);
   });
 });

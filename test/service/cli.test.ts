@@ -19,6 +19,8 @@ async function environment(backend: Backend, extra: Record<string, string> = {})
     DATA_DIR: database.dataDir,
     PASSWORD_ITERATIONS: '1000',
     LOG_LEVEL: 'warn',
+    // Users and the first admin are the service's; the embedded node's own tests start it with `aeromap serve`.
+    EMBEDDED_NODE: 'false',
     ...extra,
   };
   if (database.databaseUrl) Object.assign(env, { DATABASE_URL: database.databaseUrl, SECRET_KEY: 'shared by the instances' });

@@ -15,12 +15,12 @@ export interface FuzzRun {
   report: string;
 }
 
-async function runOnce(url: string, token: string, workDir: string, seed: number): Promise<FuzzRun> {
+async function runOnce(url: string, token: string, workDir: string, seed: number, maxExamples: number): Promise<FuzzRun> {
   // A given seed sends the same requests every time, so that a failure is reproducible. One worker: Hypothesis
   // describing its strategies from two threads at once trips CPython 3.11's ast module now and then. Generation
   // that a loaded machine makes slow is no fault of the API's, so Hypothesis's speed check is off.
   const args = ['run', `${url}/api/openapi.json`, '--header', `Authorization: JWT ${token}`, '--checks', CHECKS,
-    '--max-examples', '12', '--seed', String(seed), '--no-color', '--request-timeout', '20', '--workers', '1',
+    '--max-examples', String(maxExamples), '--seed', String(seed), '--no-color', '--request-timeout', '20', '--workers', '1',
     '--generation-database', 'none', '--suppress-health-check=too_slow'];
   const { stdout, stderr, code } = await promisify(execFile)(st, args, { maxBuffer: 64 * 2 ** 20, cwd: workDir, env: { ...process.env, NO_COLOR: '1' } })
     .then((out) => ({ ...out, code: 0 }))
@@ -39,11 +39,11 @@ function generatorFailedAlone(report: string): boolean {
 }
 
 /** One run as `token`'s user, its cache in `workDir`; run again once if only the generator failed. */
-export async function fuzz(url: string, token: string, workDir: string, seed = 1): Promise<FuzzRun> {
-  const run = await runOnce(url, token, workDir, seed);
+export async function fuzz(url: string, token: string, workDir: string, seed = 1, maxExamples = 12): Promise<FuzzRun> {
+  const run = await runOnce(url, token, workDir, seed, maxExamples);
   if (run.passed || !generatorFailedAlone(run.report)) return run;
   console.log(`schemathesis's own generator failed (not an answer of the API); running it again:\n${run.report}`);
-  return runOnce(url, token, workDir, seed);
+  return runOnce(url, token, workDir, seed, maxExamples);
 }
 
 /** The report's summary, from its last SUMMARY heading. */

@@ -37,7 +37,8 @@ async function bigJpeg(file: string, megabytes: number): Promise<void> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
+// Started from the sources (tsx) on a loaded machine, a service or node may take tens of seconds to listen.
+async function waitForHttp(url: string, timeoutMs = 90_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (await fetch(url).then((r) => r.status < 500, () => false)) return;
@@ -108,9 +109,9 @@ describe('tasks across crashes of the service', () => {
     admin = await service.login();
     projectId = (await admin.post('/api/projects/', { name: 'crashes' })).body.id;
     // The embedded node must be online before tasks are created.
-    const until = Date.now() + 20_000;
+    const until = Date.now() + 60_000;
     while (!(await admin.get('/api/processingnodes/')).body.some((node: { online: boolean }) => node.online) && Date.now() < until) await sleep(200);
-  }, 60_000);
+  }, 150_000);
 
   afterAll(async () => {
     await service?.kill();
