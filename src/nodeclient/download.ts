@@ -1,10 +1,7 @@
 // A big file from a node, in ranged pieces appended to `<destination>.part`. After a cut (a dropped connection,
 // or the whole process killed) the next call resumes from the size of the .part; the file gets its final name
 // only once it is whole. A node that ignores ranges gets one plain download from the start.
-import { createWriteStream } from 'node:fs';
-import { rename, rm, stat, truncate } from 'node:fs/promises';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { open, rename, rm, stat, truncate } from 'node:fs/promises';
 import { setTimeout as pause } from 'node:timers/promises';
 import { NodeConnectionError, NodeError, NodeResponseError, NodeServerError } from './errors.ts';
 
@@ -41,9 +38,22 @@ interface Piece {
   done: boolean;
 }
 
+/**
+ * Writes the answer's bytes to the file as they come, each written before the next is read: a connection cut
+ * part-way then leaves every byte it brought on disk (a write stream destroyed by the cut drops what it still
+ * buffers, and on a busy machine that can be all of it, so the next try would start from the same place).
+ */
 async function appendBody(response: Response, file: string, flags: 'a' | 'w', signal?: AbortSignal): Promise<void> {
   if (!response.body) throw new NodeServerError('an empty answer');
-  await pipeline(Readable.fromWeb(response.body as never), createWriteStream(file, { flags }), { signal });
+  const handle = await open(file, flags);
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      signal?.throwIfAborted();
+      await handle.write(chunk);
+    }
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Fetches the piece after `have` bytes and writes it to the .part; answers what it learnt of the total. */
@@ -106,7 +116,9 @@ function describe(error: unknown): string {
 
 export async function downloadRanged(url: URL, destination: string, options: RangedDownloadOptions): Promise<void> {
   const part = `${destination}.part`;
-  const retries = options.retries ?? 5;
+  // A cut answer can leave nothing on disk: the bytes still queued in its body stream go with the stream's error,
+  // and on a busy machine that can be all it brought. Cuts in a row without progress are retried this often.
+  const retries = options.retries ?? 12;
   let failures = 0;
   let total: number | null = null;
   for (;;) {
@@ -124,7 +136,7 @@ export async function downloadRanged(url: URL, destination: string, options: Ran
         throw new Kind(`${options.label}: download of all.zip: ${error.message}`, { cause: error });
       }
       // node:timers rejects with its own AbortError; callers expect the reason they aborted with.
-      await pause(500 * failures, undefined, { signal: options.signal }).catch(() => options.signal?.throwIfAborted());
+      await pause(Math.min(5000, 500 * failures), undefined, { signal: options.signal }).catch(() => options.signal?.throwIfAborted());
       continue;
     }
     total = piece.total ?? total;
