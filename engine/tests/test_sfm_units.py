@@ -23,7 +23,7 @@ from aeromap_engine.io.geotxt import parse_geo_txt
 from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_direction, is_collinear, levelling_transform,
                                           robust_similarity)
 from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refinement
-from aeromap_engine.sfm.database import PositionPrior
+from aeromap_engine.sfm.database import PairMatches, PositionPrior, may_overlap
 from aeromap_engine.sfm.control import stored_pixel
 from aeromap_engine.sfm.frame import barometric_heights, heights_surveyed
 from aeromap_engine.sfm.levelling import fit_and_apply
@@ -648,3 +648,19 @@ def test_ties_name_the_measured_cause() -> None:
                                                      "where 10000 were wanted")
     assert "none of 1 candidate pairs verified" in blurred.describe()
     assert "nearest neighbour" not in blurred.describe()
+
+
+def _matched(inliers: int) -> PairMatches:
+    geometry = pycolmap.TwoViewGeometry()
+    geometry.inlier_matches = np.zeros((inliers, 2), dtype=np.uint32)
+    return PairMatches(np.zeros((max(inliers, 40), 2), dtype=np.uint32), geometry)
+
+
+def test_weak_pairs_are_matched_again_only_where_they_may_overlap() -> None:
+    """Of the weak pairs of images without positions, only those with some verified matches or a third image
+    that both overlap; every weak pair of two located cameras (neighbours by GPS)."""
+    matched = {("a", "b"): _matched(300), ("b", "c"): _matched(250), ("c", "d"): _matched(20),
+               ("a", "e"): _matched(0)}
+    weak = [("a", "c"), ("c", "d"), ("a", "e"), ("a", "f"), ("e", "f")]
+    assert may_overlap(weak, matched, set(), 100) == [("a", "c"), ("c", "d")]
+    assert may_overlap(weak, matched, {"e", "f"}, 100) == [("a", "c"), ("c", "d"), ("e", "f")]

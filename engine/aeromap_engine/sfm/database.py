@@ -135,13 +135,14 @@ class PairMatches:
 
 
 def rematch_weak_pairs(path: Path, pairs: list[tuple[str, str]], min_inliers: int, list_file: Path, threads: int,
-                       progress: Callable[[float], None]) -> int:
+                       progress: Callable[[float], None], located: set[str]) -> int:
     """Match again, at the looser ratio, the pairs (of cameras with known focal lengths) that kept fewer than
-    `min_inliers` verified matches; a pair keeps the new matches only where they are more and fit a calibrated
-    geometry. On h20t_thermal this tied 30 of 32 images into one model where the default ratio left two groups
-    of 19 and 10. Returns how many pairs gained."""
+    `min_inliers` verified matches and may overlap (see may_overlap); a pair keeps the new matches only where they
+    are more and fit a calibrated geometry. On h20t_thermal this tied 30 of 32 images into one model where the
+    default ratio left two groups of 19 and 10. Returns how many pairs gained."""
     before = read_pair_matches(path, pairs)
-    weak = [pair for pair in pairs if pair not in before or before[pair].inliers < min_inliers]
+    weak = may_overlap([pair for pair in pairs if pair not in before or before[pair].inliers < min_inliers],
+                       before, located, min_inliers)
     if not weak:
         return 0
     forget_matches(path, weak)
@@ -178,6 +179,22 @@ def focal_lengths_stated(path: Path) -> Iterator[None]:
         yield
     finally:
         mark(before)
+
+
+def may_overlap(weak: list[tuple[str, str]], matched: dict[tuple[str, str], PairMatches], located: set[str],
+                min_inliers: int) -> list[tuple[str, str]]:
+    """The weak pairs that may overlap: two cameras with positions (paired as neighbours), a pair with some
+    verified matches, or two images that each overlap a third. A survey without positions pairs every image with
+    every other, and most of those pairs see different ground: matching them all again doubled its matching time
+    and gained nothing."""
+    overlapping: dict[str, set[str]] = {}
+    for (a, b), pair in matched.items():
+        if pair.inliers >= min_inliers:
+            overlapping.setdefault(a, set()).add(b)
+            overlapping.setdefault(b, set()).add(a)
+    return [(a, b) for a, b in weak
+            if (a in located and b in located) or ((a, b) in matched and matched[(a, b)].inliers > 0)
+            or overlapping.get(a, set()) & overlapping.get(b, set())]
 
 
 def read_pair_matches(path: Path, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], PairMatches]:

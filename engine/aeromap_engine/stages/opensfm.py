@@ -195,9 +195,10 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
             named = [(photos[i].filename, photos[j].filename) for i, j in pairs]
             match_pairs(database, named, Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.25 * f))
             calibrated = {p.filename for p, kind in zip(photos, survey.kinds) if kind.focal_known}
+            located = {p.filename for p, xy in zip(photos, positions[:, :2]) if np.isfinite(xy).all()}
             gained = rematch_weak_pairs(database, [(a, b) for a, b in named if a in calibrated and b in calibrated],
                                         WEAK_PAIR_INLIERS, Path(scratch) / "pairs.txt", threads,
-                                        lambda f: ctx.progress(0.55 + 0.1 * f))
+                                        lambda f: ctx.progress(0.55 + 0.1 * f), located)
             reject_far_pairs(database, photos, positions, oblique)
             ties = measure_ties(features, verified_match_counts(database), len(pairs), MIN_PAIR_INLIERS,
                                 neighbour_overlap(positions[:, :2], footprint_short_sides(photos)))
