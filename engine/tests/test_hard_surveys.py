@@ -133,18 +133,10 @@ def test_two_wild_fixes_are_dropped_with_one_mapping(tmp_path: Path, engine_log)
     assert len(errors) == 12 and max(errors.values()) < TRUE_FIX_M
 
 
-def test_every_second_image_removed(tmp_path: Path) -> None:
-    """Nine photographs with half the overlap: all placed at their fixes, and the verdict says so."""
-    project = make_project(tmp_path, names=ALL[::2])
-    pipeline.run(project, SFM)
-    errors = distances_to_truth(project)
-    assert len(errors) == 9 and max(errors.values()) < TRUE_FIX_M
-    assert stats(project)["quality"]["verdict"] != "failed"
-
-
 def test_wild_fixes_are_blamed_on_the_gps(tmp_path: Path) -> None:
-    """Two of nine fixes 30 m off (a receiver glitch): the images still land where they were taken, and the
-    fixes are named as wrong."""
+    """Every second photograph removed (half the overlap), and two of the nine fixes 30 m off (a receiver
+    glitch): all nine images still land where they were taken, the fixes are named as wrong, and the run is not
+    failed."""
     names = ALL[::2]
     project = make_project(tmp_path, names=names)
     truth = exif_utm(names)
@@ -155,6 +147,7 @@ def test_wild_fixes_are_blamed_on_the_gps(tmp_path: Path) -> None:
     errors = distances_to_truth(project)
     assert len(errors) == 9 and max(errors.values()) < TRUE_FIX_M
     assert sorted(stats(project)["reconstruction"]["gps_residual_m"]["outliers"]) == wrong
+    assert stats(project)["quality"]["verdict"] != "failed"
     # Negative control: the two cameras do lie 30 m from the fixes they were given.
     centres = model_centres(project)
     assert all(np.linalg.norm(centres[n][:2] - truth[n][:2] - 21.2) > 25 for n in wrong)
@@ -163,7 +156,7 @@ def test_wild_fixes_are_blamed_on_the_gps(tmp_path: Path) -> None:
 def test_fixes_of_other_photographs_fail_clearly(tmp_path: Path) -> None:
     """Fixes shuffled among the photographs (geotags from a clock-shifted log): most cameras contradict their
     fixes, so no model is trustworthy and the run fails, naming the GPS; nothing is left marked done. (The
-    cameras lie at their own photographs' fixes, which test_every_second_image_removed checks: it is the
+    cameras lie at their own photographs' fixes, which test_wild_fixes_are_blamed_on_the_gps checks: it is the
     assignment the run rejects.)"""
     names = ALL[::2]
     project = make_project(tmp_path, names=names)

@@ -176,17 +176,16 @@ export async function startCuttingProxy(targetPort: number, cutAfterBytes: numbe
     const upstream = httpRequest({ host: '127.0.0.1', port: targetPort, path: request.url, method: request.method, headers: request.headers }, (answer) => {
       response.writeHead(answer.statusCode ?? 502, { ...answer.headers, ...(zip ? { connection: 'close' } : {}) });
       if (!zip) return void answer.pipe(response);
-      // The bytes before the cut go out at once, and the connection is closed while they are still in flight.
       const held: Buffer[] = [];
       let sent = 0;
       answer.on('data', (chunk: Buffer) => {
         held.push(chunk);
         sent += chunk.length;
-        if (sent <= cutAfterBytes) return;
+        if (sent <= cutAfterBytes || answer.destroyed) return;
         answer.destroy();
-        response.write(Buffer.concat(held).subarray(0, cutAfterBytes));
-        // After the write leaves the cork of this tick: what the kernel took arrives, then the close.
-        setImmediate(() => response.socket?.destroy());
+        // The bytes before the cut reach the socket, then the connection closes while they are still in flight,
+        // as a proxy that gives up on a long answer does: the client reads them after the node has gone.
+        response.write(Buffer.concat(held).subarray(0, cutAfterBytes), () => response.socket?.destroy());
       });
       answer.on('end', () => response.end(Buffer.concat(held)));
     });

@@ -131,7 +131,7 @@ describe('tasks across crashes of the service', () => {
 
   it('completes a task whose upload to the node was cut by SIGKILL', async () => {
     const files = [path.join(work, 'A.JPG'), path.join(work, 'B.JPG'), path.join(work, 'C.JPG')];
-    for (const file of files) await bigJpeg(file, 250);
+    for (const file of files) await bigJpeg(file, 160);
     const created = await postForm(admin, `/api/projects/${projectId}/tasks/`, await imageForm(files, { name: 'upload' }));
     expect(created.status).toBe(201);
     const done = await crashWhen(created.body.id, (task) => task.upload_progress > 0 && task.upload_progress < 1);
