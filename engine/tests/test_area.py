@@ -23,7 +23,7 @@ from aeromap_engine.dem.grid import Grid, bin_points
 from aeromap_engine.dem.smrf import SmrfSettings, classify, is_ground, terrain
 from aeromap_engine.dem.surface import SurfaceSettings
 from aeromap_engine.dense.views import SparseModel, View
-from aeromap_engine.georef import Georef
+from aeromap_engine.crs_offset import Georef
 from aeromap_engine.io.geojson import read_geometry, write_geometry
 from aeromap_engine.io.geotiff import RasterFormat
 from aeromap_engine.errors import EngineError

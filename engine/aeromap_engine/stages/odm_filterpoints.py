@@ -27,9 +27,9 @@ from ..cloud.boundary import Boundary, camera_boundary
 from ..cloud.filters import median_spacing, statistical_inliers, thin
 from ..cloud.points import PointCloud
 from ..cloud.tiled import TiledCloud, Tiling, tile_sorted, tiled_writer
+from ..crs_offset import Georef
 from ..dense.views import SparseModel, sparse_model
 from ..errors import InputError
-from ..georef import Georef
 from ..io.geojson import write_geometry
 from ..io.ply import ply_chunks
 from ..log import log

@@ -9,7 +9,7 @@ positions as priors (in overlapping blocks where one mapping would not fit in me
 through a robust similarity and a bundle adjustment with the fixes that agree (the others reported, their
 photographs kept), else a levelled local frame.
 
-Writes (see georef.py for the frame): opensfm/reconstruction/ (COLMAP binary model, image names as in images/,
+Writes (see crs_offset.py for the frame): opensfm/reconstruction/ (COLMAP binary model, image names as in images/,
 coloured points), opensfm/georef.json, opensfm/sparse.ply, cameras.json, odm_report/shots.geojson and the
 "reconstruction" section of odm_report/stats.json.
 """
@@ -31,8 +31,8 @@ import pycolmap
 from .. import photometry, quality
 from ..errors import InputError
 from ..quality import Check
-from ..files import atomic_dir, read_json, write_json
-from ..georef import Georef
+from ..atomic_files import atomic_dir, read_json, write_json
+from ..crs_offset import Georef
 from ..io.gcp import read_gcp_file
 from ..io.images import load_levels
 from ..io.ply import write_ply

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pycolmap
 
+from ..atomic_files import read_json, write_json
 from ..errors import InputError
-from ..files import read_json, write_json
 from ..log import log
 from ..options import Option, Options
 from ..parallel import forked_map, shared_progress
