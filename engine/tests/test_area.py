@@ -30,7 +30,7 @@ from aeromap_engine.errors import EngineError
 from aeromap_engine.ortho.coverage import check_coverage, measure_coverage
 from aeromap_engine.ortho.footprint import cast_frames, footprints, ground_outlines
 from aeromap_engine.sfm.cameras import lens_coverage
-from aeromap_engine.stages.opensfm import model_checks
+from aeromap_engine.sfm.record import model_checks
 from aeromap_engine.stages import odm_dem
 
 SETTINGS = AreaSettings(cell=1.0, closing=10.0, max_hole=5000.0, min_part=math.pi * 10.0**2)
