@@ -17,7 +17,7 @@ from ..io.images import load_levels
 from ..log import log, timed
 from ..photo import Photo, capture_order
 from .cameras import CameraKind, refinement
-from .database import (PositionPrior, match_pairs, open_database, reject_pairs, rematch_weak_pairs,
+from .database import (PositionPrior, keypoint_counts, match_pairs, open_database, reject_pairs, rematch_weak_pairs,
                        verified_match_counts, verified_pairs)
 from .mapping import MappingSettings
 from .pairs import candidate_pairs, contradicting_pairs, uses_retrieval
@@ -62,8 +62,7 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
         oblique = np.array([p.pitch is not None and p.pitch > OBLIQUE_PITCH for p in photos])
         retrieval = uses_retrieval(positions[:, :2], options.matcher_neighbors, oblique)
         with timed("features", timings):
-            camera_kinds, kept, features = build_database(ctx, database, photos, survey.kinds, mapping_priors,
-                                                          retrieval)
+            camera_kinds, kept = build_database(ctx, database, photos, survey.kinds, mapping_priors, retrieval)
         with timed("matching", timings):
             pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors,
                                     signatures(kept) if retrieval else None, oblique)
@@ -75,8 +74,8 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
                                         WEAK_PAIR_INLIERS, Path(scratch) / "pairs.txt", threads,
                                         lambda f: ctx.progress(0.55 + 0.1 * f))
             reject_far_pairs(database, photos, positions, oblique)
-            ties = measure_ties(features, verified_match_counts(database), len(pairs), MIN_PAIR_INLIERS,
-                                neighbour_overlap(positions[:, :2], footprint_short_sides(photos)))
+            ties = measure_ties(keypoint_counts(database), verified_match_counts(database), len(pairs),
+                                MIN_PAIR_INLIERS, neighbour_overlap(positions[:, :2], footprint_short_sides(photos)))
             log.info("Matched %d candidate pairs; %d overlap%s. Ties: %s", len(pairs), ties.overlapping_pairs,
                      f" ({gained} weak pairs strengthened by a looser ratio test)" if gained else "",
                      ties.describe())
@@ -90,10 +89,9 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
 
 def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: list[CameraKind],
                    priors: dict[str, PositionPrior], retrieval: bool
-                   ) -> tuple[dict[int, CameraKind], list[np.ndarray], dict[str, int]]:
-    """The matching database with every photograph's features and prior; returns the kind of each camera id,
-    when retrieval is wanted the descriptors it needs of each photograph (none otherwise), and the number of
-    features of each photograph."""
+                   ) -> tuple[dict[int, CameraKind], list[np.ndarray]]:
+    """The matching database with every photograph's features and prior; returns the kind of each camera id, and
+    when retrieval is wanted the descriptors it needs of each photograph (none otherwise)."""
     distinct = list(dict.fromkeys(kinds))
     log.info("Cameras: %s", "; ".join(f"{k.make} {k.model} {k.width}x{k.height} ({k.projection}, "
                                       f"{k.colmap_model})" for k in distinct))
@@ -102,13 +100,12 @@ def build_database(ctx: "StageContext", path: Path, photos: list[Photo], kinds: 
         extracted = extract_all(ctx.project.images_dir, load_levels(ctx.project.radiometry_file), photos,
                                 options.feature_quality, options.min_num_features,
                                 options.max_concurrency, lambda f: ctx.progress(0.3 * f))
-        kept, counts = [], {}
+        kept: list[np.ndarray] = []
         for i, features in enumerate(extracted):
             database.add(photos[i].filename, distinct.index(kinds[i]), features, priors.get(photos[i].filename))
-            counts[photos[i].filename] = len(features)
             if retrieval:
                 kept.append(retained(features.descriptors))
-        return dict(zip(database.camera_ids, distinct)), kept, counts
+        return dict(zip(database.camera_ids, distinct)), kept
 
 
 def reject_far_pairs(database: Path, photos: list[Photo], positions: np.ndarray, oblique: np.ndarray) -> None:
