@@ -1,7 +1,8 @@
-"""The surveyed area and what follows it (cloud/area.py, dem/smrf.py, cloud/filters.py, ortho/footprint.py, the
-elevation models' tiles), on synthetic surveys unlike Brighton Beach: far-apart fields, an L, a pond, low noise,
-a sparse region, a photograph that is mostly water. Each test also checks that the old way (convex hull, one
-grid, global statistic, tie-point box) fails the same check, so that it cannot pass by accident."""
+"""The surveyed area and what follows it (cloud/area.py and area_tracing.py, dem/smrf.py, cloud/filters.py,
+ortho/footprint.py, the elevation models' tiles), on synthetic surveys unlike Brighton Beach: far-apart fields,
+an L, a pond, low noise, a sparse region, a photograph that is mostly water. Each test also checks that the old
+way (convex hull, one grid, global statistic, tie-point box) fails the same check, so that it cannot pass by
+accident."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pycolmap
 import pytest
 import rasterio
 
-from aeromap_engine.cloud.area import AreaSettings, SurveyArea, area_of_points
+from aeromap_engine.cloud.area import SurveyArea
+from aeromap_engine.cloud.area_tracing import AreaSettings, area_of_points
 from aeromap_engine.cloud.boundary import Boundary
 from aeromap_engine.cloud.filters import mean_neighbour_distance, statistical_inliers
 from aeromap_engine.cloud.points import PointCloud
