@@ -19,7 +19,7 @@ import laspy
 import numpy as np
 from scipy.spatial import cKDTree
 
-from aeromap_engine.georef import Georef
+from aeromap_engine.crs_offset import Georef
 from aeromap_engine.io.ply import read_ply
 from aeromap_engine.project import Project
 

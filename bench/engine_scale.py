@@ -34,7 +34,7 @@ from aeromap_engine.resources import cpu_limit  # noqa: E402
 from lib.engine_run import run_engine  # noqa: E402
 from aeromap_engine.synthetic.camera import FlightSpec, LensSpec, lawnmower  # noqa: E402
 from aeromap_engine.synthetic.scene import SceneSpec  # noqa: E402
-from aeromap_engine.synthetic.survey import SurveySpec, generate  # noqa: E402
+from aeromap_engine.synthetic import SurveySpec, generate  # noqa: E402
 
 ASPECT = 4 / 3
 SFM_TARGET_S, TOTAL_TARGET_S, TARGET_IMAGES = 240.0, 720.0, 75

@@ -6,9 +6,12 @@ Everything written to stdout is console output, except lines that start with PRO
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
+import time
+from collections.abc import Iterator
 
 PROGRESS_PREFIX = "::progress::"
 
@@ -34,3 +37,12 @@ def log_count(what: str, done: int, total: int, every: int = 25) -> None:
     advances, and how far."""
     if done % every == 0 or done == total:
         log.info("%s: %d of %d", what, done, total)
+
+
+@contextlib.contextmanager
+def timed(step: str, timings: dict[str, float]) -> Iterator[None]:
+    """The time the block takes, added to `timings[step]` (a step timed in parts sums them) and logged."""
+    began = time.monotonic()
+    yield
+    timings[step] = round(timings.get(step, 0.0) + time.monotonic() - began, 2)
+    log.info("%s took %.1f s", step.capitalize(), timings[step])

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse
 from scipy.sparse.linalg import lsqr
 
-from .files import read_json, write_json
+from .atomic_files import read_json, write_json
 
 POWERS = (2, 4, 6)  # the even powers of r in the fall-off
 MIN_TRACKS = 200  # points seen at least twice needed for an estimate

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
+from .atomic_files import read_json, write_json
 from .errors import OptionsError
-from .files import read_json, write_json
 from .log import emit_progress, log
 from .options import Option, Options, default_concurrency, resolve
 from .parallel import ForkedCall

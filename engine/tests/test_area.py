@@ -1,7 +1,8 @@
-"""The surveyed area and what follows it (cloud/area.py, dem/smrf.py, cloud/filters.py, ortho/footprint.py, the
-elevation models' tiles), on synthetic surveys unlike Brighton Beach: far-apart fields, an L, a pond, low noise,
-a sparse region, a photograph that is mostly water. Each test also checks that the old way (convex hull, one
-grid, global statistic, tie-point box) fails the same check, so that it cannot pass by accident."""
+"""The surveyed area and what follows it (cloud/area.py and area_tracing.py, dem/smrf.py, cloud/filters.py,
+ortho/footprint.py, the elevation models' tiles), on synthetic surveys unlike Brighton Beach: far-apart fields,
+an L, a pond, low noise, a sparse region, a photograph that is mostly water. Each test also checks that the old
+way (convex hull, one grid, global statistic, tie-point box) fails the same check, so that it cannot pass by
+accident."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pycolmap
 import pytest
 import rasterio
 
-from aeromap_engine.cloud.area import AreaSettings, SurveyArea, area_of_points
+from aeromap_engine.cloud.area import SurveyArea
+from aeromap_engine.cloud.area_tracing import AreaSettings, area_of_points
 from aeromap_engine.cloud.boundary import Boundary
 from aeromap_engine.cloud.filters import mean_neighbour_distance, statistical_inliers
 from aeromap_engine.cloud.points import PointCloud
@@ -23,14 +25,14 @@ from aeromap_engine.dem.grid import Grid, bin_points
 from aeromap_engine.dem.smrf import SmrfSettings, classify, is_ground, terrain
 from aeromap_engine.dem.surface import SurfaceSettings
 from aeromap_engine.dense.views import SparseModel, View
-from aeromap_engine.georef import Georef
+from aeromap_engine.crs_offset import Georef
 from aeromap_engine.io.geojson import read_geometry, write_geometry
 from aeromap_engine.io.geotiff import RasterFormat
 from aeromap_engine.errors import EngineError
 from aeromap_engine.ortho.coverage import check_coverage, measure_coverage
 from aeromap_engine.ortho.footprint import cast_frames, footprints, ground_outlines
 from aeromap_engine.sfm.cameras import lens_coverage
-from aeromap_engine.stages.opensfm import model_checks
+from aeromap_engine.sfm.record import model_checks
 from aeromap_engine.stages import odm_dem
 
 SETTINGS = AreaSettings(cell=1.0, closing=10.0, max_hole=5000.0, min_part=math.pi * 10.0**2)

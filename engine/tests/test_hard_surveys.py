@@ -27,6 +27,7 @@ from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.options import resolve
 from aeromap_engine.project import Project
 from aeromap_engine.sfm.alignment import apply, similarity_about_vertical
+from aeromap_engine.sfm.survey import read_survey
 from aeromap_engine.split.plan import Submodel
 from aeromap_engine.stages import opensfm
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate
@@ -285,7 +286,7 @@ def test_rtk_heights_are_kept_over_a_drifting_barometer(tmp_path: Path) -> None:
     assert max(abs(centres[name][2] - truth[name][2]) for name in SUBSET) < 0.2
     for offset in (0.0, 10.0):
         options = resolve(pipeline.all_options(), [{"name": "gps-z-offset", "value": offset}])[0]
-        priors = opensfm.read_survey(pipeline.StageContext(project, options, "opensfm", 0.0, 1.0)).priors
+        priors = read_survey(pipeline.StageContext(project, options, "opensfm", 0.0, 1.0)).priors
         assert sorted(priors) == SUBSET
         errors = [priors[name].position[2] - truth[name][2] - offset for name in SUBSET]
         assert np.abs(errors).max() < 0.01, errors

@@ -13,7 +13,7 @@ from matplotlib.tri import LinearTriInterpolator, Triangulation
 from scipy.spatial import cKDTree
 
 from aeromap_engine import pipeline
-from aeromap_engine.georef import Georef
+from aeromap_engine.crs_offset import Georef
 from aeromap_engine.io.meshply import read_mesh_ply
 from aeromap_engine.io.ply import read_ply
 from aeromap_engine.mesh.measure import point_distances

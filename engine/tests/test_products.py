@@ -23,7 +23,7 @@ from aeromap_engine.cloud.area import SurveyArea
 from aeromap_engine.cloud.boundary import Boundary
 from aeromap_engine.cloud.filters import statistical_inliers
 from aeromap_engine.errors import InputError
-from aeromap_engine.georef import Georef
+from aeromap_engine.crs_offset import Georef
 from aeromap_engine.dem.grid import Grid, Window
 from aeromap_engine.io.geojson import read_geometry, read_polygon
 from aeromap_engine.io.geotiff import RasterFormat, TiledRaster

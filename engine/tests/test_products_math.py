@@ -19,7 +19,7 @@ from aeromap_engine.dense.stereo import SgbmSettings, match, matching_plan, rect
 from aeromap_engine.dense.pairs import shared_counts
 from aeromap_engine.dense.views import SparseModel, View
 from aeromap_engine.stages.odm_orthophoto import TILE, serpentine
-from aeromap_engine.georef import Georef
+from aeromap_engine.crs_offset import Georef
 
 
 def _view(name: str, center: np.ndarray, yaw: float, tilt: float) -> View:

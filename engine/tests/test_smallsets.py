@@ -15,11 +15,12 @@ import rasterio
 from PIL import Image
 
 from aeromap_engine import pipeline
-from aeromap_engine.cloud.area import AreaSettings, GroundFrames, Occupancy, SurveyArea, rings_mask, surveyed_area
+from aeromap_engine.cloud.area import SurveyArea, rings_mask
+from aeromap_engine.cloud.area_tracing import AreaSettings, GroundFrames, Occupancy, surveyed_area
+from aeromap_engine.crs_offset import Georef
 from aeromap_engine.dem.grid import Grid
 from aeromap_engine.dense.views import sparse_model
 from aeromap_engine.errors import EngineError
-from aeromap_engine.georef import Georef
 from aeromap_engine.io.exif import captured_stretch
 from aeromap_engine.ortho.coverage import Coverage, check_coverage, measure_coverage
 from aeromap_engine.ortho.footprint import ground_outlines

@@ -14,7 +14,7 @@ import pytest
 import rasterio
 
 from aeromap_engine import pipeline
-from aeromap_engine.georef import Georef
+from aeromap_engine.crs_offset import Georef
 from aeromap_engine.io.meshply import read_mesh_ply
 from aeromap_engine.mesh.model import TexturedMesh
 from aeromap_engine.project import Project

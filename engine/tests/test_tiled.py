@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aeromap_engine.cloud import tiled as tiled_module
-from aeromap_engine.cloud.area import AreaSettings, Occupancy, area_of_points, surveyed_area
+from aeromap_engine.cloud.area_tracing import AreaSettings, Occupancy, area_of_points, surveyed_area
 from aeromap_engine.cloud.filters import statistical_inliers
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.cloud.tiled import TiledCloud, Tiling, tile_sorted

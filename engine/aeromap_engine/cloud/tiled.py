@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic_files import atomic_path
 from ..dem.grid import PointIndex
-from ..files import atomic_path
 from ..io.ply import from_records, ply_writer, read_header, records
 from .points import PointCloud
 

@@ -11,11 +11,11 @@ import laspy
 import numpy as np
 import pyproj
 
+from ..atomic_files import atomic_path
 from ..cloud.octree import (Cube, VoxelKey, bounding_cube, build_octree, column_counts, column_depth, column_picks,
                             level_nodes, subtree_nodes)
 from ..cloud.points import PointCloud
 from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
-from ..files import atomic_path
 
 POINT_FORMAT = 7
 LAS_SCALE = 0.001

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic_files import atomic_path
 from ..cloud.area import SurveyArea
-from ..files import atomic_path
 
 
 def write_polygon(path: Path, vertices: np.ndarray, crs: str | None) -> None:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..atomic_files import atomic_path
 from ..cloud.tiled import TiledCloud
-from ..files import atomic_path
+from ..crs_offset import Georef
 from ..geo import odm_crs_text, parse_crs
-from ..georef import Georef
 from ..log import log
 from ..options import Options
 from .copc import write_copc

@@ -18,8 +18,8 @@ from rasterio.shutil import copy as gdal_copy
 from rasterio.transform import Affine
 from rasterio.windows import Window as RasterWindow
 
+from ..atomic_files import atomic_path
 from ..dem.grid import Grid, Window
-from ..files import atomic_path
 
 BLOCK = 512
 OVERVIEW_LEVELS = [2, 4, 8, 16, 32]

@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pygltflib
 
-from ..files import atomic_path
+from ..atomic_files import atomic_path
 from ..mesh.model import TexturedMesh
 from .obj import check_materials, material_name
 

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 from types import TracebackType
 
-from ..files import atomic_path
+from ..atomic_files import atomic_path
 
 
 class MBTilesWriter:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import atomic_path
+from ..atomic_files import atomic_path
 from ..mesh.model import Mesh
 
 _FACE = np.dtype([("count", "u1"), ("indices", "<i4", (3,))])

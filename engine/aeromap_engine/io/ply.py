@@ -11,8 +11,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ..atomic_files import atomic_path
 from ..cloud.points import PointCloud
-from ..files import atomic_path
 
 _TYPES = {"float": "f4", "float32": "f4", "double": "f8", "float64": "f8", "uchar": "u1", "uint8": "u1",
           "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4", "short": "i2", "ushort": "u2", "char": "i1"}

@@ -9,8 +9,8 @@ import laspy
 import numpy as np
 import pyproj
 
+from ..atomic_files import atomic_path
 from ..cloud.points import PointCloud
-from ..files import atomic_path
 
 LAS_SCALE = 0.001  # 1 mm: finer than any photogrammetric point's precision
 # LAZ is read and written on one thread: lazrs's parallel backend runs a thread pool that does not survive a fork,

@@ -34,6 +34,7 @@ from ..split.plan import MAX_CORE_EXCESS, Submodel, plan_submodels
 from .database import keypoint_counts
 from .groups import joined
 from .mapping import MappingSettings, reconstruct
+from .survey import Survey
 
 # What a mapping holds at its peak per keypoint of the images it maps: the keypoints and their matches, their part
 # of the model and of the global adjustments (a 95-image submodel of 12 MP photographs with 10,000 keypoints each
@@ -80,6 +81,20 @@ def plan_blocks(names: list[str], xy: np.ndarray, keypoints: dict[str, int], mem
 def overlap_radius(xy: np.ndarray) -> float:
     distances, _ = cKDTree(xy).query(xy, k=min(len(xy), OVERLAP_NEIGHBOURS + 1))
     return float(np.median(distances[:, -1]))
+
+
+def mapping_blocks(survey: Survey, database: Path) -> list[Submodel]:
+    """The blocks to map a survey in where one mapping of all its images would not fit in memory, judged by
+    the keypoints the matching database holds of each; none where it fits, or where the survey cannot be cut by
+    GPS position."""
+    names = [p.filename for p in survey.photos]
+    blocks = plan_blocks(names, np.nan_to_num(survey.positions[:, :2]), keypoint_counts(database), mapping_memory())
+    if blocks and (survey.frame.source != "gps" or not np.isfinite(survey.positions[:, :2]).all()):
+        log.warning("%d images are more than one mapping holds within %.1f GB, but only a survey that every image's "
+                    "GPS georeferences can be mapped in blocks: mapping them all at once", len(names),
+                    mapping_memory() / 1e9)
+        return []
+    return blocks
 
 
 @dataclass(frozen=True)

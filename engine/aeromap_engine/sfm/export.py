@@ -8,8 +8,8 @@ import pycolmap
 from scipy.spatial.transform import Rotation
 
 from ..cloud.points import PointCloud
+from ..crs_offset import Georef
 from ..geo import WGS84, transform
-from ..georef import Georef
 from .cameras import CameraKind, odm_camera
 
 

@@ -22,8 +22,8 @@ import cv2
 import numpy as np
 from PIL import UnidentifiedImageError
 
+from ..atomic_files import write_json
 from ..errors import InputError
-from ..files import write_json
 from ..geo import WGS84, crs_name, transform, utm_crs
 from ..io.exif import captured_stretch, exif_tags, photo_from_metadata, xmp_packet, xmp_tags
 from ..io.geotxt import GeoFile, parse_geo_txt

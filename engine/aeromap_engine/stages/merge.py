@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..atomic_files import read_json
+from ..crs_offset import Georef
 from ..dem.grid import Grid
-from ..files import read_json
-from ..georef import Georef
 from ..io.georeferenced import write_cloud
 from ..io.geotiff import RasterFormat
 from ..log import log

@@ -17,9 +17,9 @@ import numpy as np
 import pycolmap
 
 from .. import photometry
+from ..atomic_files import atomic_dir
+from ..crs_offset import Georef
 from ..dense.views import View, sparse_model
-from ..files import atomic_dir
-from ..georef import Georef
 from ..io.gltf import write_glb
 from ..io.images import load_levels, read_scaled
 from ..io.meshply import read_mesh_ply

@@ -16,10 +16,10 @@ import numpy as np
 from ..cloud.area import SurveyArea
 from ..cloud.points import PointCloud
 from ..cloud.tiled import Tile, TiledCloud, tiled_writer
+from ..crs_offset import Georef
 from ..dem.grid import Grid, Window, output_resolution
 from ..dem.smrf import SmrfSettings, classify, terrain_margin
 from ..dem.surface import COARSE_FACTOR, CONTEXT_CELLS, NODATA, CoarseSurface, SurfaceSettings, surface
-from ..georef import Georef
 from ..io.geojson import read_survey_area
 from ..io.geotiff import RasterFormat, TiledRaster
 from ..log import log

@@ -4,7 +4,7 @@ Reads the dense cloud (or, with fast-orthophoto, the sparse points, opensfm/spar
 odm_filterpoints/point_cloud.ply (world frame), a tiled cloud (cloud/tiled.py) that the later stages read tile by
 tile, and odm_filterpoints/bounds.geojson (the surveyed area, a Polygon or MultiPolygon in the output CRS), which
 the elevation models and the orthophoto are cropped to. The area is where the cloud covers the ground
-(cloud/area.py), with its scales taken from the images' ground footprint.
+(cloud/area_tracing.py), with its scales taken from the images' ground footprint.
 
 The cloud is never whole in memory: it is sorted into tiles first, then each tile is filtered with a margin of
 its neighbours' points (the outlier statistic and the thinning look that far), counted on the area's occupancy
@@ -22,14 +22,15 @@ import numpy as np
 import pycolmap
 
 from .. import quality
-from ..cloud.area import AreaSettings, GroundFrames, Occupancy, SurveyArea, surveyed_area
+from ..cloud.area import SurveyArea
+from ..cloud.area_tracing import AreaSettings, GroundFrames, Occupancy, surveyed_area
 from ..cloud.boundary import Boundary, camera_boundary
 from ..cloud.filters import median_spacing, statistical_inliers, thin
 from ..cloud.points import PointCloud
 from ..cloud.tiled import TiledCloud, Tiling, tile_sorted, tiled_writer
+from ..crs_offset import Georef
 from ..dense.views import SparseModel, sparse_model
 from ..errors import InputError
-from ..georef import Georef
 from ..io.geojson import write_geometry
 from ..io.ply import ply_chunks
 from ..log import log

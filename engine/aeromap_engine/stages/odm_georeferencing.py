@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..cloud.tiled import TiledCloud
-from ..georef import Georef
+from ..crs_offset import Georef
 from ..io.georeferenced import write_cloud
 from ..options import Option
 

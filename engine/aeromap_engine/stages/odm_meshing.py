@@ -16,10 +16,10 @@ from scipy.spatial import cKDTree
 
 from ..cloud.boundary import Region
 from ..cloud.tiled import TiledCloud
+from ..crs_offset import Georef
 from ..dem.grid import CellStatistic, Grid, Window
 from ..dem.surface import COARSE_FACTOR, CONTEXT_CELLS, CoarseSurface, SurfaceSettings, filled_surface
 from ..dense.views import sparse_model
-from ..georef import Georef
 from ..io.geojson import read_survey_area
 from ..io.meshply import write_mesh_ply
 from ..io.ply import read_ply

@@ -25,10 +25,10 @@ import pycolmap
 from .. import photometry
 from ..cloud.area import SurveyArea
 from ..cloud.tiled import TiledCloud
+from ..crs_offset import Georef
 from ..dem.grid import Grid, Window, output_resolution
 from ..dem.surface import COARSE_FACTOR, CoarseSurface, SurfaceSettings
 from ..dense.views import View, sparse_model
-from ..georef import Georef
 from ..io.geojson import read_survey_area
 from ..io.geotiff import RasterFormat, TiledRaster
 from ..io.images import load_levels

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..georef import Georef
+from ..crs_offset import Georef
 from ..log import log
 from ..options import Option
 from ..tiles.pyramid import build_pyramid

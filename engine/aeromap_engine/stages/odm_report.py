@@ -22,10 +22,10 @@ import rasterio
 from rasterio.enums import Resampling
 
 from .. import __version__
+from ..atomic_files import atomic_path, read_json, write_json
 from ..cloud.boundary import Boundary
+from ..crs_offset import Georef
 from ..dense.views import View
-from ..files import atomic_path, read_json, write_json
-from ..georef import Georef
 from ..io.geojson import read_survey_area
 from ..io.pointcloud import open_las
 from ..log import log

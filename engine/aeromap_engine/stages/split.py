@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pycolmap
 
+from ..atomic_files import read_json, write_json
 from ..errors import InputError
-from ..files import read_json, write_json
 from ..log import log
 from ..options import Option, Options
 from ..parallel import forked_map, shared_progress
@@ -32,10 +32,13 @@ from ..resources import workers_within_memory
 from ..sfm.blocks import mapping_bytes
 from ..sfm.database import keypoint_counts
 from ..sfm.groups import joined
+from ..sfm.matching import Matching, matched
+from ..sfm.record import finish, record_model
+from ..sfm.solve import solve
+from ..sfm.survey import Survey, read_survey
 from ..split.align import align_submodels
 from ..split.plan import Submodel, plan_submodels, submodel_count
 from ..split.runner import SubmodelRun, node_urls, run_locally, run_on_nodes
-from . import opensfm
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -76,7 +79,7 @@ SFM_SHARE = 0.35  # of the stage's progress: structure from motion; the submodel
 @dataclass
 class SubmodelModel:
     submodel: Submodel
-    survey: opensfm.Survey
+    survey: Survey
     model: pycolmap.Reconstruction
     algorithm: str
     figures: dict[str, Any]
@@ -98,7 +101,7 @@ def run(ctx: "StageContext") -> None:
     if not splits(options, len(entries)):
         return
     urls = node_urls(options.sm_cluster)  # a URL that cannot be used fails the run now, not after the SfM
-    survey = opensfm.read_survey(ctx)
+    survey = read_survey(ctx)
     missing = [p.filename for p, xy in zip(survey.photos, survey.positions) if not np.isfinite(xy[:2]).all()]
     if missing:
         raise InputError(f"split needs a GPS position for every image to cut the survey by place; "
@@ -111,7 +114,7 @@ def run(ctx: "StageContext") -> None:
         log.info("%s: %d images (%d its own)", sub.name, len(sub.images), len(sub.core))
     timings: dict[str, float] = {}
     sfm = ctx.part(0.0, SFM_SHARE)
-    with opensfm.matched(sfm.part(0.0, 0.6), survey, timings) as matching:
+    with matched(sfm.part(0.0, 0.6), survey, timings) as matching:
         parts = map_submodels(sfm.part(0.6, 1.0), matching, survey, plan, timings)
     try:
         joins = align_submodels([p.model for p in parts], [p.submodel.name for p in parts])
@@ -143,8 +146,8 @@ class MappingJob:
     images). The model comes back through a file, as pycolmap's models do not pickle, and the progress through
     shared memory."""
     ctx: "StageContext"
-    matching: opensfm.Matching
-    survey: opensfm.Survey
+    matching: Matching
+    survey: Survey
     plan: list[Submodel]
     threads: int
     done: Sequence[float]  # each submodel's fraction mapped (parallel.shared_progress)
@@ -160,15 +163,15 @@ class MappingJob:
         log.info("%s: mapping %d images", sub.name, len(sub.images))
         ctx = self.ctx.reporting_to(lambda fraction: self.done.__setitem__(index, fraction))
         timings: dict[str, float] = {}
-        model, algorithm, figures = opensfm.solve(ctx, database, work_dir, settings,
-                                                  self.survey.subset(set(sub.images)), timings, self.matching.ties)
+        model, algorithm, figures = solve(ctx, database, work_dir, settings, self.survey.subset(set(sub.images)),
+                                          timings, self.matching.ties)
         folder = work_dir / "mapped"
         folder.mkdir()
         model.write(folder)
         return Mapped(folder, algorithm, figures, timings)
 
 
-def map_submodels(ctx: "StageContext", matching: opensfm.Matching, survey: opensfm.Survey, plan: list[Submodel],
+def map_submodels(ctx: "StageContext", matching: Matching, survey: Survey, plan: list[Submodel],
                   timings: dict[str, float]) -> list[SubmodelModel]:
     """Every submodel mapped, as many at once as the run's threads and memory allow. A step's time is the
     slowest submodel's where they ran side by side, their sum where one after another."""
@@ -200,20 +203,19 @@ def write_submodel(ctx: "StageContext", part: SubmodelModel, camera_kinds: dict,
     if ctx.project.radiometry_file.exists():
         project.state_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ctx.project.radiometry_file, project.radiometry_file)
-    opensfm.finish(ctx, project, part.survey, part.model, camera_kinds, part.algorithm, dict(part.figures),
-                   dict(timings))
+    finish(ctx, project, part.survey, part.model, camera_kinds, part.algorithm, dict(part.figures), dict(timings))
     for stage in DONE_HERE:
         project.mark_done(stage)
 
 
-def write_survey_model(ctx: "StageContext", survey: opensfm.Survey, parts: list[SubmodelModel],
+def write_survey_model(ctx: "StageContext", survey: Survey, parts: list[SubmodelModel],
                        camera_kinds: dict, timings: dict[str, float]) -> None:
     """The joined cameras and points in the survey's own opensfm/ (each image and point once), for the report."""
     model = joined([part.model for part in parts])
     figures = dict(parts[0].figures)
     figures["left_out"] = {k: v for p in parts for k, v in p.figures["left_out"].items()}
     figures["gps_checks"] = failing_first([part.figures["gps_checks"] for part in parts])
-    opensfm.record_model(ctx.project, survey, model, camera_kinds, parts[0].algorithm, figures, timings)
+    record_model(ctx.project, survey, model, camera_kinds, parts[0].algorithm, figures, timings)
 
 
 def failing_first(checks: list[list[Check]]) -> list[Check]:

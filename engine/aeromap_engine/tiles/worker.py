@@ -19,8 +19,8 @@ from typing import IO, Any
 
 import rasterio
 
+from ..atomic_files import atomic_path
 from ..errors import InputError
-from ..files import atomic_path
 from .pyramid import encode_png
 from .render import TileStyle, check_georeferenced, elevation_range, render_tile
 from .style import COLOR_MAPS

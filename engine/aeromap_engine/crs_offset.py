@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from .files import read_json, write_json
+from .atomic_files import read_json, write_json
 from .geo import transform
 from .project import Project
 

@@ -1,0 +1,160 @@
+"""Each photograph's record and what it says of itself, as a drone writes it: the true pose and position beside
+the GPS fix with the receiver's noise and the barometer's height, written as EXIF tags and DJI's XMP into the
+JPEG."""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+from PIL import ExifTags, Image
+from PIL.TiffImagePlugin import IFDRational
+
+from ..geo import crs_name
+from .camera import Lens, Pose, Shot
+from .site import Site, SurveySpec, transformer
+
+
+@dataclass(frozen=True)
+class Photograph:
+    name: str
+    pose: Pose  # local frame
+    position: np.ndarray  # true camera centre in the CRS
+    gps: tuple[float, float, float]  # longitude, latitude, altitude as written (noise included)
+    gps_position: np.ndarray  # the written fix in the CRS
+    relative_altitude: float  # as written: above the take-off point, with the barometer's noise and drift
+    time: datetime
+    line: int
+
+
+@dataclass(frozen=True)
+class Barometer:
+    takeoff_z: float  # local frame
+    drift_m_per_s: float
+    sigma_m: float
+
+    def reading(self, shot: Shot, rng: np.random.Generator) -> float:
+        error = self.drift_m_per_s * shot.seconds + rng.normal(0.0, self.sigma_m)
+        return round(float(shot.pose.centre[2] - self.takeoff_z + error), 2)
+
+
+def photograph_record(spec: SurveySpec, site: Site, shot: Shot, name: str, barometer: Barometer,
+              rng: np.random.Generator) -> Photograph:
+    position = site.to_crs(shot.pose.centre)
+    noise = rng.normal(size=3) * [spec.gps_sigma_horizontal_m, spec.gps_sigma_horizontal_m,
+                                  spec.gps_sigma_vertical_m]
+    lon, lat, alt = _as_written(site, position + noise)
+    gps_position = np.array([*transformer("EPSG:4326", crs_name(site.crs)).transform(lon, lat), alt])
+    moment = spec.start + timedelta(seconds=shot.seconds)
+    return Photograph(name, shot.pose, position, (lon, lat, alt), gps_position, barometer.reading(shot, rng),
+                      moment, shot.line)
+
+
+def _as_written(site: Site, position: np.ndarray) -> tuple[float, float, float]:
+    """Longitude, latitude and altitude rounded as EXIF stores them (millionths of a second of arc, millimetres),
+    so that the truth file states exactly what the photograph says."""
+    lon, lat = site.to_lonlat(position[0], position[1])
+    return _round_dms(float(lon)), _round_dms(float(lat)), round(float(position[2]), 3)
+
+
+def _dms(value: float) -> tuple[int, int, int]:
+    """Degrees, minutes and millionths of a second of arc."""
+    micro = int(round(abs(value) * 3600e6))
+    degrees, rest = divmod(micro, 3600 * 10**6)
+    minutes, seconds = divmod(rest, 60 * 10**6)
+    return degrees, minutes, seconds
+
+
+def _round_dms(value: float) -> float:
+    degrees, minutes, micro = _dms(value)
+    return math.copysign(degrees + minutes / 60.0 + micro / 3600e6, value)
+
+
+def exif_for(spec: SurveySpec, lens: Lens, photo: Photograph) -> Image.Exif:
+    """The tags a drone's camera writes: make and model, capture time, optics and the GPS fix."""
+    exif = Image.Exif()
+    exif[ExifTags.Base.Make] = spec.make
+    exif[ExifTags.Base.Model] = spec.model
+    exif[ExifTags.Base.Orientation] = 1
+    exif[ExifTags.Base.Software] = "aeromap-synthetic"
+    stamp = photo.time.strftime("%Y:%m:%d %H:%M:%S")
+    exif[ExifTags.Base.DateTime] = stamp
+    details = exif.get_ifd(ExifTags.IFD.Exif)
+    details[ExifTags.Base.DateTimeOriginal] = stamp
+    details[ExifTags.Base.DateTimeDigitized] = stamp
+    details[ExifTags.Base.SubsecTimeOriginal] = f"{photo.time.microsecond // 10000:02d}"
+    details[ExifTags.Base.ExposureTime] = IFDRational(1, 1000)
+    details[ExifTags.Base.FNumber] = IFDRational(56, 10)
+    details[ExifTags.Base.ISOSpeedRatings] = 100
+    details[ExifTags.Base.FocalLength] = IFDRational(int(round(spec.lens.focal_mm * 100)), 100)
+    details[ExifTags.Base.FocalLengthIn35mmFilm] = spec.lens.focal_35mm
+    details[ExifTags.Base.ExifImageWidth] = lens.width
+    details[ExifTags.Base.ExifImageHeight] = lens.height
+    # Pixels per centimetre on the sensor, as DJI states it (unit 3).
+    details[ExifTags.Base.FocalPlaneXResolution] = IFDRational(int(round(lens.width / spec.lens.sensor_width_mm
+                                                                          * 10 * 1000)), 1000)
+    details[ExifTags.Base.FocalPlaneYResolution] = details[ExifTags.Base.FocalPlaneXResolution]
+    details[ExifTags.Base.FocalPlaneResolutionUnit] = 3
+    gps = exif.get_ifd(ExifTags.IFD.GPSInfo)
+    lon, lat, alt = photo.gps
+    gps[ExifTags.GPS.GPSVersionID] = b"\x02\x03\x00\x00"
+    gps[ExifTags.GPS.GPSLatitudeRef] = "N" if lat >= 0 else "S"
+    gps[ExifTags.GPS.GPSLatitude] = _rationals(lat)
+    gps[ExifTags.GPS.GPSLongitudeRef] = "E" if lon >= 0 else "W"
+    gps[ExifTags.GPS.GPSLongitude] = _rationals(lon)
+    gps[ExifTags.GPS.GPSAltitudeRef] = b"\x00" if alt >= 0 else b"\x01"
+    gps[ExifTags.GPS.GPSAltitude] = IFDRational(int(round(abs(alt) * 1000)), 1000)
+    return exif
+
+
+def _rationals(value: float) -> tuple[IFDRational, IFDRational, IFDRational]:
+    degrees, minutes, micro = _dms(value)
+    return IFDRational(degrees, 1), IFDRational(minutes, 1), IFDRational(micro, 10**6)
+
+
+def dji_xmp(spec: SurveySpec, site: Site, photo: Photograph) -> str:
+    """DJI's XMP packet: gimbal and aircraft angles (degrees; gimbal pitch -90 looks straight down; yaw clockwise
+    from true north) and the heights, signed with two decimals as DJI writes them."""
+    pose = photo.pose
+    lon, lat, alt = photo.gps
+    gimbal_yaw = _wrap(pose.yaw_deg + site.grid_north_azimuth_deg)
+    flight_yaw = _wrap(pose.flight_yaw_deg + site.grid_north_azimuth_deg)
+    attributes = {
+        "tiff:Make": spec.make, "tiff:Model": spec.model, "dc:format": "image/jpeg",
+        "drone-dji:AbsoluteAltitude": f"{alt:+.3f}", "drone-dji:RelativeAltitude": f"{photo.relative_altitude:+.2f}",
+        "drone-dji:GpsLatitude": f"{lat:.9f}", "drone-dji:GpsLongitude": f"{lon:.9f}",
+        "drone-dji:GimbalRollDegree": f"{pose.roll_deg:+.2f}",
+        "drone-dji:GimbalYawDegree": f"{gimbal_yaw:+.2f}",
+        "drone-dji:GimbalPitchDegree": f"{pose.pitch_deg - 90.0:+.2f}",
+        "drone-dji:FlightRollDegree": "+0.00", "drone-dji:FlightYawDegree": f"{flight_yaw:+.2f}",
+        "drone-dji:FlightPitchDegree": "+0.00",
+    }
+    lines = "\n".join(f'   {key}="{value}"' for key, value in attributes.items())
+    return ('<?xpacket begin="\ufeff" id="W5M0MpCehiHzreSzNTczkc9d"?>\n'
+            '<x:xmpmeta xmlns:x="adobe:ns:meta/">\n'
+            ' <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\n'
+            '  <rdf:Description rdf:about="DJI Meta Data"\n'
+            '   xmlns:tiff="http://ns.adobe.com/tiff/1.0/"\n'
+            '   xmlns:dc="http://purl.org/dc/elements/1.1/"\n'
+            '   xmlns:drone-dji="http://www.dji.com/drone-dji/1.0/"\n'
+            f"{lines}>\n"
+            "  </rdf:Description>\n"
+            " </rdf:RDF>\n"
+            "</x:xmpmeta>\n"
+            '<?xpacket end="w"?>')
+
+
+def _wrap(degrees: float) -> float:
+    return (degrees + 180.0) % 360.0 - 180.0
+
+
+def write_jpeg(path: Path, pixels: np.ndarray, spec: SurveySpec, lens: Lens, photo: Photograph, site: Site) -> None:
+    extra = {"xmp": dji_xmp(spec, site, photo).encode("utf-8")} if spec.dji_xmp else {}
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=spec.jpeg_quality, exif=exif_for(spec, lens, photo),
+                                 **extra)
+    path.write_bytes(buffer.getvalue())
