@@ -138,8 +138,8 @@ def rematch_weak_pairs(path: Path, pairs: list[tuple[str, str]], min_inliers: in
                        progress: Callable[[float], None]) -> int:
     """Match again, at the looser ratio, the pairs (of cameras with known focal lengths) that kept fewer than
     `min_inliers` verified matches; a pair keeps the new matches only where they are more and fit a calibrated
-    geometry. On h20t_thermal this tied 30 of 32 images into one model where the default ratio left two groups
-    of 19 and 10. Returns how many pairs gained."""
+    geometry: a low-texture survey that the default ratio leaves in separate groups is then tied into one model.
+    Returns how many pairs gained."""
     before = read_pair_matches(path, pairs)
     weak = [pair for pair in pairs if pair not in before or before[pair].inliers < min_inliers]
     if not weak:
@@ -159,8 +159,8 @@ def rematch_weak_pairs(path: Path, pairs: list[tuple[str, str]], min_inliers: in
 def focal_lengths_stated(path: Path) -> Iterator[None]:
     """Within: every camera's focal length counts as known, so that verification fits an essential matrix, which
     holds chance matches to a point where a fundamental matrix holds them to a line. Only within: mapping with
-    focal lengths marked as known registers images otherwise (on Brighton Beach with control points and
-    force-gps, a camera 8 m off)."""
+    focal lengths marked as known registers images otherwise, and has misplaced a camera by metres (with control
+    points and force-gps)."""
     def mark(known: dict[int, bool] | None) -> dict[int, bool]:
         database = pycolmap.Database.open(path)
         try:
