@@ -4,7 +4,7 @@ only the items and the results travel between processes), or done whole in a chi
 memory goes back to the system with it.
 
 OpenCV's thread pool does not survive a fork: a child that uses it, or even resizes it, may wait forever on the
-parent's threads (2 forks in 30 did, after the parent had used its pool). So the parent drops to one OpenCV thread,
+parent's threads once the parent has used its pool. So the parent drops to one OpenCV thread,
 which stops the pool's threads, before forking; workers run OpenCV in their own thread (the processes are the
 parallelism), and a child doing a whole job starts a pool of its own."""
 

@@ -175,8 +175,8 @@ def _run_stage(project: Project, options: Options, name: str, module: ModuleType
     ctx.progress(0.0)
     began = time.monotonic()
     # Each stage runs in a child process of its own: what it allocated goes back to the system when it ends,
-    # instead of staying in this process's heaps (after structure from motion on 405 photographs this process held
-    # 0.65 GB it could not hand back, and every later stage's forked workers counted their share of it).
+    # instead of staying in this process's heaps (after structure from motion on a large survey, memory this process
+    # could not hand back, of which every later stage's forked workers would count their share).
     stage = ForkedCall(functools.partial(module.run, ctx), f"Stage {name}")
     with PeakMemory() as memory:
         stage.wait()

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 MIN_REGISTERED_SHARE = 0.9  # below it the products cover less than the photographs do
 MIN_PLACED_SHARE = 0.5  # below it they cover a fragment of the survey: refused
-MIN_POINTS_PER_IMAGE = 100  # Brighton Beach's 18 images give 260; a model glued by chance gives tens
+MIN_POINTS_PER_IMAGE = 100  # well below a sound survey's (bench/NOTES.md); a model glued by chance gives tens
 MIN_TRACK_LENGTH = 3.0  # views per point; below it most points are seen only by a pair
 # The highest surface a nadir survey sees lies below its cameras; ground more than this many flying heights
 # below a camera's own ground would be a ravine deeper than any photograph could see from that height.

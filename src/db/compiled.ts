@@ -1,5 +1,5 @@
 // Reads that clients poll, compiled once. Kysely builds and compiles a query on every run, which for a task list
-// cost more than half the time the query took to run (its two dozen columns are each parsed and frozen anew). Such a
+// costs a large share of the query's time (its two dozen columns are each parsed and frozen anew). Such a
 // query is built once per database and shape, with placeholders where its values go; each run puts its own values
 // in their place.
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';

@@ -50,8 +50,8 @@ function rowBuilder(names: string[]): RowBuilder {
 
 /**
  * A reading statement whose rows better-sqlite3 hands over as arrays, made into objects here: better-sqlite3
- * builds an object row a property at a time through V8's API, which for a task list's 24 columns cost as much
- * again as reading them. Duplicate names keep the last value, as better-sqlite3's own objects do. The names are read again
+ * builds an object row a property at a time through V8's API, which for rows as wide as a task list's is a large
+ * part of the read. Duplicate names keep the last value, as better-sqlite3's own objects do. The names are read again
  * should a schema change (by another process) alter the width of a `select *`.
  */
 function objectRows(statement: SqliteDatabase.Statement): DriverStatement {

@@ -255,8 +255,8 @@ const visibleTaskRows = compiledQuery(
       })
       .leftJoin('processing_nodes', 'processing_nodes.id', 'tasks.processing_node_id')
       .select([...shownColumns, 'processing_nodes.hostname as node_hostname', 'processing_nodes.port as node_port'])
-      // A node's options (13 kB from the engine) are read for the first of its tasks only (read on every row,
-      // they made a list of 20 tasks eight times slower); visibleTasksOf gives them to the others.
+      // A node's options (the engine's whole option list) are read for the first of its tasks only (read on every
+      // row, they would make a task list many times slower); visibleTasksOf gives them to the others.
       .select(
         sql<string | null>`case when row_number() over (
           partition by ${sql.ref('tasks.processing_node_id')} order by ${sql.ref('tasks.id')}

@@ -1,4 +1,4 @@
-// The engine's command line as docs/architecture.md fixes it: `options`, `version`, and
+// The engine's command line as docs/design/engine-contract.md fixes it: `options`, `version`, and
 // `run PROJECT_DIR --options FILE` whose stdout is the console plus `::progress:: {json}` lines.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';

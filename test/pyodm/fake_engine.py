@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stand-in for aeromap-engine that keeps its command-line contract (docs/architecture.md) and is quick and
+"""A stand-in for aeromap-engine that keeps its command-line contract (docs/design/engine-contract.md) and is quick and
 predictable: each stage sleeps `fake-seconds`, the outputs are small files in ODM's layout, and options make it
 fail or write a big orthophoto. Tests and benchmarks of the processing node run it with `--engine`.
 

@@ -21,8 +21,8 @@ def mean_neighbour_distance(xyz: np.ndarray, neighbours: int, workers: int = 1) 
     result = np.empty(len(xyz), dtype=np.float32)
     tree = cKDTree(xyz)
     k = min(neighbours + 1, len(xyz))
-    # The query answers k distances and indices of 8 bytes each per point: asked for 4 M points at once they took
-    # 1.1 GB, more than the tree and the cloud together.
+    # The query answers k distances and indices of 8 bytes each per point: asked for a large cloud at once, they
+    # would take more memory than the tree and the cloud together.
     for start in range(0, len(xyz), QUERY_POINTS):
         distances, _ = tree.query(xyz[start:start + QUERY_POINTS], k=k, workers=workers)
         result[start:start + QUERY_POINTS] = distances[:, 1:].mean(axis=1) if distances.ndim == 2 else 0.0

@@ -4,7 +4,7 @@ that a viewer drawing the nodes down to some depth sees the whole cloud at that 
 few enough points takes them all and ends its branch. Pure array maths.
 
 Building it is one sort by Morton code and then a pass over the points per level: sorting at every level (as by
-np.unique) made it grow as n^1.4, 37 s for 13 M points against 3.5 s now."""
+np.unique) made its time grow faster than the cloud."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from ..cloud.points import PointCloud
 
 LAS_SCALE = 0.001  # 1 mm: finer than any photogrammetric point's precision
 # LAZ is read and written on one thread: lazrs's parallel backend runs a thread pool that does not survive a fork,
-# so a forked worker (the merge's) of a process that had used it would wait forever; on 5 M points it saves 0.1 s
-# of writing and 0.4 s of reading.
+# so a forked worker (the merge's) of a process that had used it would wait forever, and the time it saves is
+# small beside a stage's.
 LAZ_BACKEND = laspy.LazBackend.Lazrs
 
 

@@ -29,8 +29,8 @@ INLIER_MEDIAN_FACTOR = 4.0
 MIN_ALIGNMENT_POINTS = 3
 MAX_SAMPLES = 500  # triples tried by least median of squares: all but certain to draw three good fixes
 COLLINEAR_RATIO = 0.05  # median distance from the principal line, over the length, below which points are a line
-# Observations an adjustment takes at once (about 0.3 GB of the solver's memory; a 405-photograph survey's 3.4 M
-# would have taken 1.8 GB), the grid over each image whose cells keep one point each when there are more, and the
+# Observations an adjustment takes at once (the solver's memory grows with them, and a large survey's would take
+# gigabytes; bench/NOTES.md), the grid over each image whose cells keep one point each when there are more, and the
 # observations of the points then adjusted at once with the cameras held.
 ADJUSTED_OBSERVATIONS = 600_000
 COVERAGE_GRID = 12
@@ -38,7 +38,7 @@ POINT_CHUNK_OBSERVATIONS = 200_000
 OBLIQUE_AXIS_DEG = 30.0  # a view without a stated pitch whose axis lies this far from the vertical is oblique
 MAX_LEVELLING_ROUNDS = 10  # each leaves out the obliques that the previous vertical shows
 # The least uncertainty granted the vertical that viewing directions give: gimbal-stabilised views average to
-# within about half a degree of it (0.6 on Brighton Beach), whatever their number.
+# within about half a degree of it, whatever their number.
 VIEWS_VERTICAL_BIAS_DEG = 0.5
 
 
@@ -95,8 +95,8 @@ def robust_similarity(source: np.ndarray, target: np.ndarray, max_error: float,
     # A similarity fits three positions exactly, so on few positions the median residual understates the noise:
     # Rousseeuw's finite-sample correction for least median of squares.
     small_sample = 1.0 + 5.0 / (len(source) - MIN_ALIGNMENT_POINTS)
-    # Least squares on those that agree even when all do: the best triple alone leans with its three fixes' noise
-    # (on 40 fixes with 3 m of vertical noise, by 5.3 degrees and 3.5 % of scale where all 40 gave 1.2 and 0.8).
+    # Least squares on those that agree even when all do: the best triple alone leans with its three fixes' noise,
+    # which all of them average out.
     inliers = None
     for _ in range(3):
         residuals = np.linalg.norm((apply(transform, source) - target)[:, compared], axis=1)
@@ -261,7 +261,7 @@ def adjust_with_priors(reconstruction: pycolmap.Reconstruction, priors: dict[str
     """Bundle adjustment in which the given camera positions pull on the cameras, each by its accuracy, through
     a robust loss (a fix far from the model loses its pull instead of bending the model).
 
-    Its memory grows with the observations (about 540 bytes each: on 153 photographs 1.3 M of them took 0.7 GB).
+    Its memory grows with the observations.
     Above ADJUSTED_OBSERVATIONS the cameras are adjusted with the points that cover every image (covering_points)
     on a copy of the model, and the other points are then adjusted a chunk at a time with the cameras held, so
     that the survey's size does not set the peak."""
@@ -368,8 +368,8 @@ def _bundle_options(refine: Refinement, threads: int) -> pycolmap.BundleAdjustme
     options.ceres.loss_function_type = pycolmap.LossFunctionType.SOFT_L1
     options.ceres.solver_options.num_threads = threads
     # COLMAP stops only on the gradient (function tolerance 0): from a mapped model that takes dozens of
-    # iterations that each change the cost by less than a millionth. On a 72-image synthetic survey they took
-    # four times as long and changed the cameras' error against the truth by 0.4 mm.
+    # iterations that each change the cost by less than a millionth, and that take time without bringing the
+    # cameras measurably closer to the truth.
     options.ceres.solver_options.function_tolerance = 1e-6
     return options
 

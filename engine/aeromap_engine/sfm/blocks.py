@@ -1,8 +1,8 @@
 """A survey mapped in overlapping blocks where one mapping of all its images would not fit in memory.
 
 The incremental mapper holds every image it has registered (keypoints, matches, points) and its global
-adjustments hold their observations, so its memory grows with the keypoints of the images it maps: 405
-photographs of 12 MP with 10,000 keypoints each peaked at 3.3 GB, about 5 MB an image above 1.3 GB. A survey whose
+adjustments hold their observations, so its memory grows with the keypoints of the images it maps, past what a
+machine holds on large surveys of large photographs (bench/NOTES.md). A survey whose
 keypoints are more than MAPPING_MEMORY holds is cut by GPS position into blocks of what it does hold
 (split/plan.py, whose cap keeps k-means from making one block of far more images than the others), each grown by
 the images around it. The blocks are mapped one after another (side by side where memory allows), each in a
@@ -37,11 +37,10 @@ from .mapping import MappingSettings, reconstruct
 from .survey import Survey
 
 # What a mapping holds at its peak per keypoint of the images it maps: the keypoints and their matches, their part
-# of the model and of the global adjustments (a 95-image submodel of 12 MP photographs with 10,000 keypoints each
-# peaked at 1.06 GB with what its process inherited: 12 MB an image). An image's size and the feature quality and
-# budget act through the keypoints they yield; the mapper reads no pixels. Matches and points grow more slowly
-# than keypoints, so the bound is generous for small budgets: on Brighton Beach's 1000 px copies the mapper grew
-# by 15, 22 and 30 MB for 18 images of 1,500, 3,000 and 6,000 keypoints (550 to 270 bytes a keypoint).
+# of the model and of the global adjustments, with what its process inherited: the peak of 12 MP photographs at a
+# full keypoint budget (bench/NOTES.md). An image's size and the feature quality and budget act through the
+# keypoints they yield; the mapper reads no pixels. Matches and points grow more slowly than keypoints, so the
+# bound is generous for small budgets.
 MAPPING_BYTES_PER_KEYPOINT = 1_200
 MAPPING_MEMORY = 2_000_000_000  # what the mapping of a survey may hold, whatever its size
 MIN_BLOCK_IMAGES = 50  # fewer leave too little of a block away from its borders

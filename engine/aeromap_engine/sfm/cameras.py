@@ -14,8 +14,8 @@ The camera-lens option takes ODM's projection names; each maps to the COLMAP mod
 During mapping the focal length stays at the value the metadata give whenever they give one (sfm/focal.py
 refines it afterwards where the views can measure it; focal-refinement free refines it throughout). A survey
 flown at one height
-over flat ground cannot tell the focal length from the height above that ground: left free, it wanders (on
-Brighton Beach to 0.70 of the image width against the lens's 0.56-0.59), putting the ground 10 m too low
+over flat ground cannot tell the focal length from the height above that ground: left free, it wanders far
+from the lens's, putting the ground metres too low
 and bending it into a bowl that the distortion terms then chase. Held, the distortion terms
 are well determined by the overlap. Only a camera whose metadata do not state the focal length has it
 refined. Principal points stay at the image centre: a survey flown at one height cannot tell them from the
@@ -117,8 +117,7 @@ def frame_border(width: int, height: int, samples: int) -> np.ndarray:
 
 def lens_coverage(camera: pycolmap.Camera) -> float:
     """The share of the frame's border the lens model gives a ray for: below 1 where the fitted distortion folds
-    the frame's edge inward (the first 8 Brighton photographs stretched to 1000x750, 6 placed on 196 tie points:
-    a tangential term of 0.091 left a third of the border, the left edge and the corners beside it, without a
-    ray)."""
+    the frame's edge inward (a distortion fitted on few tie points, or bent to absorb photographs resized to
+    another shape, can leave an edge of the frame and the corners beside it without a ray)."""
     rays = np.asarray(camera.cam_from_img(frame_border(camera.width, camera.height, LENS_BORDER_SAMPLES)))
     return float(np.isfinite(rays).all(axis=1).mean())

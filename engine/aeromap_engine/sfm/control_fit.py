@@ -26,8 +26,8 @@ GCP_MAX_ERROR = 2.0  # m; a control point further than this from the model is ta
 GCP_TOLERANCE_GSD = 20.0
 MIN_GCP_TOLERANCE = 0.05  # m; survey-grade points are no better than this
 # Residuals up to this share of the points' extent can be the points' own inaccuracy (coordinates read off a map
-# or imagery: copr's fit to 1 to 2 m over 35 to 50 m): doubtful, not wrong. Beyond it a point, or a reading of
-# the marks, is wrong: a kite survey's upright marks read in the stored layout left 60 to 71 m.
+# or imagery): doubtful, not wrong. Beyond it a point, or a reading of the marks, is wrong: upright marks read in
+# the stored layout leave residuals far beyond it.
 GROSS_SHARE = 0.1
 
 

@@ -138,8 +138,8 @@ def rematch_weak_pairs(path: Path, pairs: list[tuple[str, str]], min_inliers: in
                        progress: Callable[[float], None], located: set[str]) -> int:
     """Match again, at the looser ratio, the pairs (of cameras with known focal lengths) that kept fewer than
     `min_inliers` verified matches and may overlap (see may_overlap); a pair keeps the new matches only where they
-    are more and fit a calibrated geometry. On h20t_thermal this tied 30 of 32 images into one model where the
-    default ratio left two groups of 19 and 10. Returns how many pairs gained."""
+    are more and fit a calibrated geometry: a low-texture survey that the default ratio leaves in separate groups is
+    then tied into one model. Returns how many pairs gained."""
     before = read_pair_matches(path, pairs)
     weak = may_overlap([pair for pair in pairs if pair not in before or before[pair].inliers < min_inliers],
                        before, located, min_inliers)
@@ -160,8 +160,8 @@ def rematch_weak_pairs(path: Path, pairs: list[tuple[str, str]], min_inliers: in
 def focal_lengths_stated(path: Path) -> Iterator[None]:
     """Within: every camera's focal length counts as known, so that verification fits an essential matrix, which
     holds chance matches to a point where a fundamental matrix holds them to a line. Only within: mapping with
-    focal lengths marked as known registers images otherwise (on Brighton Beach with control points and
-    force-gps, a camera 8 m off)."""
+    focal lengths marked as known registers images otherwise, and has misplaced a camera by metres (with control
+    points and force-gps)."""
     def mark(known: dict[int, bool] | None) -> dict[int, bool]:
         database = pycolmap.Database.open(path)
         try:
@@ -185,8 +185,8 @@ def may_overlap(weak: list[tuple[str, str]], matched: dict[tuple[str, str], Pair
                 min_inliers: int) -> list[tuple[str, str]]:
     """The weak pairs that may overlap: two cameras with positions (paired as neighbours), a pair with some
     verified matches, or two images that each overlap a third. A survey without positions pairs every image with
-    every other, and most of those pairs see different ground: matching them all again doubled its matching time
-    and gained nothing."""
+    every other, and most of those pairs see different ground: matching them all again cost as much as the first
+    matching and gained nothing."""
     overlapping: dict[str, set[str]] = {}
     for (a, b), pair in matched.items():
         if pair.inliers >= min_inliers:

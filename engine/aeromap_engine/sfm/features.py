@@ -1,14 +1,13 @@
 """SIFT features at the scale the feature quality implies, in the form COLMAP's matcher reads.
 
-OpenCV's SIFT does the work: at the same scale it takes a quarter of the CPU time of COLMAP's CPU SIFT (measured
-1.2 s against 4.9 s for a 2000 px image), and it releases the interpreter lock, so threads process images in
+OpenCV's SIFT does the work: at the same scale it takes a fraction of the CPU time of COLMAP's CPU SIFT
+(bench/NOTES.md), and it releases the interpreter lock, so threads process images in
 parallel. Of the keypoints found, the coarsest-scale ones are kept: they repeat best across the viewpoint and
 exposure changes between aerial photographs (COLMAP keeps the same ones).
 
 An image that shows fewer features than wanted at the feature quality's scale (a 640 px thermal frame read at
-320 px, a low-texture field) is read again at twice the scale, up to its full resolution: on the 640 x 512 thermal
-survey h20t_thermal that took the features from about 1200 to 5800 an image and the verified matches per
-overlapping pair from 48 to 99 in the median.
+320 px, a low-texture field) is read again at twice the scale, up to its full resolution: small thermal frames
+then show enough features, and their overlapping pairs enough verified matches, to be placed.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ MAX_FINER_SIDE = 2000
 CONTRAST_THRESHOLDS = (0.04, 0.01, 0.0025)
 
 # Bytes of working memory per pixel of the processed image: OpenCV's SIFT doubles the image and keeps six
-# blurred and five difference levels per octave in float32 (measured: about 0.5 GB at 2000 x 1125 px).
+# blurred and five difference levels per octave in float32 (bench/NOTES.md).
 SIFT_BYTES_PER_PIXEL = 220
 
 

@@ -13,7 +13,7 @@ from .alignment import (MIN_INLIER_ERROR, AlignmentMode, SimilarityFit, apply, g
                         levelling_transform, registered, robust_similarity, views_vertical)
 from .consistency import layout_uncertainty
 
-# Gimbal-stabilised views average to within a degree of vertical (0.6 on Brighton Beach); a model that GPS heights
+# Gimbal-stabilised views average to within a degree of vertical; a model that GPS heights
 # tilt further than this from them is tilted by the heights.
 MAX_TILT_DEG = 3.0
 

@@ -57,22 +57,22 @@ def _incremental_options(settings: MappingSettings) -> pycolmap.IncrementalPipel
     # large surveys, local adjustments keep the model in shape in between, and the last one is always run.
     options.ba_global_frames_ratio = 1.25
     options.ba_global_points_ratio = 1.25
-    # Adjustments are the mapper's time, and each image is adjusted with its neighbours once it is added. On a
-    # 72-image 12 MP survey these settings took mapping from 165 s to 73 s with the same images, points and
-    # camera accuracy against the truth (the survey bench/engine_scale.py flies): global adjustments leave out points that add
-    # no coverage to their images (a survey's overlap makes most of them redundant), and one refinement of a
-    # local adjustment (two of a global one) follows the re-triangulation instead of up to two (five).
+    # Adjustments are the mapper's time, and each image is adjusted with its neighbours once it is added. These
+    # settings cut that time while keeping the same images, points and camera accuracy against the truth
+    # (bench/NOTES.md): global adjustments leave out points that add no coverage to their images (a survey's
+    # overlap makes most of them redundant), and one refinement of a local adjustment (two of a global one)
+    # follows the re-triangulation instead of up to two (five).
     options.mapper.ba_global_ignore_redundant_points3D = True
     options.ba_local_max_refinements = 1
     options.ba_global_max_refinements = 2
     options.ba_local_max_num_iterations = 25
     options.ba_global_max_num_iterations = 50
     # As in our own adjustments (alignment.py), a global adjustment also stops once an iteration changes the
-    # cost by less than a millionth: on the 112-image survey the global adjustments took 39 s instead of 49 s,
-    # the cameras as close to the truth (5.2 and 5.1 cm RMS).
+    # cost by less than a millionth: the iterations after that take time and leave the cameras as close to the
+    # truth.
     options.ba_global_function_tolerance = 1e-6
     # An image joins the model on 15 inlier correspondences with its points, as OpenSfM's resection asks, not
-    # COLMAP's 30: on low-texture surveys (h20t_thermal's canopy) neighbours share 20 to 50 verified matches, and
+    # COLMAP's 30: on low-texture surveys (thermal frames over canopy) neighbours share few verified matches, and
     # at 30 the model broke into groups that only the GPS could place. The absolute pose is still solved by
     # RANSAC with a quarter of the correspondences as inliers, and the quality checks judge the model.
     options.mapper.abs_pose_min_num_inliers = MIN_REGISTRATION_INLIERS

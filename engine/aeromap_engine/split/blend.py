@@ -47,7 +47,8 @@ class Owners:
     def grid_distances(self, grid: Grid, members: Sequence[int], step: float) -> np.ndarray:
         """distances() at the cell centres of `grid`, computed on a grid of cells `step` wide over the same bounds
         and resampled bilinearly: (K, H, W). A distance changes by no more than the location does, so the
-        resampled one is off by less than `step`; a query per cell of a raster took half of a merge's time."""
+        resampled one is off by less than `step`, where a query per cell of a raster would dominate a merge's
+        time."""
         if step <= grid.resolution:
             return self.distances(*grid.centers(), members)
         coarse = Grid.covering(grid.bounds, step)

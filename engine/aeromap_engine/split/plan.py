@@ -12,8 +12,8 @@ from scipy.cluster.vq import kmeans2
 from scipy.spatial import cKDTree
 
 SEED = 1  # fixed, so that a run resumed or repeated cuts the survey the same way
-# k-means balances distances, not counts: on a survey of uneven density it made a block of 240 photographs against
-# a target of 111. A cluster more than this share above the target is cut in two until none is.
+# k-means balances distances, not counts: on a survey of uneven density it can make one block far larger than the
+# target. A cluster more than this share above the target is cut in two until none is.
 MAX_CORE_EXCESS = 1.25
 
 

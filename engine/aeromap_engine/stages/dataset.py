@@ -171,8 +171,8 @@ def run(ctx: "StageContext") -> None:
 
 def warn_stretched(inspections: list[Inspection]) -> None:
     """Name the photographs resized to another shape than they were captured in: the lens calibration can only
-    bend its distortion to absorb the stretch (the first 8 Brighton photographs stretched from 4000x2250 to
-    1000x750: a tangential term of 0.09 that left a third of the frame's border without a ray)."""
+    bend its distortion to absorb the stretch, which can leave part of the frame's border without a ray
+    (sfm/cameras.py lens_coverage)."""
     stretched = [i for i in inspections if i.stretch is not None and abs(math.log(i.stretch)) > MAX_STRETCH]
     if not stretched:
         return

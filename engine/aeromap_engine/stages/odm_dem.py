@@ -54,8 +54,8 @@ OPTIONS: list[Option] = [
 WEIGHT = 0.6
 
 TILE = 2048  # cells per tile side
-# What one process holds for a tile, whichever kind is larger: on a 153-image synthetic survey (13 M points) SMRF's
-# cloud tiles (about 2 M points each with their margin) took up to 0.9 GB, the model tiles up to 0.3 GB.
+# What one process holds for a tile, whichever kind is larger: SMRF's cloud tiles (a tiled cloud's tile with its
+# margin) hold more than the model tiles (bench/NOTES.md).
 TILE_WORKING_BYTES = 900 * 2**20
 
 

@@ -44,7 +44,7 @@ OPTIONS: list[Option] = [
     Option("skip-3dmodel", "bool", False, "Skip the textured model entirely (no mesh): saves time when only the "
            "2D products are wanted.", "odm_meshing"),
 ]
-WEIGHT = 2.0  # Brighton Beach: about 13 s for the 2.5D mesh, 20 s for the 3D one
+WEIGHT = 2.0  # between the 2.5D mesh's share of a run's time and the 3D one's
 SAMPLE_POINTS = 200_000  # points drawn from the cloud for its spacing and the mesh's fit to it
 
 

@@ -62,8 +62,8 @@ WEIGHT = 1.5
 
 TILE = 1024  # orthophoto pixels per tile side
 OCCLUSION_MARGIN = 12.0  # metres of surface around a tile that may hide it from a camera
-# What a process rendering tiles holds beside its images: measured up to 0.68 GB on a 153-image synthetic survey
-# at 75 % and 65 % overlap (about 27 views reach a tile).
+# What a process rendering tiles holds beside its images, with a margin over the most measured where a usual
+# survey's overlap brings a few dozen views to a tile (bench/NOTES.md).
 TILE_WORKING_BYTES = 800 * 2**20
 TILE_CHUNKS = 4  # runs of neighbouring tiles per process: fewer keep more cached images useful, more balance the load
 

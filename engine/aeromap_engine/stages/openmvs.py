@@ -58,7 +58,7 @@ WEIGHT = 1.2
 IMAGE_CACHE = 24  # working images each process keeps; partners and neighbours are mostly recent views
 CHUNKS_PER_WORKER = 4
 # What a process holds per pixel of its working image: its cache of colour and grey images, the rectified pairs,
-# the matching buffers and the depth maps (measured 210 bytes over 40 images of a 12 MP survey at medium quality).
+# the matching buffers and the depth maps, with a margin over what was measured (bench/NOTES.md).
 WORKING_BYTES_PER_PIXEL = 250
 
 

@@ -20,7 +20,7 @@ from .seams import level_offsets, offset_field
 from .selection import adjacent_faces, connected_regions, face_candidates, select_views
 
 # Texels of all the atlases together, at most: past it the photographs are read at half their size, or a quarter...
-# Brighton Beach's 18 photographs of 9 MP take 54 M texels whole; a survey of a hundred is read at half size.
+# A small survey's photographs fit whole; a survey of a hundred is read at half size.
 TEXEL_BUDGET = 2 * 8192**2
 SHELF_FILL = 0.8  # share of an atlas that shelf packing is expected to fill
 SHRINK = 0.9  # scale factor between attempts to fit a single atlas

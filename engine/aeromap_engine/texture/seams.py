@@ -1,8 +1,8 @@
 """Global seam levelling (Waechter et al. 2014, section 5): photographs differ in exposure and white balance, so
 two patches from different views meet at a visible step. Each texture point (a vertex within one patch) gets a
 colour offset: the offsets make the two sides of every seam agree, vary smoothly within a patch and stay small,
-in the least-squares sense (one sparse linear system, solved directly: its LU takes some 300 MB for a mesh of
-200,000 vertices). The offsets are then spread over each patch's texels, linearly across each face.
+in the least-squares sense (one sparse linear system, solved directly: its LU fits in memory for the meshes the
+vertex budget allows). The offsets are then spread over each patch's texels, linearly across each face.
 """
 
 from __future__ import annotations
