@@ -50,8 +50,9 @@ typecheck: $(NODE_STAMP)
 test-ts: install $(CHROMIUM)
 	npx vitest run
 
+# One worker more than a 2-core machine has: a test's single-threaded phases would otherwise leave a core idle.
 test-engine: $(ENGINE_STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile engine/tests
+	$(PY) -m pytest -n 3 --dist loadfile engine/tests
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,15 +12,9 @@ from typing import ContextManager
 import pytest
 from PIL import Image
 
-# GNU OpenMP's threads spin on the CPU while they wait for work; with more processes than cores (the suite's
-# workers beside the TypeScript suite on a 2-core machine) a spinning thread holds the core that the thread it
-# waits for needs, and MeshLab's filters took several times as long. Waiting threads that sleep give the same
-# results. Read when libgomp loads, so set before the engine (and MeshLab) is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-
-from aeromap_engine import pipeline  # noqa: E402
-from aeromap_engine.log import log  # noqa: E402
-from aeromap_engine.project import Project  # noqa: E402
+from aeromap_engine import pipeline
+from aeromap_engine.log import log
+from aeromap_engine.project import Project
 
 # Six Brighton Beach photographs: two flight lines over the park, the car park and the sea.
 BRIGHTON_SIX = ("DJI_0027", "DJI_0028", "DJI_0029", "DJI_0030", "DJI_0031", "DJI_0032")

@@ -1,4 +1,4 @@
-// A big file from a node, in ranged pieces appended to `<destination>.part`. After a cut (a dropped connection,
+// A big file from a node, in ranged pieces written into `<destination>.part`. After a cut (a dropped connection,
 // or the whole process killed) the next call resumes from the size of the .part; the file gets its final name
 // only once it is whole. A node that ignores ranges gets one plain download from the start.
 import { open, rename, rm, stat, truncate } from 'node:fs/promises';
@@ -26,7 +26,7 @@ function totalOf(contentRange: string | null): number | null {
   return match ? Number(match[1]) : null;
 }
 
-// Where a 206 piece starts; appending a piece that starts elsewhere would corrupt the .part silently.
+// Where a 206 piece starts; writing a piece that starts elsewhere at the .part's end would corrupt it silently.
 function startOf(contentRange: string | null): number | null {
   const match = /^bytes\s+(\d+)-/.exec(contentRange ?? '');
   return match ? Number(match[1]) : null;
@@ -39,17 +39,23 @@ interface Piece {
 }
 
 /**
- * Writes the answer's bytes to the file as they come, each written before the next is read: a connection cut
- * part-way then leaves every byte it brought on disk (a write stream destroyed by the cut drops what it still
- * buffers, and on a busy machine that can be all of it, so the next try would start from the same place).
+ * Writes the answer's bytes into the file from byte `start` (or over the whole file when `start` is null), each
+ * written before the next is read: a connection cut part-way then leaves every byte it brought on disk (a write
+ * stream destroyed by the cut drops what it still buffers, and on a busy machine that can be all of it, so the
+ * next try would start from the same place). Each byte goes to its own offset rather than being appended: a
+ * download of the same file still running elsewhere (a step whose lease passed on before it noticed) then writes
+ * the same bytes over the same bytes, where appending would have repeated them and shifted the rest.
  */
-async function appendBody(response: Response, file: string, flags: 'a' | 'w', signal?: AbortSignal): Promise<void> {
+async function writeBody(response: Response, file: string, start: number | null, signal?: AbortSignal): Promise<void> {
   if (!response.body) throw new NodeServerError('an empty answer');
-  const handle = await open(file, flags);
+  if (start !== null) await (await open(file, 'a')).close();
+  const handle = await open(file, start === null ? 'w' : 'r+');
+  let position = start ?? 0;
   try {
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
       signal?.throwIfAborted();
-      await handle.write(chunk);
+      await handle.write(chunk, 0, chunk.length, position);
+      position += chunk.length;
     }
   } finally {
     await handle.close();
@@ -85,7 +91,7 @@ async function fetchPiece(url: URL, part: string, have: number, options: RangedD
         await response.body?.cancel();
         throw new NodeServerError(`asked for bytes from ${have}, got the range ${range ?? '(none)'}`);
       }
-      await appendBody(response, part, 'a', signal);
+      await writeBody(response, part, have, signal);
       const total = totalOf(range);
       const size = await sizeOf(part);
       if (size === have && size !== total) throw new NodeServerError('an empty piece');
@@ -93,7 +99,7 @@ async function fetchPiece(url: URL, part: string, have: number, options: RangedD
     }
     if (response.status === 200) {
       // Ranges not supported: the whole file, from the start.
-      await appendBody(response, part, 'w', signal);
+      await writeBody(response, part, null, signal);
       const length = Number(response.headers.get('content-length') ?? NaN);
       const got = await sizeOf(part);
       if (Number.isFinite(length) && got !== length) throw new NodeConnectionError(`got ${got} of ${length} bytes`);

@@ -97,6 +97,16 @@ describe('NodeClient downloads', () => {
     expect((await readFile(target)).equals(FILE)).toBe(true);
   });
 
+  it('makes the whole file when two downloads of it run at once, cut part-way', async () => {
+    // As when a step's lease passed to another worker before the first noticed: both write into one .part.
+    let drops = 6;
+    const { client } = await start((request, response) => ranged(request, response, () => drops-- > 0));
+    const target = path.join(dir, 'twice.zip');
+    // The one that finishes second finds the .part already renamed by the first.
+    await Promise.all([0, 1].map(() => client.downloadAllZip('abc', target, { chunkBytes: 2 ** 19 }).catch(() => {})));
+    expect((await readFile(target)).equals(FILE)).toBe(true);
+  });
+
   it('takes the whole file from a node that ignores ranges', async () => {
     const { client } = await start((_request, response) => {
       response.writeHead(200, { 'content-length': FILE.length }).end(FILE);
