@@ -1,4 +1,5 @@
-"""`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | version."""
+"""`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | formulas |
+version."""
 
 from __future__ import annotations
 
@@ -67,6 +68,14 @@ def _cmd_tile_worker(_: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_formulas(_: argparse.Namespace) -> int:
+    from .tiles.formulas import describe
+
+    json.dump(describe(), sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aeromap-engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -84,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     tiles.set_defaults(func=_cmd_tiles)
     worker = sub.add_parser("tile-worker", help="draw single tiles in other styles, one JSON request per line")
     worker.set_defaults(func=_cmd_tile_worker)
+    sub.add_parser("formulas", help="print the vegetation indices tiles can be drawn in, and the band letters"
+                   ).set_defaults(func=_cmd_formulas)
     args = parser.parse_args(argv)
 
     setup_logging()

@@ -235,6 +235,78 @@ def test_tile_worker_draws_single_tiles_in_the_requested_style(tmp_path: Path) -
         assert "error" in json.loads(worker.stdout.readline())
         assert ask(worker, {**bad, "id": 6, "color_map": "viridis_r", "raster": str(raster), "elevation": True,
                             "z": 14, "x": 0, "y": 0, "size": 256, "out": str(tmp_path / "b.png")}) == {"id": 6, "written": False}
+        # The model described: its heights in metres, and the colour maps offered for elevation.
+        described = ask(worker, {"id": 7, "kind": "metadata", "raster": str(raster), "elevation": True})["metadata"]
+        assert described["statistics"]["1"]["min"] == pytest.approx(100.0)
+        assert described["statistics"]["1"]["max"] == pytest.approx(140.0)
+        assert [c["key"] for c in described["color_maps"]] == ["viridis", "jet", "terrain"]
+        refused = ask(worker, {"id": 8, "kind": "metadata", "raster": str(raster), "elevation": True,
+                               "formula": "VARI", "bands": "auto"})
+        assert refused == {"id": 8, "input": True, "error": "formula and bands apply to orthophotos, not to elevation models"}
+    finally:
+        worker.stdin.close()  # type: ignore[union-attr]
+        assert worker.wait(timeout=10) == 0
+
+
+def test_tile_worker_draws_and_describes_a_vegetation_index_of_an_orthophoto(tmp_path: Path) -> None:
+    # A 100 m square RGB orthophoto in UTM at 0.25 m with its alpha band: crop (60, 160, 60) in the west half,
+    # bare grey soil in the east half, nothing surveyed along the north edge.
+    size = 400
+    rgba = np.full((4, size, size), 255, dtype=np.uint8)
+    rgba[:3, :, : size // 2] = np.array([60, 160, 60], dtype=np.uint8)[:, None, None]
+    rgba[:3, :, size // 2:] = 128
+    rgba[3, :40] = 0
+    raster = tmp_path / "ortho.tif"
+    with rasterio.open(raster, "w", driver="GTiff", width=size, height=size, count=4, dtype="uint8",
+                       crs="EPSG:32633", transform=from_origin(500000.0, 5200000.0, 0.25, 0.25), photometric="RGB",
+                       alpha="YES") as out:
+        out.write(rgba)
+    mx, my = Transformer.from_crs("EPSG:32633", "EPSG:3857", always_xy=True).transform(500050.0, 5199950.0)
+    z = 18
+    span = 2 * HALF / 2**z
+    x, y = int((mx + HALF) // span), int((HALF - my) // span)
+    centre = int(((mx + HALF) / span - x) * 256), int(((HALF - my) / span - y) * 256)
+    tile = {"raster": str(raster), "elevation": False, "z": z, "x": x, "y": y, "size": 256}
+    worker = subprocess.Popen(ENGINE + ["tile-worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        out = tmp_path / "vari.png"
+        answer = ask(worker, {"id": 1, **tile, "formula": "VARI", "bands": "auto", "color_map": "rdylgn",
+                              "out": str(out)})
+        assert answer == {"id": 1, "written": True}
+        drawn = np.asarray(Image.open(out))
+        # VARI is 100/160 on the crop and 0 on grey soil: over -1..1 on RdYlGn, green in the west and the
+        # ramp's pale yellow middle in the east.
+        west, east = drawn[centre[1], centre[0] - 20], drawn[centre[1], centre[0] + 20]
+        assert west[3] == east[3] == 255
+        assert west[1] > west[0] and abs(int(east[0]) - 255) < 10 and abs(int(east[1]) - 255) < 10
+        expected = colour(np.array([0.625]), -1.0, 1.0, ramp("rdylgn"))[0]
+        assert np.abs(west[:3].astype(int) - expected).max() <= 2
+
+        refused = ask(worker, {"id": 2, **tile, "formula": "NDVI", "bands": "auto", "out": str(out)})
+        assert refused == {"id": 2, "input": True,
+                           "error": "NDVI needs the N band, which the orthophoto does not have (its bands are RGB)"}
+        alone = ask(worker, {"id": 3, **tile, "formula": "VARI", "out": str(out)})
+        assert alone["input"] and "formula and bands go together" in alone["error"]
+
+        described = ask(worker, {"id": 4, "kind": "metadata", "raster": str(raster), "elevation": False,
+                                 "formula": "VARI", "bands": "auto"})["metadata"]
+        stats = described["statistics"]
+        assert list(stats) == ["1"]
+        assert (stats["1"]["min"], stats["1"]["max"]) == (-1.0, 1.0)  # the formula's range, as WebODM
+        assert stats["1"]["percentiles"] == pytest.approx([0.0, 0.625], abs=1e-3)
+        counts, edges = stats["1"]["histogram"]
+        assert len(counts) == 255 and len(edges) == 256 and sum(counts) == size * (size - 40)
+        assert described["auto_bands"] == {"filter": "RGB", "match": True}
+        assert "VARI" in [a["id"] for a in described["algorithms"]]
+        assert [c["key"] for c in described["color_maps"]][:4] == ["rdylgn", "spectral", "rdylgn_r", "spectral_r"]
+        assert described["color_maps"][0]["color_map"][0] == [165, 0, 38, 255]
+
+        plain = ask(worker, {"id": 5, "kind": "metadata", "raster": str(raster), "elevation": False})["metadata"]
+        assert list(plain["statistics"]) == ["1", "2", "3"]
+        assert plain["statistics"]["2"]["min"] == 128 and plain["statistics"]["2"]["max"] == 160
+        assert plain["algorithms"] == [] and plain["color_maps"] == []
+        assert plain["auto_bands"] == {"filter": "", "match": None}
+        assert plain["colorinterp"] == ["red", "green", "blue", "alpha"] and plain["dtype"] == "uint8"
     finally:
         worker.stdin.close()  # type: ignore[union-attr]
         assert worker.wait(timeout=10) == 0

@@ -7,7 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKENDS, type Client, ROLES, type Reply, type Role, type TestService, createCallers, startService } from './helpers.ts';
-import { ENGINE_PYTHON, TaskStatus, finished, imageForm, makeJpegs, postForm, python, waitForTask } from './taskhelpers.ts';
+import { TaskStatus, finished, imageForm, makeJpegs, orthophotoZip, postForm, waitForTask } from './taskhelpers.ts';
 
 
 /** open: anyone; user: any signed-in user; admin: staff and superusers; superuser: superusers only; view, change, delete: that permission on
@@ -128,6 +128,7 @@ const MATRIX: Record<string, Row> = {
   'GET /api/projects/{project_id}/tasks/{task_id}/download/{asset}': { rule: 'view', ok: 200, call: onCompleted('download/orthophoto.tif') },
   'GET /api/projects/{project_id}/tasks/{task_id}/assets/{*}': { rule: 'view', ok: 200, call: onCompleted('assets/odm_orthophoto/odm_orthophoto.tif') },
   'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles.json': { rule: 'view', ok: 200, call: onCompleted('orthophoto/tiles.json') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/metadata': { rule: 'view', ok: 200, call: onCompleted('orthophoto/metadata') },
   'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles/{z}/{x}/{y}': { rule: 'view', ok: 200, call: (c, fx) => onCompleted(`orthophoto/tiles/${fx.tile}.png`)(c, fx) },
   'POST /api/projects/{project_id}/tasks/import': { rule: 'change', ok: 200, call: (c, fx) => postForm(c, `${tasksOf(fx)}import`, chunkForm()) },
 };
@@ -143,26 +144,8 @@ function chunkForm(): FormData {
   return form;
 }
 
-/** An all.zip in ODM's layout with a small georeferenced orthophoto and its tile pyramid, made by the engine. */
-function orthophotoZip(dir: string): string {
-  python(
-    `import sys, subprocess, zipfile, numpy as np, rasterio
-from rasterio.transform import from_origin
-d, engine = sys.argv[1], sys.argv[2]
-tif, mbtiles = f"{d}/odm_orthophoto.tif", f"{d}/odm_orthophoto.mbtiles"
-rgba = np.full((4, 256, 256), 255, np.uint8); rgba[0] = np.arange(256, dtype=np.uint8)
-with rasterio.open(tif, "w", driver="GTiff", width=256, height=256, count=4, dtype="uint8", crs="EPSG:32615",
-                   transform=from_origin(576000, 4565000, 0.5, 0.5)) as out:
-    out.write(rgba)
-subprocess.run([engine, "tiles", tif, mbtiles], check=True, stdout=subprocess.DEVNULL)
-with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
-    z.write(tif, "odm_orthophoto/odm_orthophoto.tif")
-    z.write(mbtiles, "odm_orthophoto/odm_orthophoto.mbtiles")`,
-    dir,
-    path.join(path.dirname(ENGINE_PYTHON), 'aeromap-engine'),
-  );
-  return path.join(dir, 'all.zip');
-}
+/** The orthophoto of the completed task: 256 px square, red growing eastwards. */
+const GRADIENT = 'rgba = np.full((4, 256, 256), 255, np.uint8); rgba[0] = np.arange(256, dtype=np.uint8)';
 
 /** A tile inside the layer: the one under the middle of its bounds at its lowest zoom. */
 function middleTile(layer: { bounds: number[]; minzoom: number }): string {
@@ -193,7 +176,7 @@ describe.each(BACKENDS)('the permission matrix over the whole API (%s)', (backen
     };
     const project = await shared();
     const photos = await makeJpegs(path.join(work, 'photos'), 2);
-    const imported = await postForm(owner, `/api/projects/${project}/tasks/import`, await imageForm([orthophotoZip(work)], { name: 'done' }, 'file'));
+    const imported = await postForm(owner, `/api/projects/${project}/tasks/import`, await imageForm([orthophotoZip(work, GRADIENT, 0.5)], { name: 'done' }, 'file'));
     const done = await waitForTask(owner, `/api/projects/${project}/tasks/${imported.body.id}/`, finished);
     expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
     const layer = (await owner.get(`/api/projects/${project}/tasks/${done.id}/orthophoto/tiles.json`)).body;

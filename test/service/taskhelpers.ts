@@ -53,6 +53,33 @@ for name in sys.argv[4:]:
   return names.map((name) => path.join(dir, name));
 }
 
+/**
+ * An all.zip in ODM's layout with a small orthophoto in UTM (as the engine writes them: red, green, blue and alpha,
+ * 8 bits) and its tile pyramid, made by the engine. `rgba` is Python that sets `rgba`, its (4, height, width)
+ * values; `resolution` its pixel size in metres.
+ */
+export function orthophotoZip(dir: string, rgba: string, resolution: number): string {
+  python(
+    `import sys, subprocess, zipfile, numpy as np, rasterio
+from rasterio.transform import from_origin
+d, engine, resolution = sys.argv[1], sys.argv[2], float(sys.argv[3])
+tif, mbtiles = f"{d}/odm_orthophoto.tif", f"{d}/odm_orthophoto.mbtiles"
+${rgba}
+with rasterio.open(tif, "w", driver="GTiff", width=rgba.shape[2], height=rgba.shape[1], count=4, dtype="uint8",
+                   crs="EPSG:32615", transform=from_origin(576000, 4565000, resolution, resolution), photometric="RGB",
+                   alpha="YES") as out:
+    out.write(rgba)
+subprocess.run([engine, "tiles", tif, mbtiles], check=True, stdout=subprocess.DEVNULL)
+with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
+    z.write(tif, "odm_orthophoto/odm_orthophoto.tif")
+    z.write(mbtiles, "odm_orthophoto/odm_orthophoto.mbtiles")`,
+    dir,
+    path.join(path.dirname(ENGINE_PYTHON), 'aeromap-engine'),
+    String(resolution),
+  );
+  return path.join(dir, 'all.zip');
+}
+
 /** A multipart form with the files under `images` and the given text fields. */
 export async function imageForm(files: string[], fields: Record<string, string> = {}, field = 'images'): Promise<FormData> {
   const form = new FormData();

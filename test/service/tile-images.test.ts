@@ -82,4 +82,18 @@ describe('the tile query', () => {
     expect(() => tileStyle('orthophoto', { color_map: 'jet' })).toThrow(/dsm and dtm/);
     expect(tileStyle('orthophoto', { rescale: '20,200' })?.rescale).toEqual([20, 200]);
   });
+
+  it('reads a vegetation index from formula and bands, checked against the engine\'s formulas', () => {
+    const formulas = { formulas: ['NDVI', 'VARI'], bands: ['R', 'G', 'B', 'N', 'Re'] };
+    const ndre = tileStyle('orthophoto', { formula: 'NDVI', bands: 'GRReN', color_map: 'RdYlGn' }, formulas);
+    expect(ndre).toMatchObject({ index: { formula: 'NDVI', bands: 'GRReN' }, colorMap: 'rdylgn', rescale: null });
+    expect(tileStyle('orthophoto', { formula: 'VARI', bands: 'auto' }, formulas)?.key).not.toBe(ndre?.key);
+    // WebODM's map leaves empty parameters in its URLs: they ask for nothing.
+    expect(tileStyle('orthophoto', { formula: '', bands: '' })).toBeNull();
+    expect(tileStyle('orthophoto', { bands: '', rescale: '0,255' })?.index).toBeNull();
+    expect(() => tileStyle('orthophoto', { formula: 'VARI', bands: '' }, formulas)).toThrow(/go together/);
+    expect(() => tileStyle('dsm', { formula: 'VARI', bands: 'RGB' }, formulas)).toThrow(/apply to the orthophoto, not to the dsm/);
+    expect(() => tileStyle('orthophoto', { formula: 'VARI', bands: 'RGBRe2' }, formulas)).toThrow(/Unknown bands RGBRe2/);
+    expect(() => tileStyle('orthophoto', { formula: 'VARI', bands: 'RRG' }, formulas)).toThrow(/Unknown bands RRG/);
+  });
 });

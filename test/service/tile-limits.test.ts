@@ -55,6 +55,8 @@ describe('tile workers and the tile cache', () => {
     rescale: [0, 1],
     color_map: null,
     hillshade: null,
+    formula: null,
+    bands: null,
     out,
   });
 

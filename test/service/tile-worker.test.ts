@@ -39,6 +39,8 @@ describe('the tile worker', () => {
     rescale: [100, 140],
     color_map: 'gray',
     hillshade: null,
+    formula: null,
+    bands: null,
     out: path.join(work, 'tile.png'),
     ...changes,
   });

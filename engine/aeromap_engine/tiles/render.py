@@ -5,6 +5,7 @@ reprojected once with GDAL. Used for the pyramid's blocks and for single tiles i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,8 +16,10 @@ from rasterio.warp import reproject, transform_bounds
 from rasterio.windows import Window, from_bounds
 
 from ..errors import InputError
+from .formulas import BandMath, RasterBands, band_math, colour_bands, unit_scale
 from .mercator import HALF, tile_bounds
-from .style import DEFAULT_COLOR_MAP, ramp, rescale_bands, style_elevation, value_range
+from .style import (DEFAULT_COLOR_MAP, INDEX_COLOR_MAP, INDEX_RANGE, ramp, rescale_bands, style_elevation, style_index,
+                    value_range)
 
 MERCATOR = "EPSG:3857"
 Bounds = tuple[float, float, float, float]
@@ -40,12 +43,35 @@ def mercator_bounds(src: rasterio.io.DatasetReader) -> Bounds:
     return transform_bounds(src.crs, MERCATOR, *src.bounds, densify_pts=21)
 
 
+def preview(src: rasterio.io.DatasetReader, numbers: Sequence[int], size: int) -> np.ndarray:
+    """Bands `numbers` of the whole raster read at about `size` px across: (bands, h, w) float32, NaN where the
+    raster holds no value."""
+    step = max(1, max(src.width, src.height) // size)
+    shape = (len(numbers), max(1, src.height // step), max(1, src.width // step))
+    data = src.read(list(numbers), out_shape=shape, masked=True, resampling=Resampling.nearest)
+    return data.astype(np.float32).filled(np.nan)
+
+
 def elevation_range(src: rasterio.io.DatasetReader) -> tuple[float, float]:
     """The range the colour ramp spans by default, from the elevation at about 512 px across."""
-    step = max(1, max(src.width, src.height) // 512)
-    band = src.read(1, out_shape=(max(1, src.height // step), max(1, src.width // step)), masked=True,
-                    resampling=Resampling.nearest)
-    return value_range(band.astype(np.float32).filled(np.nan))
+    return value_range(preview(src, [1], 512)[0])
+
+
+def raster_bands(src: rasterio.io.DatasetReader) -> RasterBands:
+    """The raster's colour bands and the letters its band descriptions or colour interpretations give them."""
+    return colour_bands([(number, src.descriptions[number - 1], src.colorinterp[number - 1].name)
+                         for number in range(1, src.count + 1)])
+
+
+def index_from(src: rasterio.io.DatasetReader, index: BandMath,
+               read: Callable[[list[int]], np.ndarray]) -> np.ndarray:
+    """The formula's values over the bands that `read` answers for a list of band numbers (float, NaN where there
+    is no value), each band scaled to 0..1 by its type first."""
+    letters = list(index.numbers)
+    numbers = [index.numbers[letter] for letter in letters]
+    data = read(numbers)
+    return index.formula.evaluate({letter: band * np.float32(unit_scale(src.dtypes[number - 1]))
+                                  for letter, band, number in zip(letters, data, numbers)})
 
 
 def _source_window(src: rasterio.io.DatasetReader, bounds: Bounds) -> Window | None:
@@ -60,38 +86,68 @@ def _source_window(src: rasterio.io.DatasetReader, bounds: Bounds) -> Window | N
     return Window(col0, row0, col1 - col0, row1 - row0)
 
 
-def warp(src: rasterio.io.DatasetReader, elevation: bool, bounds: Bounds, size: int, pad: int = 0) -> np.ndarray:
-    """The raster over EPSG:3857 bounds drawn on size x size pixels, with `pad` more on each side: float32 heights
-    (NaN where there are none) for an elevation model, else (H, W, 4) RGBA uint8."""
+@dataclass(frozen=True)
+class _Footprint:
+    """What a tile takes from the raster: the source window (None where the raster has nothing there), read at
+    `shape` with transform `src_transform`, and the tile's own transform and width in pixels, padding included."""
+    window: Window | None
+    shape: tuple[int, int]
+    src_transform: Affine
+    dst_transform: Affine
+    full: int
+
+
+def _footprint(src: rasterio.io.DatasetReader, bounds: Bounds, size: int, pad: int) -> _Footprint:
     pixel = (bounds[2] - bounds[0]) / size
     full = size + 2 * pad
     padded = (bounds[0] - pad * pixel, bounds[1] - pad * pixel, bounds[2] + pad * pixel, bounds[3] + pad * pixel)
     dst_transform = Affine(pixel, 0, padded[0], 0, -pixel, padded[3])
-    bands = 1 if elevation else (4 if src.count >= 4 else 3)
-    out = (np.full((1, full, full), np.nan, dtype=np.float32) if elevation
-           else np.zeros((4, full, full), dtype=np.uint8))
     source_bounds = transform_bounds(MERCATOR, src.crs, *padded, densify_pts=21)
     window = _source_window(src, source_bounds)
     if window is None:
-        return out[0] if elevation else np.moveaxis(out, 0, -1)
+        return _Footprint(None, (0, 0), dst_transform, dst_transform, full)
     # Read no finer than the tile needs, where that saves at least half: GDAL takes the overview that fits, and
     # averages within it. Anything finer is read whole, so the warp sees every pixel.
     factor = (source_bounds[2] - source_bounds[0]) / full / abs(src.res[0])
     factor = factor if factor >= 2 else 1.0
     shape = (max(1, round(window.height / factor)), max(1, round(window.width / factor)))
-    resampling = Resampling.average
     src_transform = src.window_transform(window) @ Affine.scale(window.width / shape[1], window.height / shape[0])
+    return _Footprint(window, shape, src_transform, dst_transform, full)
+
+
+def warp_values(src: rasterio.io.DatasetReader, numbers: Sequence[int], bounds: Bounds, size: int,
+                pad: int = 0) -> np.ndarray:
+    """Bands `numbers` over EPSG:3857 bounds drawn on size x size pixels, with `pad` more on each side:
+    (bands, H, W) float32, NaN where the raster holds no value."""
+    at = _footprint(src, bounds, size, pad)
+    out = np.full((len(numbers), at.full, at.full), np.nan, dtype=np.float32)
+    if at.window is None:
+        return out
+    data = src.read(list(numbers), window=at.window, out_shape=(len(numbers), *at.shape), masked=True,
+                    resampling=Resampling.average)
+    reproject(data.astype(np.float32).filled(np.nan), out, src_transform=at.src_transform, src_crs=src.crs,
+              src_nodata=np.nan, dst_transform=at.dst_transform, dst_crs=MERCATOR, dst_nodata=np.nan,
+              resampling=Resampling.bilinear)
+    return out
+
+
+def warp(src: rasterio.io.DatasetReader, elevation: bool, bounds: Bounds, size: int, pad: int = 0) -> np.ndarray:
+    """The raster over EPSG:3857 bounds drawn on size x size pixels, with `pad` more on each side: float32 heights
+    (NaN where there are none) for an elevation model, else (H, W, 4) RGBA uint8."""
     if elevation:
-        data = src.read([1], window=window, out_shape=(1, *shape), masked=True, resampling=resampling)
-        source = data.astype(np.float32).filled(np.nan)
-        reproject(source, out, src_transform=src_transform, src_crs=src.crs, src_nodata=np.nan,
-                  dst_transform=dst_transform, dst_crs=MERCATOR, dst_nodata=np.nan, resampling=Resampling.bilinear)
-        return out[0]
-    source = src.read(list(range(1, bands + 1)), window=window, out_shape=(bands, *shape), resampling=resampling)
+        return warp_values(src, [1], bounds, size, pad)[0]
+    at = _footprint(src, bounds, size, pad)
+    out = np.zeros((4, at.full, at.full), dtype=np.uint8)
+    if at.window is None:
+        return np.moveaxis(out, 0, -1)
+    bands = 4 if src.count >= 4 else 3
+    resampling = Resampling.average
+    source = src.read(list(range(1, bands + 1)), window=at.window, out_shape=(bands, *at.shape),
+                      resampling=resampling)
     if bands == 3:
-        mask = src.dataset_mask(window=window, out_shape=shape, resampling=resampling)
+        mask = src.dataset_mask(window=at.window, out_shape=at.shape, resampling=resampling)
         source = np.concatenate([source, mask[None]])
-    reproject(source, out, src_transform=src_transform, src_crs=src.crs, dst_transform=dst_transform,
+    reproject(source, out, src_transform=at.src_transform, src_crs=src.crs, dst_transform=at.dst_transform,
               dst_crs=MERCATOR, resampling=Resampling.bilinear)
     return np.moveaxis(out, 0, -1)
 
@@ -106,15 +162,37 @@ def shade_elevation(values: np.ndarray, bounds: Bounds, size: int, low: float, h
 
 @dataclass(frozen=True)
 class TileStyle:
-    """A style other than the pyramid's: WebODM's `rescale`, `color_map` and `hillshade` parameters."""
+    """A style other than the pyramid's: WebODM's `rescale`, `color_map` and `hillshade` parameters, and for an
+    orthophoto a vegetation index (`formula` over the bands in the order `bands`)."""
     rescale: tuple[float, float] | None = None
     color_map: str | None = None
     hillshade: float | None = None
+    formula: str | None = None
+    bands: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.formula is None) != (self.bands is None):
+            raise InputError("formula and bands go together: give both, or neither")
+
+
+def index_tile(src: rasterio.io.DatasetReader, index: BandMath, bounds: Bounds, size: int,
+               style: TileStyle) -> np.ndarray | None:
+    """The RGBA tile of a vegetation index: its values over `rescale` (WebODM's -1..1 by default) on the colour
+    map (grey by default), transparent where the index has no value; None where it has none at all."""
+    values = index_from(src, index, lambda numbers: warp_values(src, numbers, bounds, size))
+    if not np.isfinite(values).any():
+        return None
+    low, high = style.rescale or INDEX_RANGE
+    return style_index(values, low, high, ramp(style.color_map or INDEX_COLOR_MAP))
 
 
 def render_tile(src: rasterio.io.DatasetReader, elevation: bool, z: int, x: int, y: int, size: int,
                 style: TileStyle, default_range: tuple[float, float] | None) -> np.ndarray | None:
-    """The (size x size) RGBA tile (z, x, y) in that style; None where the raster has nothing there."""
+    """The (size x size) RGBA tile (z, x, y) in that style; None where the raster has nothing there. A formula
+    the raster's bands cannot feed is an InputError."""
+    index = None
+    if style.formula is not None and style.bands is not None and not elevation:
+        index = band_math(style.formula, style.bands, raster_bands(src))
     bounds = tile_bounds(z, x, y)
     if not intersects(bounds, mercator_bounds(src)):
         return None
@@ -124,6 +202,8 @@ def render_tile(src: rasterio.io.DatasetReader, elevation: bool, z: int, x: int,
             return None
         low, high = style.rescale or default_range or (0.0, 1.0)
         return shade_elevation(values, bounds, size, low, high, style.color_map or DEFAULT_COLOR_MAP, style.hillshade)
+    if index is not None:
+        return index_tile(src, index, bounds, size, style)
     rgba = warp(src, False, bounds, size)
     if not rgba[..., 3].any():
         return None

@@ -1,7 +1,7 @@
 """How rasters are drawn on tiles. Elevation as colour: a ramp over a value range (by default the model's real
 range, viridis, shaded by a hillshade lit from the north-west, as WebODM's default elevation style); the ramps
-WebODM's map offers by name, each reversible with `_r`. Orthophotos: an optional linear rescale of the bands.
-Pure array maths."""
+WebODM's map offers by name, each reversible with `_r`. Orthophotos: an optional linear rescale of the bands, or
+a vegetation index on a ramp (grey over -1..1 unless asked otherwise, as WebODM). Pure array maths."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ COLOR_MAPS: dict[str, list[tuple[int, int, int]] | list[tuple[float, tuple[int, 
 COLOR_MAPS["greys"] = COLOR_MAPS["gray"]
 
 DEFAULT_COLOR_MAP = "viridis"
+# WebODM's style of a vegetation index when the query names none: grey over -1..1.
+INDEX_COLOR_MAP = "gray"
+INDEX_RANGE = (-1.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,16 @@ def style_elevation(values: np.ndarray, resolution: float, low: float, high: flo
     rgb = colour(values, low, high, colours)
     if shade is not None:
         rgb = rgb * (0.35 + 0.65 * hillshade(values, resolution, exaggeration=shade))[..., None]
+    return _transparent_where_missing(rgb, values)
+
+
+def style_index(values: np.ndarray, low: float, high: float, colours: Ramp) -> np.ndarray:
+    """(H, W, 4) uint8 RGBA of a vegetation index: the ramp over [low, high], transparent where there is no
+    value."""
+    return _transparent_where_missing(colour(values, low, high, colours), values)
+
+
+def _transparent_where_missing(rgb: np.ndarray, values: np.ndarray) -> np.ndarray:
     alpha = np.where(np.isfinite(values), 255, 0)
     return np.dstack([np.clip(rgb, 0, 255), alpha]).astype(np.uint8)
 

@@ -1,11 +1,15 @@
 """`aeromap-engine tile-worker`: a long-lived process that draws single tiles in styles the pyramids do not hold,
-for the service, which caches what it writes. One JSON request per line on stdin:
+for the service, which caches what it writes, and describes layers. One JSON request per line on stdin:
 
     {"id": 1, "raster": "/path/dsm.tif", "elevation": true, "z": 20, "x": 1, "y": 2, "size": 512,
-     "rescale": [10, 20] | null, "color_map": "jet" | null, "hillshade": 6 | null, "out": "/path/tile.png"}
+     "rescale": [10, 20] | null, "color_map": "jet" | null, "hillshade": 6 | null,
+     "formula": "VARI" | null, "bands": "RGB" | "auto" | null, "out": "/path/tile.png"}
+    {"id": 2, "kind": "metadata", "raster": "/path/odm_orthophoto.tif", "elevation": false,
+     "formula": "VARI" | null, "bands": "auto" | null}
 
 and one JSON answer per line on stdout: {"id": 1, "written": true}, {"id": 1, "written": false} where the raster
-has nothing there, or {"id": 1, "error": "...", "input": true} for a request that cannot be drawn (an unknown colour map) and
+has nothing there, {"id": 2, "metadata": {...}} (see metadata.py), or {"id": 1, "error": "...", "input": true}
+for a request that cannot be answered (an unknown colour map, a formula the raster's bands cannot feed) and
 {"id": 1, "error": "..."} for any other failure. Rasters stay open between requests (reopened when replaced)."""
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import rasterio
 
 from ..atomic_files import atomic_path
 from ..errors import InputError
+from .metadata import raster_metadata
 from .pyramid import encode_png
 from .render import TileStyle, check_georeferenced, elevation_range, render_tile
 from .style import COLOR_MAPS
@@ -56,20 +61,27 @@ class Rasters:
         return entry
 
 
-def _style(request: dict[str, Any]) -> TileStyle:
+def _style(request: dict[str, Any], elevation: bool) -> TileStyle:
     rescale = request.get("rescale")
     color_map = request.get("color_map")
     if color_map is not None and color_map.lower().removesuffix("_r") not in COLOR_MAPS:
         raise InputError(f"unknown color_map {color_map}")
     hillshade = request.get("hillshade")
-    return TileStyle(tuple(rescale) if rescale else None, color_map, None if hillshade is None else float(hillshade))
+    formula, bands = request.get("formula"), request.get("bands")
+    if elevation and formula is not None:
+        raise InputError("formula and bands apply to orthophotos, not to elevation models")
+    return TileStyle(tuple(rescale) if rescale else None, color_map, None if hillshade is None else float(hillshade),
+                     formula, bands)
 
 
 def handle(rasters: Rasters, request: dict[str, Any]) -> dict[str, Any]:
     elevation = bool(request["elevation"])
     entry = rasters.get(request["raster"], elevation)
+    style = _style(request, elevation)
+    if request.get("kind") == "metadata":
+        return {"metadata": raster_metadata(entry.src, elevation, style.formula, style.bands)}
     rgba = render_tile(entry.src, elevation, int(request["z"]), int(request["x"]), int(request["y"]),
-                       int(request["size"]), _style(request), entry.default_range)
+                       int(request["size"]), style, entry.default_range)
     if rgba is None:
         return {"written": False}
     with atomic_path(Path(request["out"])) as partial:

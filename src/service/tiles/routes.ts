@@ -1,16 +1,18 @@
-// The tile layer routes of the spec: {orthophoto|dsm|dtm}/tiles.json (TileJSON 2.1.0) and
-// {orthophoto|dsm|dtm}/tiles/{z}/{x}/{y}[@2x][.png] with WebODM's query (size, rescale, color_map, hillshade),
-// read with the task's view permission (`?jwt=` works, as map clients cannot send headers). Tiles carry an ETag
-// and may be cached by the browser.
-import { Type } from '@sinclair/typebox';
+// The tile layer routes of the spec: {orthophoto|dsm|dtm}/tiles.json (TileJSON 2.1.0), .../metadata (what WebODM's
+// map reads before drawing a layer: statistics, colour maps, vegetation indices) and
+// {orthophoto|dsm|dtm}/tiles/{z}/{x}/{y}[@2x][.png] with WebODM's query (size, rescale, color_map, hillshade,
+// formula and bands), read with the task's view permission (`?jwt=` works, as map clients cannot send headers).
+// Tiles carry an ETag and may be cached by the browser.
+import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import { currentUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
 import type { App } from '../typed-app.ts';
 import { TaskParams } from '../tasks/schema.ts';
 import type { TaskRules } from '../tasks/tasks.ts';
-import { TileQuery, tileSize, tileStyle } from './query.ts';
+import { PlantQuery, TileQuery, asksForIndex, plantIndex, tileSize, tileStyle } from './query.ts';
 import { TILE_LAYERS, type TileLayer, type TileService, servedZooms } from './service.ts';
+import { RasterMetadata } from './worker.ts';
 
 const Layer = Type.Union(Object.keys(TILE_LAYERS).map((layer) => Type.Literal(layer)));
 const LayerParams = Type.Object({ ...TaskParams.properties, layer: Layer });
@@ -35,11 +37,45 @@ const TileJson = Type.Object({
   color_map: Type.Optional(Type.String()),
 });
 
+const Metadata = Type.Object({
+  name: Type.String(),
+  scheme: Type.Literal('xyz'),
+  tiles: Type.Array(Type.String()),
+  minzoom: Type.Integer(),
+  maxzoom: Type.Integer(),
+  bounds: Type.Object({ value: Type.Array(Type.Number(), { description: '[west, south, east, north]' }), crs: Type.String() }),
+  ...RasterMetadata.properties,
+});
+
+/** Query parameters a layer's tile URL passes on, as WebODM's tiles.json and metadata do; the tiles check them. */
+const STYLE_PARAMETERS = ['formula', 'bands', 'rescale', 'color_map', 'hillshade'] as const;
+const LayerQuery = Type.Object(
+  {
+    ...PlantQuery,
+    rescale: Type.Optional(Type.String({ description: 'Passed on to the tile URL' })),
+    color_map: Type.Optional(Type.String({ description: 'Passed on to the tile URL' })),
+    hillshade: Type.Optional(Type.String({ description: 'Passed on to the tile URL' })),
+  },
+  { additionalProperties: true },
+);
+
+function tileUrl(task: { id: number; project_id: number }, layer: TileLayer, query: Static<typeof LayerQuery>): string {
+  const url = `/api/projects/${task.project_id}/tasks/${task.id}/${layer}/tiles/{z}/{x}/{y}.png`;
+  const passed = new URLSearchParams();
+  for (const name of STYLE_PARAMETERS) {
+    const value = query[name];
+    if (value) passed.set(name, value);
+  }
+  return passed.size > 0 ? `${url}?${passed}` : url;
+}
+
 type LayerRequest = { project_id: number; task_id: number; layer: TileLayer };
 
 export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService): Promise<void> {
   const tags = ['tiles'];
   const base = '/api/projects/:project_id/tasks/:task_id/:layer';
+
+  const formulasFor = (query: { formula?: string; bands?: string }) => (asksForIndex(query) ? tiles.formulas() : undefined);
 
   const pyramidOf = async (request: FastifyRequest) => {
     const { project_id: projectId, task_id: taskId, layer } = request.params as LayerRequest;
@@ -62,6 +98,7 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
         tags,
         summary: "A tile layer's TileJSON",
         params: LayerParams,
+        querystring: LayerQuery,
         response: { 200: TileJson, 403: Type.Ref('Error'), 404: Type.Ref('Error') },
       },
     },
@@ -73,11 +110,36 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
         name: task.name || `Task #${task.id}`,
         version: '1.0.0',
         scheme: 'xyz' as const,
-        tiles: [`/api/projects/${task.project_id}/tasks/${task.id}/${layer}/tiles/{z}/{x}/{y}.png`],
+        tiles: [tileUrl(task, layer, request.query)],
         ...servedZooms(info),
         bounds: info.bounds,
         center: info.center,
         ...(info.valueRange ? { value_range: info.valueRange, color_map: info.colorMap ?? 'viridis' } : {}),
+      };
+    },
+  );
+
+  app.get(
+    `${base}/metadata`,
+    {
+      schema: {
+        tags,
+        summary: "A tile layer's statistics and choices, as WebODM's map reads them; of a vegetation index with formula and bands",
+        params: LayerParams,
+        querystring: LayerQuery,
+        response: { 200: Metadata, 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error'), 503: Type.Ref('Error') },
+      },
+    },
+    async (request) => {
+      const { task, folder, pyramid, layer } = await pyramidOf(request);
+      const described = await tiles.metadata(folder, layer, plantIndex(layer, request.query, await formulasFor(request.query)));
+      return {
+        ...described,
+        name: task.name || `Task #${task.id}`,
+        scheme: 'xyz' as const,
+        tiles: [tileUrl(task, layer, request.query)],
+        ...servedZooms(pyramid.info),
+        bounds: { value: pyramid.info.bounds, crs: 'EPSG:4326' },
       };
     },
   );
@@ -102,7 +164,7 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
     async (request, reply) => {
       const { folder, pyramid, layer } = await pyramidOf(request);
       const { z, x, y } = request.params;
-      const style = tileStyle(layer, request.query);
+      const style = tileStyle(layer, request.query, await formulasFor(request.query));
       const tileRequest = { layer, z, x, y: Number.parseInt(y, 10), size: tileSize(request.query, y), style };
       const { data, etag } = await tiles.tile(folder, pyramid, tileRequest);
       reply.header('etag', etag).header('cache-control', 'private, max-age=86400');

@@ -9,9 +9,10 @@ import SqliteDatabase from 'better-sqlite3';
 import { notFound } from '../errors.ts';
 import type { TaskFolder } from '../layout.ts';
 import { TILE, type TileLookup, drawFrom, emptyTile } from './images.ts';
-import type { TileStyle } from './query.ts';
+import type { PlantIndex, TileStyle } from './query.ts';
 import { TileCache } from './cache.ts';
-import { type TilePoolOptions, TileWorkerPool } from './worker.ts';
+import { type FormulaList, engineFormulas } from './formulas.ts';
+import { type RasterMetadata, type TilePoolOptions, TileWorkerPool } from './worker.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -206,6 +207,7 @@ export interface TileImage {
 /**
  * Every tile of a layer: the pyramid's own by lookup; other sizes and zooms made from it (and kept a while in
  * memory); other styles drawn by the engine's tile worker from the GeoTIFF, kept on disk in the task's tile cache.
+ * The worker also describes layers, and the engine lists the formulas of vegetation indices.
  */
 export class TileService {
   readonly pyramids = new TilePyramids();
@@ -213,10 +215,29 @@ export class TileService {
   private readonly worker: TileWorkerPool;
   private readonly cache: TileCache;
   private readonly drawing = new Map<string, Promise<Buffer | null>>();
+  private formulaList: Promise<FormulaList> | undefined;
 
-  constructor(enginePath: string, settings: TileSettings) {
+  constructor(
+    private readonly enginePath: string,
+    settings: TileSettings,
+  ) {
     this.worker = new TileWorkerPool(enginePath, settings);
     this.cache = new TileCache(settings.dataDir, settings.cacheBytes);
+  }
+
+  /** The engine's formulas, asked once (again after a failure). */
+  formulas(): Promise<FormulaList> {
+    this.formulaList ??= engineFormulas(this.enginePath).catch((error: unknown) => {
+      this.formulaList = undefined;
+      throw error;
+    });
+    return this.formulaList;
+  }
+
+  /** The statistics and choices of a layer's raster, or of a vegetation index of the orthophoto. */
+  metadata(folder: TaskFolder, layer: TileLayer, index: PlantIndex | null): Promise<RasterMetadata> {
+    const { raster, elevation } = TILE_LAYERS[layer];
+    return this.worker.describe({ raster: path.join(folder.assets, raster), elevation, formula: index?.formula ?? null, bands: index?.bands ?? null });
   }
 
   async tile(folder: TaskFolder, pyramid: OpenPyramid, request: TileRequest): Promise<TileImage> {
@@ -281,6 +302,8 @@ export class TileService {
       rescale: style.rescale,
       color_map: style.colorMap,
       hillshade: style.hillshade,
+      formula: style.index?.formula ?? null,
+      bands: style.index?.bands ?? null,
       out: file,
     });
     if (written) {

@@ -1,9 +1,10 @@
 // The engine's `tile-worker`: a long-lived Python process that draws single tiles in the styles the pyramids do
-// not hold, from the GeoTIFFs (it keeps them open). Started on the first such tile, stopped after a while idle,
-// and started again after a crash; requests are answered in order, one JSON line each way. A pool of them
-// draws side by side.
+// not hold, and describes layers (their metadata), from the GeoTIFFs (it keeps them open). Started on the first
+// such request, stopped after a while idle, and started again after a crash; requests are answered in order, one
+// JSON line each way. A pool of them draws side by side.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { type Static, Type } from '@sinclair/typebox';
 import { engineEnvironment } from '../../protocol/environment.ts';
 import { HttpError } from '../errors.ts';
 
@@ -17,19 +18,66 @@ export interface RenderRequest {
   rescale: [number, number] | null;
   color_map: string | null;
   hillshade: number | null;
+  formula: string | null;
+  bands: string | null;
   /** Where the PNG is written (atomically); nothing is written where the raster holds nothing. */
   out: string;
 }
 
+/** A layer to describe: the statistics of its bands, or of a vegetation index of an orthophoto. */
+export interface MetadataRequest {
+  raster: string;
+  elevation: boolean;
+  formula: string | null;
+  bands: string | null;
+}
+
+const Statistics = Type.Object({
+  percentiles: Type.Array(Type.Number(), { description: 'The 2nd and 98th percentiles: the rescale the map stretches its colours over' }),
+  min: Type.Number(),
+  max: Type.Number(),
+  std: Type.Number(),
+  histogram: Type.Array(Type.Array(Type.Number()), { description: '[the counts of 255 bins, their 256 edges]' }),
+});
+
+/** What the engine tells of a layer (engine/aeromap_engine/tiles/metadata.py), WebODM's names and shapes. */
+export const RasterMetadata = Type.Object({
+  statistics: Type.Record(Type.String(), Statistics, {
+    description: 'By band number: the colour bands of an orthophoto, the heights of an elevation model (metres), or with formula and bands the index alone ("1"), whose min and max are then its range where the formula has one',
+  }),
+  color_maps: Type.Array(
+    Type.Object({ key: Type.String(), label: Type.String(), color_map: Type.Array(Type.Array(Type.Integer()), { description: '256 RGBA colours, low to high' }) }),
+    { description: 'The colour maps offered for elevation, or for a formula' },
+  ),
+  algorithms: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      expr: Type.String(),
+      help: Type.String(),
+      filters: Type.Array(Type.String(), { description: 'The band orders it can be read in' }),
+      range: Type.Optional(Type.Array(Type.Number())),
+    }),
+    { description: "With formula and bands: the formulas (vegetation indices) the orthophoto's bands allow" },
+  ),
+  auto_bands: Type.Object(
+    { filter: Type.String(), match: Type.Union([Type.Boolean(), Type.Null()]) },
+    { description: "With bands=auto: the orthophoto's own band order, and whether the formula suits it" },
+  ),
+  dtype: Type.String(),
+  colorinterp: Type.Array(Type.String()),
+});
+export type RasterMetadata = Static<typeof RasterMetadata>;
+
 interface Answer {
   id: number;
   written?: boolean;
+  metadata?: RasterMetadata;
   error?: string;
   input?: boolean;
 }
 
 interface Pending {
-  resolve: (written: boolean) => void;
+  resolve: (answer: Answer) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
 }
@@ -66,15 +114,15 @@ export class TileWorker {
   }
 
   /** Draws a tile; true when written, false where the raster holds nothing. A style the engine does not know is a 400. */
-  render(request: RenderRequest): Promise<boolean> {
-    const child = this.start();
-    const id = this.nextId++;
-    clearTimeout(this.idle);
-    return new Promise<boolean>((resolve, reject) => {
-      const timer = setTimeout(() => this.settle(id, new Error(`the tile worker took over ${this.timeoutMs} ms`)), this.timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
-      child.stdin?.write(`${JSON.stringify({ id, ...request })}\n`);
-    });
+  async render(request: RenderRequest): Promise<boolean> {
+    return (await this.ask(request)).written === true;
+  }
+
+  /** Describes a layer; a formula the raster's bands cannot feed is a 400. */
+  async describe(request: MetadataRequest): Promise<RasterMetadata> {
+    const { metadata } = await this.ask({ kind: 'metadata', ...request });
+    if (!metadata) throw new Error('the tile worker answered without metadata');
+    return metadata;
   }
 
   /** Requests sent and not yet answered. */
@@ -87,6 +135,17 @@ export class TileWorker {
     this.child?.stdin?.end();
     this.child?.kill();
     this.child = undefined;
+  }
+
+  private ask(request: RenderRequest | (MetadataRequest & { kind: 'metadata' })): Promise<Answer> {
+    const child = this.start();
+    const id = this.nextId++;
+    clearTimeout(this.idle);
+    return new Promise<Answer>((resolve, reject) => {
+      const timer = setTimeout(() => this.settle(id, new Error(`the tile worker took over ${this.timeoutMs} ms`)), this.timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      child.stdin?.write(`${JSON.stringify({ id, ...request })}\n`);
+    });
   }
 
   private start(): ChildProcess {
@@ -112,17 +171,17 @@ export class TileWorker {
     } catch {
       return; // not an answer: a stray line
     }
-    if (answer.error === undefined) return this.settle(answer.id, null, answer.written === true);
+    if (answer.error === undefined) return this.settle(answer.id, answer);
     this.settle(answer.id, answer.input ? new HttpError(400, { detail: `${answer.error}.` }) : new Error(answer.error));
   }
 
-  private settle(id: number, error: Error | null, written = false): void {
+  private settle(id: number, outcome: Answer | Error): void {
     const pending = this.pending.get(id);
     if (!pending) return;
     this.pending.delete(id);
     clearTimeout(pending.timer);
-    if (error) pending.reject(error);
-    else pending.resolve(written);
+    if (outcome instanceof Error) pending.reject(outcome);
+    else pending.resolve(outcome);
     if (this.pending.size === 0) {
       clearTimeout(this.idle);
       this.idle = setTimeout(() => this.close(), this.idleMs);
@@ -146,6 +205,10 @@ export class TileWorkerPool {
 
   async render(request: RenderRequest): Promise<boolean> {
     return this.leastBusy().render(request);
+  }
+
+  async describe(request: MetadataRequest): Promise<RasterMetadata> {
+    return this.leastBusy().describe(request);
   }
 
   close(): void {
