@@ -9,7 +9,7 @@ BUILD_STAMP := dist/.built
 WEB_STAMP := dist/web/index.html
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: install build run test test-ts test-service test-engine test-pyodm typecheck
+.PHONY: install build run test test-ts test-service test-engine test-long test-pyodm typecheck
 
 install: $(NODE_STAMP) $(ENGINE_STAMP)
 
@@ -52,7 +52,12 @@ test-ts: install $(CHROMIUM)
 
 # One worker more than a 2-core machine has: a test's single-threaded phases would otherwise leave a core idle.
 test-engine: $(ENGINE_STAMP)
-	$(PY) -m pytest -n 3 --dist loadfile engine/tests
+	$(PY) -m pytest -n 3 --dist loadfile -m "not long" engine/tests
+
+# Tests that look at a capability a second time (the same products made in several processes, other output
+# formats, more variants), left out of `make test` to keep it within CI's time.
+test-long: $(ENGINE_STAMP)
+	$(PY) -m pytest -n 3 --dist loadfile -m long engine/tests
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install

@@ -193,6 +193,7 @@ def test_two_groups_that_share_no_view(tmp_path: Path, engine_log) -> None:
     assert not check["passed"] and not check["fatal"] and check["value"] == 4
 
 
+@pytest.mark.long
 def test_blocks_sharing_one_flight_line_are_not_joined(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                         engine_log) -> None:
     """Two blocks that share the middle flight line only (as a border whose outer row neither block registered

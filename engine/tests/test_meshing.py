@@ -94,6 +94,7 @@ def test_25d_mesh_lies_on_the_cloud_and_fills_the_surveyed_area(meshed: Project)
     assert b"comment crs EPSG:32615" in meshed.mesh(three_d=False).read_bytes()[:300]
 
 
+@pytest.mark.long
 def test_mesh_size_caps_the_vertices_and_spends_them_on_relief(variant: Project, meshed: Project) -> None:
     pipeline.run(variant, options(mesh_size=3000, end_with="odm_meshing"))
     mesh = read_mesh_ply(variant.mesh(three_d=False))

@@ -109,6 +109,7 @@ def test_pc_quality_sets_the_working_scale(variant: Project) -> None:
     assert figures["points"] < 0.5 * stats(variant)["point_cloud"]["input_points"]  # from the medium run
 
 
+@pytest.mark.long
 def test_dense_cloud_made_in_several_processes_is_the_same(variant: Project, engine_log) -> None:
     clouds = []
     with engine_log() as captured:
@@ -408,6 +409,7 @@ def test_orthophoto_compression(tmp_path: Path, compression: str) -> None:
     assert np.array_equal(meta["masks"] > 0, rgba[3] > 0)
 
 
+@pytest.mark.long
 def test_tiles_made_in_several_processes_make_the_same_models_and_orthophoto(variant: Project,
                                                                            monkeypatch: pytest.MonkeyPatch,
                                                                            engine_log) -> None:
@@ -429,6 +431,7 @@ def test_tiles_made_in_several_processes_make_the_same_models_and_orthophoto(var
         assert np.array_equal(one, two)
 
 
+@pytest.mark.long
 def test_plain_geotiff_with_and_without_overviews(variant: Project) -> None:
     pipeline.run(variant, products_options(dsm=True, dtm=True, cog=False, end_with="odm_orthophoto"))
     meta = read_raster(variant.path("odm_orthophoto", "odm_orthophoto.tif"))[1]

@@ -505,6 +505,7 @@ def report_gps_run(label: str, errors: GpsRunErrors, truth: SurveyTruth) -> None
           f"{errors.patches} patches")
 
 
+@pytest.mark.long
 def test_dsm_on_gps_alone(gps_run: Project, survey: SurveyTruth) -> None:
     errors = gps_run_errors(gps_run, survey)
     report_gps_run("GPS alone", errors, survey)

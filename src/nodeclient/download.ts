@@ -1,7 +1,8 @@
 // A big file from a node, in ranged pieces written into `<destination>.part`. After a cut (a dropped connection,
 // or the whole process killed) the next call resumes from the size of the .part; the file gets its final name
 // only once it is whole. A node that ignores ranges gets one plain download from the start.
-import { open, rename, rm, stat, truncate } from 'node:fs/promises';
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { rename, rm, stat, truncate } from 'node:fs/promises';
 import { setTimeout as pause } from 'node:timers/promises';
 import { NodeConnectionError, NodeError, NodeResponseError, NodeServerError } from './errors.ts';
 
@@ -39,26 +40,27 @@ interface Piece {
 }
 
 /**
- * Writes the answer's bytes into the file from byte `start` (or over the whole file when `start` is null), each
- * written before the next is read: a connection cut part-way then leaves every byte it brought on disk (a write
- * stream destroyed by the cut drops what it still buffers, and on a busy machine that can be all of it, so the
- * next try would start from the same place). Each byte goes to its own offset rather than being appended: a
- * download of the same file still running elsewhere (a step whose lease passed on before it noticed) then writes
- * the same bytes over the same bytes, where appending would have repeated them and shifted the rest.
+ * Writes the answer's bytes into the file from byte `start` (or over the whole file when `start` is null). A cut
+ * connection errors the body stream, and the bytes still queued in it go with the error: on a busy machine, with
+ * writes that wait for the disk between chunks, that was all a piece brought, cut after cut, and the download
+ * gave up. Each chunk is therefore written at once, synchronously (to the page cache, a matter of microseconds),
+ * so the queue never holds more than the chunk being read. Each byte goes to its own offset rather than being
+ * appended: a download of the same file still running elsewhere (a step whose lease passed on before it noticed)
+ * then writes the same bytes over the same bytes, where appending would have repeated them and shifted the rest.
  */
 async function writeBody(response: Response, file: string, start: number | null, signal?: AbortSignal): Promise<void> {
   if (!response.body) throw new NodeServerError('an empty answer');
-  if (start !== null) await (await open(file, 'a')).close();
-  const handle = await open(file, start === null ? 'w' : 'r+');
+  if (start !== null) closeSync(openSync(file, 'a'));
+  const fd = openSync(file, start === null ? 'w' : 'r+');
   let position = start ?? 0;
   try {
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
       signal?.throwIfAborted();
-      await handle.write(chunk, 0, chunk.length, position);
+      for (let done = 0; done < chunk.length; ) done += writeSync(fd, chunk, done, chunk.length - done, position + done);
       position += chunk.length;
     }
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
