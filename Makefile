@@ -54,10 +54,10 @@ test-ts: install $(CHROMIUM)
 test-engine: $(ENGINE_STAMP)
 	$(PY) -m pytest -n 3 --dist loadfile -m "not long" engine/tests
 
-# Tests that look at a capability a second time (the same products made in several processes, other output
-# formats, more variants), left out of `make test` to keep it within CI's time.
-test-long: $(ENGINE_STAMP)
+# The tests left out of `make test` to keep it within CI's time (see README).
+test-long: install
 	$(PY) -m pytest -n 3 --dist loadfile -m long engine/tests
+	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/tasks-real-engine.test.ts -t "Ctrl-C|second node"
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install

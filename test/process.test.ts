@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningNode, startNode } from '../src/node/index.ts';
-import { REPO, brightonCopies, python } from './service/taskhelpers.ts';
+import { LONG, REPO, brightonCopies, python } from './service/taskhelpers.ts';
 
 const NAMES = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG', 'DJI_0032.JPG'];
 // No textured model: the real-engine task tests download and open one; here it would only add time.
@@ -82,7 +82,7 @@ describe('aeromap process', () => {
     expect(summary).toMatch(/opensfm\s+[\d.]+ s/);
   }, 240_000);
 
-  it('stops on Ctrl-C, and the same command resumes after the stages already done', async () => {
+  it.runIf(LONG)('stops on Ctrl-C, and the same command resumes after the stages already done', async () => {
     const folder = await photoFolder('interrupted');
     let sent = false;
     const stopped = await aeromapProcess([folder, ...TO_DENSE], (stdout, child) => {

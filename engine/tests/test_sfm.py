@@ -224,6 +224,7 @@ def test_without_gps_a_local_levelled_frame(local_project: tuple[Project, str]) 
     assert np.median(ratios) == pytest.approx(expected, rel=0.08)
 
 
+@pytest.mark.long
 def test_without_gps_every_product_in_the_local_frame(local_project: tuple[Project, str], tmp_path: Path) -> None:
     """The products of a survey without any position: made in the model's own frame, none claiming a place on
     the Earth (no CRS, no model offset, no map tiles), the textured model on the model's points."""
@@ -403,6 +404,7 @@ def test_force_gps_maps_with_the_gps_beside_control_points(gps_project: Project,
     assert max(np.linalg.norm(centres[n] - truth[n]) for n in SUBSET) < 2.5
 
 
+@pytest.mark.long
 def test_global_mapping(tmp_path: Path) -> None:
     # Two flight lines: global mapping needs more views than the six-image set to settle on flat ground.
     names = [f"DJI_00{i}.JPG" for i in range(18, 30)]

@@ -56,6 +56,7 @@ def oblique_survey(tmp_path_factory: pytest.TempPathFactory) -> SurveyTruth:
     return truth
 
 
+@pytest.mark.long
 def test_the_focal_length_is_measured_where_the_views_differ(oblique_survey: SurveyTruth,
                                                              tmp_path: Path) -> None:
     """The stated focal length is 8.6 % short, more than the check's bound, and the mapper holds a stated focal
@@ -81,6 +82,7 @@ def camera_shape_error(model: pycolmap.Reconstruction, root: Path, truth: Survey
     return np.linalg.norm(apply(fit, solved) - true, axis=1)
 
 
+@pytest.mark.long
 def test_rolling_shutter_correction_restores_the_model_shape(tmp_path: Path) -> None:
     """Photographs read out over 60 ms at 6 m/s (36 cm of travel, 4.5 px at this GSD), lines flown both ways:
     uncorrected, the model bends by about a GSD; corrected with the readout time, by a tenth of that."""

@@ -178,16 +178,19 @@ export async function startCuttingProxy(targetPort: number, cutAfterBytes: numbe
       if (!zip) return void answer.pipe(response);
       const held: Buffer[] = [];
       let sent = 0;
+      let cut = false;
       answer.on('data', (chunk: Buffer) => {
         held.push(chunk);
         sent += chunk.length;
-        if (sent <= cutAfterBytes || answer.destroyed) return;
+        if (sent <= cutAfterBytes || cut) return;
+        cut = true;
         answer.destroy();
         // The bytes before the cut reach the socket, then the connection closes while they are still in flight,
         // as a proxy that gives up on a long answer does: the client reads them after the node has gone.
         response.write(Buffer.concat(held).subarray(0, cutAfterBytes), () => response.socket?.destroy());
       });
-      answer.on('end', () => response.end(Buffer.concat(held)));
+      // An answer whose last bytes came with the cut may still end: what it held must not follow the cut bytes.
+      answer.on('end', () => cut || response.end(Buffer.concat(held)));
     });
     upstream.on('error', () => response.destroy());
     request.pipe(upstream);

@@ -9,6 +9,8 @@ import { expect } from 'vitest';
 import type { Client, Reply } from './helpers.ts';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+/** Tests left out of `make test` to keep it within CI's time run with AEROMAP_LONG_TESTS=1 (make test-long). */
+export const LONG = process.env.AEROMAP_LONG_TESTS === '1';
 export const ENGINE_PYTHON = path.join(REPO, 'engine', '.venv', 'bin', 'python');
 export const FAKE_ENGINE = path.join(REPO, 'test', 'pyodm', 'fake_engine.py');
 export const BRIGHTON = path.join(REPO, '..', 'shared', 'datasets', 'brighton_beach');

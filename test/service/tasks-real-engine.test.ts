@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
 import { type TestService, startService } from './helpers.ts';
-import { REPO, TaskStatus, brightonCopies, download, finished, imageForm, postForm, python, waitForTask } from './taskhelpers.ts';
+import { LONG, REPO, TaskStatus, brightonCopies, download, finished, imageForm, postForm, python, waitForTask } from './taskhelpers.ts';
 
 const OPTIONS = [
   { name: 'dsm', value: true },
@@ -270,7 +270,7 @@ describe('tasks with the real engine', () => {
     expect(tilejson.body.value_range[0]).toBeLessThan(tilejson.body.value_range[1]);
   }, 240_000);
 
-  it('runs the same flow on a second node, a separate `aeromap node` process added through the API', async () => {
+  it.runIf(LONG)('runs the same flow on a second node, a separate `aeromap node` process added through the API', async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
     const child: ChildProcess = spawn(path.join(REPO, 'bin', 'aeromap'), ['node', '--port', String(port), '--host', '127.0.0.1', '--data-dir', path.join(work, 'second'), '--token', 'second-secret'], {
       stdio: 'ignore',
