@@ -9,7 +9,7 @@ BUILD_STAMP := dist/.built
 WEB_STAMP := dist/web/index.html
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: install build run test test-ts test-service test-engine test-long test-pyodm typecheck
+.PHONY: install build run test test-ts test-engine test-long test-pyodm typecheck
 
 install: $(NODE_STAMP) $(ENGINE_STAMP)
 
@@ -63,13 +63,9 @@ test-long: install
 test-pyodm: install
 	$(PY) -m pytest test/pyodm
 
-# The service's suite, then the protocol tests that drive its node.
-test-service: test-ts
-	$(MAKE) --no-print-directory test-pyodm
-
-# The two installs, then the engine's and the service's suites, run side by side: each alone leaves a core idle
-# for much of its time. Their output is printed whole as each finishes.
+# The two installs, then the engine's, the service's and the protocol suites, run side by side: each alone leaves
+# a core idle for much of its time. Their output is printed whole as each finishes.
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target install
 	$(MAKE) --no-print-directory build typecheck
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-engine test-service
+	$(MAKE) --no-print-directory -j3 --output-sync=target test-engine test-ts test-pyodm
