@@ -70,7 +70,8 @@ describe('tasks with the real engine', () => {
   const closers: (() => Promise<void>)[] = [];
 
   beforeAll(async () => {
-    t = await startService('sqlite');
+    // These tests outlast the five minutes a node stays online unasked: refresh it as the service does.
+    t = await startService('sqlite', { nodeRefreshIntervalMs: 15_000 });
     work = await mkdtemp(path.join(tmpdir(), 'aeromap-e2e-'));
     const embedded = await startEmbeddedNode({ port: 0, dataDir: path.join(work, 'node') }, t.service.db, t.service.refresher, () => {});
     closers.push(() => embedded.node.close());

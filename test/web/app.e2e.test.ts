@@ -71,7 +71,8 @@ describe('web application in Chromium', () => {
 
   beforeAll(async () => {
     if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
-    t = await startService('sqlite');
+    // These tests outlast the five minutes a node stays online unasked: refresh it as the service does.
+    t = await startService('sqlite', { nodeRefreshIntervalMs: 15_000 });
     work = await mkdtemp(path.join(tmpdir(), 'aeromap-web-'));
     const embedded = await startEmbeddedNode({ port: 0, dataDir: path.join(work, 'node') }, t.service.db, t.service.refresher, () => {});
     closers.push(() => embedded.node.close());
