@@ -11,7 +11,10 @@ The model, in logarithms, for point j seen in photograph k (band b):
 with r the distance from camera c's principal point over half the frame's diagonal. It is solved by sparse least
 squares with the points' radiances L as unknowns, reweighted (Huber) so that occlusions, moving things and
 glints do not pull it, with the geometric mean of the gains held at 1 in every band: the survey's radiometry
-stays as it was (no stretch, no matching to a look); only the differences between photographs go.
+stays as it was (no stretch, no matching to a look); only the differences between photographs go. It is held in
+each group of photographs that shared points tie together: nothing compares the exposures of two groups that
+share none (a survey in two parts), and one mean over both let the solver trade one group's gains for its points'
+radiances, lighting one group up and darkening the other.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 import scipy.sparse
+from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import lsqr
 
 from .atomic_files import read_json, write_json
@@ -148,8 +152,9 @@ def estimate(observations: Observations, names: list[str], cameras: list[str],
                                      shape=(3 * rows, columns))
     right = log_colour.T.ravel()
     weights = np.ones(3 * rows)
+    groups = _tied_groups(image, track, n_images)
     for _ in range(ROUNDS):
-        solution = _solve(matrix, right, weights, n_images, 3 * n_images + len(POWERS) * n_cameras)
+        solution = _solve(matrix, right, weights, groups, 3 * n_images + len(POWERS) * n_cameras)
         weights = np.minimum(1.0, HUBER / np.maximum(np.abs(matrix @ solution - right), 1e-12))
     log_gains = solution[:3 * n_images].reshape(n_images, 3)
     falloff = solution[3 * n_images:3 * n_images + len(POWERS) * n_cameras].reshape(n_cameras, len(POWERS))
@@ -182,18 +187,31 @@ def _usable(observations: Observations) -> tuple[np.ndarray, np.ndarray, np.ndar
             np.log(observations.colour[index].astype(np.float64)))
 
 
-def _solve(observed: scipy.sparse.csr_matrix, right: np.ndarray, weights: np.ndarray, n_images: int,
+def _tied_groups(image: np.ndarray, track: np.ndarray, n_images: int) -> np.ndarray:
+    """For each photograph, the number of its group: the photographs that points they share tie together (a
+    photograph without a usable observation is a group of its own)."""
+    n_tracks = int(track.max()) + 1
+    links = scipy.sparse.coo_matrix((np.ones(len(image)), (image, n_images + track)),
+                                    shape=(n_images + n_tracks, n_images + n_tracks))
+    return connected_components(links, directed=False)[1][:n_images]
+
+
+def _solve(observed: scipy.sparse.csr_matrix, right: np.ndarray, weights: np.ndarray, groups: np.ndarray,
            unknowns: int) -> np.ndarray:
-    """Weighted least squares of the observation rows, with per band a row holding the mean log gain at 0, and a
-    small ridge on the first `unknowns` columns (the gains and fall-off)."""
+    """Weighted least squares of the observation rows, with per group of tied photographs and band a row holding
+    the mean log gain at 0, and a small ridge on the first `unknowns` columns (the gains and fall-off)."""
     rows, columns = observed.shape
+    n_images = len(groups)
+    group = np.unique(groups, return_inverse=True)[1]
+    n_groups = int(group.max()) + 1
     gauge = scipy.sparse.csr_matrix((np.full(3 * n_images, 10.0 * np.sqrt(rows / n_images)),
-                                     (np.tile(np.arange(3), n_images), np.arange(3 * n_images))),
-                                    shape=(3, columns))
+                                     (3 * np.repeat(group, 3) + np.tile(np.arange(3), n_images),
+                                      np.arange(3 * n_images))),
+                                    shape=(3 * n_groups, columns))
     ridge = scipy.sparse.csr_matrix((np.full(unknowns, RIDGE), (np.arange(unknowns), np.arange(unknowns))),
                                     shape=(unknowns, columns))
     matrix = scipy.sparse.vstack([scipy.sparse.diags(np.sqrt(weights)) @ observed, gauge, ridge]).tocsr()
-    target = np.concatenate([right * np.sqrt(weights), np.zeros(3), np.zeros(unknowns)])
+    target = np.concatenate([right * np.sqrt(weights), np.zeros(3 * n_groups), np.zeros(unknowns)])
     return lsqr(matrix, target, atol=1e-8, btol=1e-8, iter_lim=2000)[0]
 
 

@@ -54,6 +54,25 @@ def test_the_estimate_finds_the_gains_and_the_falloff_that_made_the_observations
     assert np.abs(found.vignetting("camera", radii) / falloff_at(FALLOFF, radii) - 1).max() < 0.01
 
 
+def test_groups_that_share_no_point_keep_their_own_exposure() -> None:
+    """A survey in two parts that no point ties together, one seen by three times the points of the other:
+    nothing compares the two parts' exposures, so each keeps its own (the gains' geometric mean is 1 in each).
+    One mean over both let the solver light one part up and darken the other to the gains' limits."""
+    rng = np.random.default_rng(2)
+    gains = rng.uniform(0.8, 1.25, (12, 3))
+    west = synthetic_observations(rng, gains[:6], FALLOFF, points=3000)
+    east = synthetic_observations(rng, gains[6:], FALLOFF, points=1000)
+    observations = Observations(np.concatenate([west.image, east.image + 6]),
+                                np.concatenate([west.point, east.point + 3000]),
+                                np.concatenate([west.radius, east.radius]), np.concatenate([west.colour, east.colour]))
+    names = [f"{n}.jpg" for n in range(12)]
+    found = estimate(observations, names, ["camera"] * 12, {"camera": Frame(4000, 3000, 2000.0, 1500.0)})
+    estimated = np.array([found.gains[n] for n in names])
+    for part in (slice(0, 6), slice(6, 12)):
+        relative = gains[part] / np.exp(np.log(gains[part]).mean(axis=0))
+        assert np.abs(estimated[part] / relative - 1).max() < 0.02
+
+
 def test_too_few_shared_points_give_no_estimate_and_a_brighter_edge_no_vignetting() -> None:
     rng = np.random.default_rng(1)
     names = [f"{n}.jpg" for n in range(10)]
