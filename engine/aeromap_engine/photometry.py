@@ -30,6 +30,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import lsqr
 
 from .atomic_files import read_json, write_json
+from .log import log
 
 POWERS = (2, 4, 6)  # the even powers of r in the fall-off
 MIN_TRACKS = 200  # points seen at least twice needed for an estimate
@@ -38,6 +39,10 @@ DARK, BRIGHT = 8.0, 245.0  # observations outside these (any band) are clipped o
 HUBER = 0.05  # log units: residuals beyond this are down-weighted
 ROUNDS = 3
 GAIN_RANGE = (0.25, 4.0)  # gains beyond these are not exposure differences: held at the limit
+# An exposure scales every band alike, white balance by a little: bands of one photograph that need gains further
+# apart than this are not a camera's linear response but a false-colour palette (as thermal cameras write), where
+# per-band gains would paint other temperatures.
+MAX_BAND_SPREAD = 1.5
 MIN_CORNER = 0.3  # a fall-off darker than this at the corner (r = 1) is not vignetting: none is corrected
 RIDGE = 1e-3  # pull of the gains and fall-off towards none where the data say little
 
@@ -157,6 +162,11 @@ def estimate(observations: Observations, names: list[str], cameras: list[str],
         solution = _solve(matrix, right, weights, groups, 3 * n_images + len(POWERS) * n_cameras)
         weights = np.minimum(1.0, HUBER / np.maximum(np.abs(matrix @ solution - right), 1e-12))
     log_gains = solution[:3 * n_images].reshape(n_images, 3)
+    spread = float(np.exp(np.ptp(log_gains, axis=1)).max())
+    if spread > MAX_BAND_SPREAD:
+        log.info("No photometric correction: one photograph's bands would need gains %.1f times apart, which no "
+                 "exposure makes (false colours, as a thermal camera's palette?)", spread)
+        return None
     falloff = solution[3 * n_images:3 * n_images + len(POWERS) * n_cameras].reshape(n_cameras, len(POWERS))
     gains = np.clip(np.exp(log_gains), *GAIN_RANGE)
     # The fall-off at the corner is exp(a1 + a2 + a3); outside the plausible range the fit followed something

@@ -43,7 +43,7 @@ def synthetic_observations(rng: np.random.Generator, gains: np.ndarray, falloff:
 
 def test_the_estimate_finds_the_gains_and_the_falloff_that_made_the_observations() -> None:
     rng = np.random.default_rng(0)
-    gains = rng.uniform(0.7, 1.3, (40, 3))
+    gains = rng.uniform(0.7, 1.3, (40, 1)) * rng.uniform(0.9, 1.1, (40, 3))  # exposure, white balance
     observations = synthetic_observations(rng, gains, FALLOFF)
     names = [f"{n}.jpg" for n in range(len(gains))]
     found = estimate(observations, names, ["camera"] * len(names), {"camera": Frame(4000, 3000, 2000.0, 1500.0)})
@@ -71,6 +71,16 @@ def test_groups_that_share_no_point_keep_their_own_exposure() -> None:
     for part in (slice(0, 6), slice(6, 12)):
         relative = gains[part] / np.exp(np.log(gains[part]).mean(axis=0))
         assert np.abs(estimated[part] / relative - 1).max() < 0.02
+
+
+def test_bands_that_no_exposure_relates_get_no_correction() -> None:
+    """A false-colour palette (a thermal camera's) maps one temperature to colours that no gain relates from one
+    photograph to the next: bands whose gains would lie far apart get no correction, rather than other colours."""
+    rng = np.random.default_rng(3)
+    gains = np.column_stack([np.linspace(0.5, 2.0, 10), np.linspace(2.0, 0.5, 10), np.ones(10)])
+    observations = synthetic_observations(rng, gains, FALLOFF)
+    names = [f"{n}.jpg" for n in range(10)]
+    assert estimate(observations, names, ["camera"] * 10, {"camera": Frame(640, 512, 320.0, 256.0)}) is None
 
 
 def test_too_few_shared_points_give_no_estimate_and_a_brighter_edge_no_vignetting() -> None:
