@@ -259,32 +259,64 @@ def orthophoto(root: Path) -> Path:
     return next(root.rglob("odm_orthophoto/odm_orthophoto.tif"))
 
 
-def ortho_misfit(a: Path, b: Path) -> str:
-    """How far two orthophotos of one survey disagree once one 2D similarity lays b on a: the median distance
-    between matched features, in a's pixels (its GSD)."""
-    points, gsd = [], None
-    for path in (a, b):
-        with rasterio.open(path) as raster:
-            gsd = gsd or raster.res[0]
-            pixels = np.moveaxis(raster.read(), 0, -1)
-            gray = cv2.cvtColor(np.ascontiguousarray(pixels[..., :3]), cv2.COLOR_RGB2GRAY)
-            keypoints, descriptors = cv2.SIFT_create(8000).detectAndCompute(gray, (pixels[..., -1] > 0).astype(np.uint8))
-            centres = np.array([k.pt for k in keypoints]) + 0.5
-            points.append((np.column_stack(raster.transform * centres.T), descriptors))
-    matches = cv2.BFMatcher().knnMatch(points[1][1], points[0][1], k=2)
+PATCH = 64  # px: the orthophotos are compared patch by patch
+
+
+def _read_gray(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """An orthophoto's grey levels, where it holds pixels, and its pixel-to-world matrix (3 x 3)."""
+    with rasterio.open(path) as raster:
+        pixels = np.moveaxis(raster.read(), 0, -1)
+        to_world = np.array(raster.transform).reshape(3, 3)
+    gray = cv2.cvtColor(np.ascontiguousarray(pixels[..., :3]), cv2.COLOR_RGB2GRAY)
+    return gray, pixels[..., -1] > 0, to_world
+
+
+def _world_similarity(a: tuple, b: tuple) -> np.ndarray:
+    """The 2D similarity (3 x 3, world coordinates) that lays b's features on a's: SIFT matches and RANSAC."""
+    found = []
+    for gray, valid, to_world in (a, b):
+        keypoints, descriptors = cv2.SIFT_create(8000).detectAndCompute(gray, valid.astype(np.uint8))
+        centres = np.column_stack([np.array([k.pt for k in keypoints]) + 0.5, np.ones(len(keypoints))])
+        found.append(((centres @ to_world.T)[:, :2], descriptors))
+    matches = cv2.BFMatcher().knnMatch(found[1][1], found[0][1], k=2)
     good = [m for m, n in matches if m.distance < 0.75 * n.distance]
-    source = np.float32([points[1][0][m.queryIdx] for m in good])
-    target = np.float32([points[0][0][m.trainIdx] for m in good])
-    origin = target.mean(axis=0)
-    similarity, inliers = cv2.estimateAffinePartial2D(source - origin, target - origin, method=cv2.RANSAC,
-                                                      ransacReprojThreshold=5 * gsd)
-    keep = inliers.ravel() == 1
-    moved = (source[keep] - origin) @ similarity[:, :2].T + similarity[:, 2]
-    residual = np.linalg.norm(moved - (target[keep] - origin), axis=1) / gsd
+    source = np.float32([found[1][0][m.queryIdx] for m in good])
+    target = np.float32([found[0][0][m.trainIdx] for m in good])
+    origin = target.mean(axis=0)  # world coordinates are too large for float32 arithmetic
+    similarity, _ = cv2.estimateAffinePartial2D(source - origin, target - origin, method=cv2.RANSAC,
+                                                ransacReprojThreshold=5 * abs(a[2][0, 0]))
+    shift_in, shift_out = np.eye(3), np.eye(3)
+    shift_in[:2, 2], shift_out[:2, 2] = -origin, origin
+    return shift_out @ np.vstack([similarity, [0, 0, 1]]) @ shift_in
+
+
+def ortho_misfit(a: Path, b: Path) -> str:
+    """How far two orthophotos of one survey disagree locally once one 2D similarity lays b on a: b is resampled
+    onto a's grid through it, and each textured patch's remaining shift is found by phase correlation; in a's
+    pixels (its GSD)."""
+    first, second = _read_gray(a), _read_gray(b)
+    similarity = _world_similarity(first, second)
+    gray, valid, to_world = first
+    a_to_b = np.linalg.inv(second[2]) @ np.linalg.inv(similarity) @ to_world
+    size = (gray.shape[1], gray.shape[0])
+    inverse = cv2.WARP_INVERSE_MAP
+    warped = cv2.warpAffine(second[0], a_to_b[:2], size, flags=cv2.INTER_LINEAR | inverse)
+    covered = cv2.warpAffine(second[1].astype(np.uint8), a_to_b[:2], size, flags=cv2.INTER_NEAREST | inverse) > 0
+    window = cv2.createHanningWindow((PATCH, PATCH), cv2.CV_32F)
+    shifts = []
+    for row in range(0, gray.shape[0] - PATCH, PATCH):
+        for col in range(0, gray.shape[1] - PATCH, PATCH):
+            patch = (slice(row, row + PATCH), slice(col, col + PATCH))
+            mine = gray[patch].astype(np.float32)
+            if not (valid[patch].all() and covered[patch].all()) or mine.std() < 8:
+                continue  # outside either orthophoto, or too plain to tell a shift
+            (dx, dy), response = cv2.phaseCorrelate(mine, warped[patch].astype(np.float32), window)
+            if response > 0.2:
+                shifts.append(np.hypot(dx, dy))
     turn = np.degrees(np.arctan2(similarity[1, 0], similarity[0, 0]))
-    return (f"{keep.sum()} matched features: median {np.median(residual):.2f} GSD, 90th percentile "
-            f"{np.percentile(residual, 90):.2f} GSD after one similarity (turned {turn:.1f} degrees, "
-            f"scaled {np.linalg.norm(similarity[0, :2]):.4f}); GSD {gsd * 100:.1f} cm")
+    return (f"{len(shifts)} patches of {PATCH} px: local shift median {np.median(shifts):.2f} GSD, 90th "
+            f"percentile {np.percentile(shifts, 90):.2f} GSD after one similarity (turned {turn:.1f} degrees, "
+            f"scaled {np.linalg.norm(similarity[0, :2]):.4f}); GSD {abs(to_world[0, 0]) * 100:.1f} cm")
 
 
 def dsm_difference(a: Path, b: Path) -> str:

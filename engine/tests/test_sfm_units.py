@@ -18,7 +18,7 @@ from aeromap_engine.io.gcp import parse_gcp_list
 from aeromap_engine.quality import gps_agreement, height_range, nadir_views
 from aeromap_engine.sfm import alignment
 from aeromap_engine.sfm.consistency import (GpsVerdict, fix_spacing, judge_fixes, layout_uncertainty,
-                                            settling_fixes)
+                                            settling_fixes, settling_runs)
 from aeromap_engine.io.geotxt import parse_geo_txt
 from aeromap_engine.sfm.alignment import (apply, best_per_cell, gravity_direction, is_collinear, levelling_transform,
                                           robust_similarity)
@@ -617,6 +617,18 @@ def test_a_drift_that_grows_is_not_a_settling_receiver() -> None:
     assert settling_fixes(flights, distances, {"a", "b", "c"}) == []
     assert settling_fixes(flights, {**distances, "a": 90.0}, {"a", "b", "c"}) == ["a", "b", "c"]
     assert settling_fixes(flights, distances, {"b", "c"}) == []  # the flight opens with an agreeing fix
+
+
+def test_a_settling_receivers_run_reaches_past_the_fixes_left_out_while_they_stay_far() -> None:
+    """Two fixes left out open the flight; the next ones that still lie far beyond the others' typical distance
+    (6 m here: 2.5 times that is 15 m), closer one by one, belong to the run; the first within reach ends it."""
+    flights = [["a", "b", "c", "d", "e", "f", "g"], ["h", "i", "j"]]
+    distances = {"a": 50.0, "b": 37.0, "c": 27.0, "d": 17.0, "e": 5.0, "f": 6.0,
+                 "g": 6.0, "h": 5.0, "i": 7.0, "j": 6.0}
+    assert settling_runs(flights, distances, {"a", "b"}) == {"a", "b", "c", "d"}
+    assert settling_runs(flights, {**distances, "c": 40.0}, {"a", "b"}) == {"a", "b"}  # moving off again
+    assert settling_runs(flights, distances, {"b"}) == set()  # opened by an agreeing fix
+    assert settling_runs(flights, {**distances, "b": 45.0, "c": 44.0, "d": 44.0}, {"a", "b"}) == set()  # no nearer
 
 
 

@@ -28,6 +28,11 @@ SPACING_SHARE = 0.25  # fixes may err by this share of the distance between neig
 # A settling receiver's fixes come closer to the truth as it converges: the last of the run that opens a flight
 # lies at most this share of the first one's distance from its camera.
 SETTLED_SHARE = 0.75
+# After the fixes that the placement left out as a settling receiver's, the next ones of its flight that still
+# lie further than this many times the other fixes' median distance from their cameras (about three standard
+# deviations of a receiver's horizontal noise), closer one by one, are the receiver still converging: kept, they
+# would turn and stretch the placement towards the drift. Drift within the noise's reach cannot be told from it.
+SETTLING_TAIL_FACTOR = 2.5
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,27 @@ def settling_fixes(flights: Sequence[Sequence[str]], distances: dict[str, float]
         if len(run) >= 2 and distances[run[-1]] <= SETTLED_SHARE * distances[run[0]]:
             settling += run
     return settling
+
+
+def settling_runs(flights: Sequence[Sequence[str]], distances: dict[str, float], wild: set[str]) -> set[str]:
+    """A settling receiver's fixes that the placement should leave out: at least two wild fixes that open a
+    flight, then those of its next fixes that still lie far from their cameras, each no further than the one
+    before it, the last closer than SETTLED_SHARE of the first."""
+    typical = [d for n, d in distances.items() if n not in wild]
+    if not typical:
+        return set()
+    far = SETTLING_TAIL_FACTOR * float(np.median(typical))
+    runs: set[str] = set()
+    for flight in flights:
+        run: list[str] = []
+        for name in (n for n in flight if n in distances):
+            closing = not run or distances[name] <= distances[run[-1]]
+            if not closing or not (name in wild if len(run) < 2 else distances[name] > far):
+                break
+            run.append(name)
+        if len(run) >= 2 and distances[run[-1]] <= SETTLED_SHARE * distances[run[0]]:
+            runs.update(run)
+    return runs
 
 
 def fix_spacing(xy: np.ndarray) -> float:

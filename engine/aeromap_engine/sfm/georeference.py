@@ -15,12 +15,14 @@ from ..log import log
 from ..photo import Photo
 from .alignment import SimilarityFit, adjust_with_priors, registered, views_vertical
 from .cameras import Refinement
+from .consistency import horizontal_distances, settling_runs
 from .database import PositionPrior
-from .frame import WorldFrame
+from .frame import WorldFrame, flight_names
 from .levelling import fit_and_apply, level_local_frame
 from .control_fit import align_to_control_points
 
 MIN_GPS_STDDEV = 0.05  # m; no GPS is trusted beyond this
+MAX_SETTLING_ROUNDS = 5  # each may leave out the next fix of a settling receiver
 
 
 def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict[str, PositionPrior],
@@ -37,7 +39,7 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
             source = "gps" if priors else "none"
     outliers: list[str] = []
     if source == "gps":
-        fit = align_to_gps(model, priors, pitch_by_name)
+        fit, settling = align_without_settling(model, priors, pitch_by_name, flight_names(photos))
         if fit is None:
             source = "none"
         else:
@@ -45,7 +47,7 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
             if fit.mode != "full":
                 # The adjustment opens with a full similarity fit of its own, which lets a line roll and follows
                 # doubtful heights: align again the way that was chosen.
-                fit = align_to_gps(model, priors, pitch_by_name) or fit
+                fit = align_to_gps(model, priors, pitch_by_name, settling) or fit
             outliers = [n for n, agrees in zip(_located(model, priors), fit.inliers) if not agrees]
             if fit.mode == "level":  # the views, not the heights, set the tilt: theirs is its uncertainty
                 figures["views_tilt_deg"] = views_vertical(model, pitch_by_name).uncertainty_deg
@@ -57,10 +59,12 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
     return figures
 
 
-def align_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], pitch_by_name: dict[str, float]
-                 ) -> SimilarityFit | None:
-    """Fit the model to the GPS positions of its registered images (in the order of _located), or None."""
-    names = _located(model, priors)
+def align_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], pitch_by_name: dict[str, float],
+                 left_out: set[str] = frozenset()) -> SimilarityFit | None:
+    """Fit the model to the GPS positions of its registered images but those `left_out`, or None; the fit's
+    inliers are in the order of _located, the left out among them as disagreeing."""
+    located = _located(model, priors)
+    names = [n for n in located if n not in left_out]
     if len(names) < 3:
         log.warning("Only %d registered images have a GPS position (3 needed): the model stays in a local frame",
                     len(names))
@@ -71,7 +75,30 @@ def align_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior
     fit = fit_and_apply(model, source, target, max_error, pitch_by_name, trust_heights=False)
     if fit is None:
         log.warning("The GPS positions do not fit the model: it stays in a local frame")
-    return fit
+        return None
+    agrees = dict(zip(names, fit.inliers))
+    return replace(fit, inliers=np.array([agrees.get(n, False) for n in located]))
+
+
+def align_without_settling(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior],
+                           pitch_by_name: dict[str, float], flights: list[list[str]]
+                           ) -> tuple[SimilarityFit | None, set[str]]:
+    """align_to_gps, then again without a settling receiver's fixes (consistency.settling_runs) until no more
+    of them show: the fit's tolerance lets it turn towards the drift that follows the fixes it left out. Returns
+    the fit and the fixes left out."""
+    left_out: set[str] = set()
+    fit = align_to_gps(model, priors, pitch_by_name)
+    for _ in range(MAX_SETTLING_ROUNDS):
+        if fit is None:
+            break
+        located = _located(model, priors)
+        wild = {n for n, agrees in zip(located, fit.inliers) if not agrees}
+        runs = settling_runs(flights, horizontal_distances(model, priors, located), wild)
+        if runs <= left_out:
+            break
+        left_out |= runs
+        fit = align_to_gps(model, priors, pitch_by_name, left_out)
+    return fit, left_out
 
 
 def adjust_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], fit: SimilarityFit,
