@@ -1,7 +1,7 @@
 // A big file from a node, in ranged pieces written into `<destination>.part`. After a cut (a dropped connection,
 // or the whole process killed) the next call resumes from the size of the .part; the file gets its final name
 // only once it is whole. A node that ignores ranges gets one plain download from the start.
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, writeSync } from 'node:fs';
 import { rename, rm, stat, truncate } from 'node:fs/promises';
 import { setTimeout as pause } from 'node:timers/promises';
 import { NodeConnectionError, NodeError, NodeResponseError, NodeServerError } from './errors.ts';
@@ -47,11 +47,19 @@ interface Piece {
  * so the queue never holds more than the chunk being read. Each byte goes to its own offset rather than being
  * appended: a download of the same file still running elsewhere (a step whose lease passed on before it noticed)
  * then writes the same bytes over the same bytes, where appending would have repeated them and shifted the rest.
+ * A piece is written only into a file that holds the bytes before it.
  */
 async function writeBody(response: Response, file: string, start: number | null, signal?: AbortSignal): Promise<void> {
   if (!response.body) throw new NodeServerError('an empty answer');
-  if (start !== null) closeSync(openSync(file, 'a'));
+  if (start === 0) closeSync(openSync(file, 'a'));
   const fd = openSync(file, start === null ? 'w' : 'r+');
+  // The other download may have renamed the .part since this one measured it, and a new .part (or one truncated
+  // to start over) would get this piece after a hole: a file of the right size with zeros in it.
+  if (start !== null && fstatSync(fd).size < start) {
+    closeSync(fd);
+    await response.body.cancel();
+    throw new NodeConnectionError(`the .part no longer holds the ${start} bytes this piece follows`);
+  }
   let position = start ?? 0;
   try {
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {

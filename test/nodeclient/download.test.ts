@@ -107,6 +107,27 @@ describe('NodeClient downloads', () => {
     expect((await readFile(target)).equals(FILE)).toBe(true);
   });
 
+  it('writes no piece after a hole when the .part it measured is gone', async () => {
+    // Another download of the file renames the .part (whole) between this one measuring it and writing the
+    // next piece: that piece must not go into a new, empty .part at its offset.
+    const target = path.join(dir, 'moved.zip');
+    const have = 1_500_000;
+    await writeFile(`${target}.part`, FILE.subarray(0, have));
+    let moved = false;
+    const { client, ranges } = await start((request, response) => {
+      if (!moved) {
+        moved = true;
+        void rm(`${target}.part`).then(() => ranged(request, response));
+        return;
+      }
+      ranged(request, response);
+    });
+    await client.downloadAllZip('abc', target, { chunkBytes: 2 ** 20 });
+    expect(ranges[0]).toBe(`bytes=${have}-${have + 2 ** 20 - 1}`);
+    expect(ranges[1]).toBe(`bytes=0-${2 ** 20 - 1}`); // started over
+    expect((await readFile(target)).equals(FILE)).toBe(true);
+  });
+
   it('takes the whole file from a node that ignores ranges', async () => {
     const { client } = await start((_request, response) => {
       response.writeHead(200, { 'content-length': FILE.length }).end(FILE);
