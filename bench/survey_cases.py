@@ -164,9 +164,6 @@ def repro_dense_crash(root: Path) -> tuple[Project, list]:
     return Project(root), [*options, *PRODUCTS[3:]]
 
 
-FIRST = sorted(p.name for p in DATASET.iterdir())
-
-
 def small_sets() -> list[Case]:
     """The first 6, 8 and 12 photographs, at 1000 px and at full size (default feature quality), with default
     options and with fast-orthophoto."""
@@ -177,9 +174,9 @@ def small_sets() -> list[Case]:
             suffix = "-fast" if fast else ""
             story = "fast-orthophoto" if fast else "default"
             cases.append(Case(f"small-{count}{suffix}", f"first {count} at 1000 px, {story}",
-                              brighton(FIRST[:count], mode + PRODUCTS)))
+                              brighton(ALL[:count], mode + PRODUCTS)))
             cases.append(Case(f"small-{count}-full{suffix}", f"first {count} at full size, {story}",
-                              full_size(FIRST[:count], mode + PRODUCTS[1:])))
+                              full_size(ALL[:count], mode + PRODUCTS[1:])))
     return cases
 
 CASES = [

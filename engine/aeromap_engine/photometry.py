@@ -198,8 +198,8 @@ def _usable(observations: Observations) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _tied_groups(image: np.ndarray, track: np.ndarray, n_images: int) -> np.ndarray:
-    """For each photograph, the number of its group: the photographs that points they share tie together (a
-    photograph without a usable observation is a group of its own)."""
+    """For each photograph, the number of its group (0, 1, ...): the photographs that points they share tie
+    together (a photograph without a usable observation is a group of its own)."""
     n_tracks = int(track.max()) + 1
     links = scipy.sparse.coo_matrix((np.ones(len(image)), (image, n_images + track)),
                                     shape=(n_images + n_tracks, n_images + n_tracks))
@@ -211,11 +211,9 @@ def _solve(observed: scipy.sparse.csr_matrix, right: np.ndarray, weights: np.nda
     """Weighted least squares of the observation rows, with per group of tied photographs and band a row holding
     the mean log gain at 0, and a small ridge on the first `unknowns` columns (the gains and fall-off)."""
     rows, columns = observed.shape
-    n_images = len(groups)
-    group = np.unique(groups, return_inverse=True)[1]
-    n_groups = int(group.max()) + 1
+    n_images, n_groups = len(groups), int(groups.max()) + 1
     gauge = scipy.sparse.csr_matrix((np.full(3 * n_images, 10.0 * np.sqrt(rows / n_images)),
-                                     (3 * np.repeat(group, 3) + np.tile(np.arange(3), n_images),
+                                     (3 * np.repeat(groups, 3) + np.tile(np.arange(3), n_images),
                                       np.arange(3 * n_images))),
                                     shape=(3 * n_groups, columns))
     ridge = scipy.sparse.csr_matrix((np.full(unknowns, RIDGE), (np.arange(unknowns), np.arange(unknowns))),

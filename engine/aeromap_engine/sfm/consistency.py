@@ -12,7 +12,7 @@ only roughly (the stated accuracy is often only a default).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,16 +87,8 @@ def horizontal_distances(model: pycolmap.Reconstruction, priors: dict[str, Posit
 def settling_fixes(flights: Sequence[Sequence[str]], distances: dict[str, float], wild: set[str]) -> list[str]:
     """The wild fixes that open a flight (among the located photographs, in capture order) and come closer to
     their cameras from the first to the last of them: a receiver converging after take-off."""
-    settling: list[str] = []
-    for flight in flights:
-        run: list[str] = []
-        for name in (n for n in flight if n in distances):
-            if name not in wild:
-                break
-            run.append(name)
-        if len(run) >= 2 and distances[run[-1]] <= SETTLED_SHARE * distances[run[0]]:
-            settling += run
-    return settling
+    return [name for flight in flights
+            for name in _settling_run(flight, distances, lambda run, name: name in wild)]
 
 
 def settling_runs(flights: Sequence[Sequence[str]], distances: dict[str, float], wild: set[str]) -> set[str]:
@@ -107,17 +99,24 @@ def settling_runs(flights: Sequence[Sequence[str]], distances: dict[str, float],
     if not typical:
         return set()
     far = SETTLING_TAIL_FACTOR * float(np.median(typical))
-    runs: set[str] = set()
-    for flight in flights:
-        run: list[str] = []
-        for name in (n for n in flight if n in distances):
-            closing = not run or distances[name] <= distances[run[-1]]
-            if not closing or not (name in wild if len(run) < 2 else distances[name] > far):
-                break
-            run.append(name)
-        if len(run) >= 2 and distances[run[-1]] <= SETTLED_SHARE * distances[run[0]]:
-            runs.update(run)
-    return runs
+
+    def takes(run: list[str], name: str) -> bool:
+        closing = not run or distances[name] <= distances[run[-1]]
+        return closing and (name in wild if len(run) < 2 else distances[name] > far)
+
+    return {name for flight in flights for name in _settling_run(flight, distances, takes)}
+
+
+def _settling_run(flight: Sequence[str], distances: dict[str, float],
+                  takes: Callable[[list[str], str], bool]) -> list[str]:
+    """The located fixes that open the flight while `takes` the next one after those before it; none unless at
+    least two, the last closer to its camera than SETTLED_SHARE of the first's distance."""
+    run: list[str] = []
+    for name in (n for n in flight if n in distances):
+        if not takes(run, name):
+            break
+        run.append(name)
+    return run if len(run) >= 2 and distances[run[-1]] <= SETTLED_SHARE * distances[run[0]] else []
 
 
 def fix_spacing(xy: np.ndarray) -> float:
