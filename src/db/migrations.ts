@@ -18,9 +18,8 @@ const timestampNow = () => new Date().toISOString();
 const MODELS = ['project', 'task', 'preset', 'processingnode', 'user', 'group'];
 const ACTIONS = ['add', 'change', 'delete', 'view'];
 
-// ODM option names that the engine honours (`aeromap-engine options`; test/service/presets-engine.test.ts checks
-// it), so that the presets carry over between Aeromap and WebODM.
-export const STARTER_PRESETS: { name: string; options: { name: string; value: boolean | number | string }[] }[] = [
+// The first release's system presets, as its first start wrote them: 0006 recognises them by these values.
+const STARTER_PRESETS: { name: string; options: { name: string; value: boolean | number | string }[] }[] = [
   { name: 'Default', options: [{ name: 'dsm', value: true }] },
   { name: 'Fast Orthophoto', options: [{ name: 'fast-orthophoto', value: true }] },
   {
@@ -69,6 +68,77 @@ export const STARTER_PRESETS: { name: string; options: { name: string; value: bo
       { name: 'orthophoto-resolution', value: 3 },
     ],
   },
+];
+
+// The system presets WebODM creates at its first start, with its values (numbers as the strings it sends), so that
+// WebODM's users find the presets they know and scripts that choose a preset by name keep working. Names the
+// engine does not know are ignored by the node, as NodeODM ignores them.
+export const WEBODM_PRESETS: typeof STARTER_PRESETS = [
+  { name: 'Default', options: [{ name: 'auto-boundary', value: true }, { name: 'dsm', value: true }] },
+  { name: 'Fast Orthophoto', options: [{ name: 'auto-boundary', value: true }, { name: 'fast-orthophoto', value: true }] },
+  {
+    name: 'Field',
+    options: [
+      { name: 'sfm-algorithm', value: 'planar' },
+      { name: 'fast-orthophoto', value: true },
+      { name: 'matcher-neighbors', value: 4 },
+    ],
+  },
+  {
+    name: 'DSM + DTM',
+    options: [
+      { name: 'auto-boundary', value: true },
+      { name: 'dsm', value: true },
+      { name: 'dtm', value: true },
+    ],
+  },
+  {
+    name: 'High Resolution',
+    options: [
+      { name: 'auto-boundary', value: true },
+      { name: 'dsm', value: true },
+      { name: 'dem-resolution', value: '1.0' },
+      { name: 'orthophoto-resolution', value: '1.0' },
+    ],
+  },
+  {
+    name: 'Volume Analysis',
+    options: [
+      { name: 'auto-boundary', value: true },
+      { name: 'dsm', value: true },
+      { name: 'dem-resolution', value: '2' },
+      { name: 'pc-quality', value: 'high' },
+    ],
+  },
+  {
+    name: '3D Model',
+    options: [
+      { name: 'auto-boundary', value: true },
+      { name: 'mesh-octree-depth', value: '12' },
+      { name: 'use-3dmesh', value: true },
+      { name: 'pc-quality', value: 'high' },
+      { name: 'mesh-size', value: '300000' },
+    ],
+  },
+  {
+    name: 'Buildings',
+    options: [
+      { name: 'auto-boundary', value: true },
+      { name: 'mesh-size', value: '300000' },
+      { name: 'feature-quality', value: 'high' },
+      { name: 'pc-quality', value: 'high' },
+    ],
+  },
+  {
+    name: 'Forest',
+    options: [
+      { name: 'auto-boundary', value: true },
+      { name: 'min-num-features', value: '18000' },
+      { name: 'use-3dmesh', value: true },
+      { name: 'feature-quality', value: 'medium' },
+    ],
+  },
+  { name: 'Multispectral', options: [{ name: 'auto-boundary', value: true }, { name: 'radiometric-calibration', value: 'camera' }] },
 ];
 
 async function initial(db: Kysely<any>): Promise<void> {
@@ -278,12 +348,32 @@ async function userQuotas(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
+/**
+ * WebODM's presets in place of the first release's: a starter preset goes only where nobody changed it, and a
+ * WebODM preset comes only where no system preset has its name yet.
+ */
+async function webodmPresets(db: Kysely<any>): Promise<void> {
+  const system = await db.selectFrom('presets').select(['id', 'name', 'options']).where('system', '=', 1).where('owner_id', 'is', null).execute();
+  const original = new Map(STARTER_PRESETS.map((preset) => [preset.name, JSON.stringify(preset.options)]));
+  const unchanged = system.filter((row) => original.get(row.name) === row.options).map((row) => row.id as number);
+  if (unchanged.length > 0) await db.deleteFrom('presets').where('id', 'in', unchanged).execute();
+  const kept = new Set(system.filter((row) => !unchanged.includes(row.id)).map((row) => row.name as string));
+  const added = WEBODM_PRESETS.filter((preset) => !kept.has(preset.name));
+  if (added.length === 0) return;
+  const created = timestampNow();
+  await db
+    .insertInto('presets')
+    .values(added.map((preset) => ({ owner_id: null, name: preset.name, options: JSON.stringify(preset.options), system: 1, created_at: created })))
+    .execute();
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
   '0002_task_processing': { up: taskProcessing },
   '0003_leases': { up: leases },
   '0004_task_attempts': { up: taskAttempts },
   '0005_user_quotas': { up: userQuotas },
+  '0006_webodm_presets': { up: webodmPresets },
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { migrateToLatest } from '../../src/db/migrations.ts';
 import { BACKENDS, type Client, ISO_TIMESTAMP, type TestService, startService } from './helpers.ts';
 
-const STARTER = ['Default', 'Fast Orthophoto', 'DSM + DTM', 'High Resolution', '3D Model', 'Forest', 'Buildings'];
+// WebODM's system presets, in the order it creates them.
+const STARTER = ['Default', 'Fast Orthophoto', 'Field', 'DSM + DTM', 'High Resolution', 'Volume Analysis', '3D Model', 'Buildings', 'Forest', 'Multispectral'];
 
 describe.each(BACKENDS)('presets (%s)', (backend) => {
   let t: TestService;
@@ -24,7 +27,13 @@ describe.each(BACKENDS)('presets (%s)', (backend) => {
       for (const option of preset.options) expect(Object.keys(option).sort()).toEqual(['name', 'value']);
     }
     const fast = reply.body.find((p: { name: string }) => p.name === 'Fast Orthophoto');
-    expect(fast.options).toEqual([{ name: 'fast-orthophoto', value: true }]);
+    expect(fast.options).toEqual([{ name: 'auto-boundary', value: true }, { name: 'fast-orthophoto', value: true }]);
+    const field = reply.body.find((p: { name: string }) => p.name === 'Field');
+    expect(field.options).toEqual([
+      { name: 'sfm-algorithm', value: 'planar' },
+      { name: 'fast-orthophoto', value: true },
+      { name: 'matcher-neighbors', value: 4 },
+    ]);
     expect((await t.anonymous.get('/api/presets/')).status).toBe(403);
   });
 
@@ -104,6 +113,28 @@ describe.each(BACKENDS)('presets (%s)', (backend) => {
     expect((await bob.delete(`/api/presets/${body.id}/`)).status).toBe(204);
     expect((await bob.get(`/api/presets/${body.id}/`)).status).toBe(404);
     expect((await bob.delete('/api/presets/999999/')).status).toBe(404);
+  });
+
+  it("replaces the first release's presets with WebODM's, keeping one an administrator changed", async () => {
+    // The database as the first release left it: its presets, one of them changed, and the migration not yet run.
+    const { db } = t.service;
+    await db.deleteFrom('presets').where('system', '=', 1).execute();
+    const starter = (name: string, options: unknown[]) => ({ owner_id: null, name, options: JSON.stringify(options), system: 1, created_at: new Date().toISOString() });
+    await db
+      .insertInto('presets')
+      .values([
+        starter('Default', [{ name: 'dsm', value: true }]),
+        starter('Fast Orthophoto', [{ name: 'fast-orthophoto', value: true }]),
+        starter('Forest', [{ name: 'min-num-features', value: 30000 }]),
+      ])
+      .execute();
+    await sql`delete from kysely_migration where name = '0006_webodm_presets'`.execute(db);
+    await migrateToLatest(db);
+
+    const system = (await alice.get('/api/presets/', { system: true })).body as { name: string; options: unknown[] }[];
+    expect(system.map((p) => p.name).sort()).toEqual([...STARTER].sort());
+    expect(system.find((p) => p.name === 'Default')?.options).toEqual([{ name: 'auto-boundary', value: true }, { name: 'dsm', value: true }]);
+    expect(system.find((p) => p.name === 'Forest')?.options).toEqual([{ name: 'min-num-features', value: 30000 }]);
   });
 
   it('filters and orders the list', async () => {
