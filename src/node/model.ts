@@ -6,6 +6,8 @@ import { TaskStatus, type TaskStatusCode } from '../protocol/status.ts';
 export interface TaskFields {
   name: string;
   options: OptionValue[];
+  /** Option names the client sent that the engine does not have: left out, and named in the console. */
+  ignoredOptions?: string[];
   webhook: string | null;
   skipPostProcessing: boolean;
   /** Paths (relative to the task folder) that all.zip holds instead of the default list; null: the default. */

@@ -33,6 +33,7 @@ export function parseTaskFields(raw: Record<string, unknown>, specs: readonly En
     fields: {
       name: name !== '' ? name : `Task of ${new Date(now).toISOString()}`,
       options: withPostProcessing(specs, options.options, skipPostProcessing),
+      ignoredOptions: options.ignored,
       webhook: text(raw.webhook) || null,
       skipPostProcessing,
       outputs: outputs !== null && outputs.length > 0 ? outputs : null,

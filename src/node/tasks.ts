@@ -9,7 +9,7 @@ import { parseTaskFields } from './task-fields.ts';
 import type { DataLayout } from './layout.ts';
 import { TaskStatus, isFinished } from '../protocol/status.ts';
 import { taskInfo, type TaskInfo, type TaskRecord } from './model.ts';
-import { validateOptions, withPostProcessing } from '../protocol/options.ts';
+import { ignoredOptionsLine, validateOptions, withPostProcessing } from '../protocol/options.ts';
 import { TaskProcessor } from './processing.ts';
 import { TaskQueue } from './queue.ts';
 import type { TaskStore } from './store.ts';
@@ -78,6 +78,10 @@ export class TaskManager {
       maxMemoryBytes: settings.maxMemoryBytes,
     });
     this.queue = new TaskQueue(store, settings.parallelTasks, (uuid, signal) => processor.run(uuid, signal));
+  }
+
+  private warnIgnored(uuid: string, names: string[] | undefined): void {
+    if (names && names.length > 0) this.consoleOf(uuid).append(ignoredOptionsLine('This processing node', names));
   }
 
   private consoleOf(uuid: string): ConsoleLog {
@@ -261,6 +265,7 @@ export class TaskManager {
       engineStarted: false,
     });
     await this.uploads.discard(uuid);
+    this.warnIgnored(uuid, upload.fields.ignoredOptions);
     this.queue.pump();
     return { uuid };
   }
@@ -302,17 +307,21 @@ export class TaskManager {
     // A canceled run may still be ending; its last lines must not land in the new console.
     await this.queue.stop(uuid, 'cancel');
     let newOptions = task.options;
+    let ignoredOptions = task.ignoredOptions;
     if (options !== undefined && options !== '') {
       const checked = validateOptions(this.engine.options, options);
       if (!checked.ok) return { error: checked.error };
       newOptions = withPostProcessing(this.engine.options, checked.options, task.skipPostProcessing);
+      ignoredOptions = checked.ignored;
     }
     this.consoleOf(uuid).clear();
+    this.warnIgnored(uuid, ignoredOptions);
     await rm(this.layout.archive(uuid), { force: true });
     const now = Date.now();
     this.store.updateTask(uuid, {
       status: TaskStatus.QUEUED,
       options: newOptions,
+      ignoredOptions,
       errorMessage: null,
       progress: 0,
       dateCreated: now,

@@ -23,7 +23,8 @@ export interface OptionError {
   error: string;
 }
 
-export type OptionsResult = { ok: true; options: OptionValue[] } | { ok: false; error: string };
+/** The options typed and checked, and the names given that the engine does not have (left out, as NodeODM does). */
+export type OptionsResult = { ok: true; options: OptionValue[]; ignored: string[] } | { ok: false; error: string };
 
 /** Options the node turns on for every task unless the client asks to skip post-processing, when the engine
  * has them (as NodeODM does for ODM's point cloud tiles, cloud-optimized GeoTIFFs and glTF models). */
@@ -166,7 +167,15 @@ export function validateOptions(specs: readonly EngineOption[], input: unknown):
       errors.push({ name: spec.name, error: (err as Error).message });
     }
   }
-  return errors.length > 0 ? { ok: false, error: JSON.stringify(errors) } : { ok: true, options };
+  if (errors.length > 0) return { ok: false, error: JSON.stringify(errors) };
+  const known = new Set(specs.map((spec) => spec.name));
+  const names = given.flatMap((o) => (typeof o === 'object' && o !== null && typeof (o as { name?: unknown }).name === 'string' ? [(o as { name: string }).name] : []));
+  return { ok: true, options, ignored: [...new Set(names.filter((name) => !known.has(name)))] };
+}
+
+/** The console line that names the options a node leaves out, so that nobody thinks they took effect. */
+export function ignoredOptionsLine(node: string, names: string[]): string {
+  return `[WARNING] ${node} does not know ${names.length > 1 ? 'these options' : 'this option'}, ignored: ${names.join(', ')}`;
 }
 
 /** The options with the engine's post-processing options turned on where the client left them unset. */

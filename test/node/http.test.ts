@@ -65,6 +65,24 @@ describe('processing node over HTTP, in process', () => {
     expect(broken.error).toBeTruthy();
   });
 
+  it('leaves out options it does not know and names them in the console, at the start and at a restart', async () => {
+    const { uuid } = await json<{ uuid: string }>(`${base}/task/new`, {
+      method: 'POST',
+      body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, { options: '[{"name": "radiometric-calibration", "value": "camera"}, {"name": "fake-seconds", "value": 0}, {"name": "3d-tiles", "value": true}]' }),
+    });
+    await waitFor(base, uuid, [40]);
+    const output = async () => (await json<string[]>(`${base}/task/${uuid}/output?line=0`)).filter((line) => line.includes('does not know'));
+    expect(await output()).toEqual(['[WARNING] This processing node does not know these options, ignored: radiometric-calibration, 3d-tiles']);
+    const restarted = await json(`${base}/task/restart`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ uuid, options: [{ name: 'vegetation', value: 1 }] }),
+    });
+    expect(restarted).toEqual({ success: true });
+    await waitFor(base, uuid, [40]);
+    expect(await output()).toEqual(['[WARNING] This processing node does not know this option, ignored: vegetation']);
+  });
+
   it('serves all.zip whole and in byte ranges', async () => {
     const { uuid } = await json<{ uuid: string }>(`${base}/task/new`, {
       method: 'POST',

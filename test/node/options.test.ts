@@ -53,6 +53,7 @@ describe('option validation', () => {
         { name: 'dsm', value: true },
         { name: 'boundary', value: '{"type": "Polygon"}' },
       ],
+      ignored: ['unknown'],
     });
   });
 
@@ -60,9 +61,10 @@ describe('option validation', () => {
     expect(validateOptions(SPECS, [{ name: 'dsm', value: '0' }])).toEqual({
       ok: true,
       options: [{ name: 'dsm', value: false }],
+      ignored: [],
     });
-    expect(validateOptions(SPECS, undefined)).toEqual({ ok: true, options: [] });
-    expect(validateOptions(SPECS, '{"a": 1}')).toEqual({ ok: true, options: [] });
+    expect(validateOptions(SPECS, undefined)).toEqual({ ok: true, options: [], ignored: [] });
+    expect(validateOptions(SPECS, '{"a": 1}')).toEqual({ ok: true, options: [], ignored: [] });
     expect(validateOptions(SPECS, 'not json')).toMatchObject({ ok: false });
   });
 

@@ -119,7 +119,7 @@ describe.each(BACKENDS)('presets (%s)', (backend) => {
     // The database as the first release left it: its presets, one of them changed, and the migration not yet run.
     const { db } = t.service;
     await db.deleteFrom('presets').where('system', '=', 1).execute();
-    const starter = (name: string, options: unknown[]) => ({ owner_id: null, name, options: JSON.stringify(options), system: 1, created_at: new Date().toISOString() });
+    const starter = (name: string, options: unknown[]) => ({ owner_id: null, name, options: JSON.stringify(options), system: 1 as const, created_at: new Date().toISOString() });
     await db
       .insertInto('presets')
       .values([

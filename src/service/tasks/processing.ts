@@ -10,6 +10,7 @@ import type { Kysely } from 'kysely';
 import { allNodes, findNode } from '../../db/processingnodes.ts';
 import { type Database, type ProcessingNode, now } from '../../db/schema.ts';
 import { bumpQueueCount } from '../../db/tasks.ts';
+import { ignoredOptionsLine } from '../../protocol/options.ts';
 import { PendingAction, TaskStatus } from '../../protocol/status.ts';
 import { type NodeClient, NodeConnectionError, NodeResponseError, NodeServerError } from '../../nodeclient/index.ts';
 import { isOnline } from '../refresher.ts';
@@ -138,9 +139,7 @@ async function submit(ctx: StepContext, client: NodeClient, node: ProcessingNode
     if (task.uuid === '') {
       const { offered, ignored } = splitByNode(parseOptions(task.options), node);
       if (ignored.length > 0) {
-        await appendConsole(ctx.folder.console, [
-          `[WARNING] Processing node ${nodeName(node)} does not know ${ignored.length > 1 ? 'these options' : 'this option'}, ignored: ${ignored.join(', ')}`,
-        ]);
+        await appendConsole(ctx.folder.console, [ignoredOptionsLine(`Processing node ${nodeName(node)}`, ignored)]);
       }
       await save(ctx, { uuid: await client.initTask({ name: task.name || `Task #${task.id}`, options: offered, signal: ctx.signal }) });
     } else if (await nodeHasTask(client, task.uuid)) {
