@@ -53,7 +53,8 @@ for name in sys.argv[2:]:
         gltf = json.loads(open(path, "rb").read()[20:20 + int.from_bytes(open(path, "rb").read()[12:16], "little")])
         out[name] = {"faces": sum(len(g.faces) for g in scene.geometry.values()),
                      "textured": all(g.visual.kind == "texture" for g in scene.geometry.values()),
-                     "rtc": gltf.get("extensions", {}).get("CESIUM_RTC", {}).get("center")}
+                     "rtc": gltf.get("extensions", {}).get("CESIUM_RTC", {}).get("center"),
+                     "bytes": len(open(path, "rb").read())}
     elif name.endswith(".pdf"):
         out[name] = {"magic": open(path, "rb").read(5).decode("latin-1"), "bytes": len(open(path, "rb").read())}
     else:
@@ -153,6 +154,11 @@ describe('tasks with the real engine', () => {
     const [rtcEast, rtcNorth] = opened['textured_model.glb'].rtc;
     expect(rtcEast).toBeGreaterThan(560_000); // UTM 15N at 92 W, 46.8 N
     expect(rtcNorth).toBeGreaterThan(5_180_000);
+    // WebODM's 3D view reads the same model where WebODM serves it.
+    const viewed = await download(t.admin, `${url}textured_model/?platform=mobile`);
+    expect(viewed.status).toBe(200);
+    expect(viewed.bytes.subarray(0, 4).toString()).toBe('glTF');
+    expect(viewed.bytes.length).toBe(opened['textured_model.glb'].bytes);
     expect(opened['report.pdf'].magic).toBe('%PDF-');
     // WebODM's figures, from the report's sections.
     expect(done.statistics.pointcloud).toEqual({ points });

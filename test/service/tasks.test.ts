@@ -107,7 +107,7 @@ describe.each(BACKENDS)('tasks on %s', (backend) => {
     const raw = await download(t.admin, `${url}assets/odm_orthophoto/odm_orthophoto.tif`);
     expect(raw.status).toBe(200);
     expect(createHash('sha1').update(raw.bytes).digest('hex')).toBe(createHash('sha1').update(ortho.bytes).digest('hex'));
-    for (const bad of ['assets/../../../../etc/passwd', 'assets/%2e%2e/%2e%2e/%2e%2e/etc/passwd', 'assets/odm_orthophoto', 'assets/', 'download/dtm.tif', 'download/bogus']) {
+    for (const bad of ['assets/../../../../etc/passwd', 'assets/%2e%2e/%2e%2e/%2e%2e/etc/passwd', 'assets/odm_orthophoto', 'assets/', 'download/dtm.tif', 'download/bogus', 'textured_model/']) {
       const reply = await t.admin.get(`${url}${bad}`);
       expect(reply.status, bad).toBe(404);
     }

@@ -76,6 +76,19 @@ async function sendFolderZip(reply: FastifyReply, folder: string, filename: stri
 
 export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
   const { rules } = deps;
+
+  /** One of the task's assets under its WebODM name, if the task has it. */
+  const sendAsset = async (request: FastifyRequest, reply: FastifyReply, task: Task, asset: string, inline: boolean) => {
+    const source = ASSETS[asset];
+    const available = JSON.parse(task.available_assets) as string[];
+    if (!source || !available.includes(asset)) throw notFound('Asset does not exist');
+    const assetsDir = rules.folder(task).assets;
+    const filename = downloadName(task.name, asset);
+    if ('folder' in source) return sendFolderZip(reply, `${assetsDir}/${source.folder}`.replace(/\/\.$/, ''), filename, source.exclude);
+    const file = await resolveAssetPath(assetsDir, source.file);
+    if (!file) throw notFound('Asset does not exist');
+    return sendFile(request, reply, file, filename, inline);
+  };
   app.addSchema(TaskSchema);
   await app.register(multipart, { limits: { fileSize: deps.uploadLimits.fileBytes } });
   // A zip body is left unread here: the import streams it from the raw request to disk.
@@ -240,19 +253,22 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
       },
     },
-    async (request, reply) => {
-      const task = await taskOf(request, 'view');
-      const { asset } = request.params;
-      const source = ASSETS[asset];
-      const available = JSON.parse(task.available_assets) as string[];
-      if (!source || !available.includes(asset)) throw notFound('Asset does not exist');
-      const assetsDir = rules.folder(task).assets;
-      const filename = downloadName(task.name, asset);
-      if ('folder' in source) return sendFolderZip(reply, `${assetsDir}/${source.folder}`.replace(/\/\.$/, ''), filename, source.exclude);
-      const file = await resolveAssetPath(assetsDir, source.file);
-      if (!file) throw notFound('Asset does not exist');
-      return sendFile(request, reply, file, filename, Boolean(request.query.inline));
+    async (request, reply) => sendAsset(request, reply, await taskOf(request, 'view'), request.params.asset, Boolean(request.query.inline)),
+  );
+
+  app.get(
+    `${base}/:task_id/textured_model/`,
+    {
+      schema: {
+        tags,
+        summary: 'The textured model as glTF binary',
+        description: "Where WebODM's 3D view reads the model; `platform` (WebODM's size class) is accepted, and the model is served whole.",
+        params: TaskParams,
+        querystring: Type.Object({ platform: Type.Optional(Type.String({ maxLength: 16 })) }),
+        response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
+      },
     },
+    async (request, reply) => sendAsset(request, reply, await taskOf(request, 'view'), 'textured_model.glb', false),
   );
 
   app.get(
