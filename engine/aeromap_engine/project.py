@@ -118,6 +118,15 @@ class Project:
         return self.path("odm_orthophoto", "odm_orthophoto_sources.tif")
 
     @property
+    def tiles3d_dir(self) -> Path:
+        return self.root / "3d_tiles"
+
+    def tiles3d(self, kind: str) -> Path:
+        """The OGC 3D Tiles tileset of `kind` (model or pointcloud): a folder holding tileset.json and its
+        contents."""
+        return self.tiles3d_dir / kind
+
+    @property
     def report_dir(self) -> Path:
         return self.root / "odm_report"
 

@@ -10,11 +10,11 @@ import pytest
 from laspy.copc import Bounds
 from scipy.spatial import cKDTree
 
+from aeromap_engine.cloud import tiled_octree
 from aeromap_engine.cloud.octree import (bounding_cube, build_octree, column_counts, column_depth, column_picks,
                                          level_nodes, morton_codes, subtree_nodes)
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.cloud.tiled import Tiling, tile_sorted
-from aeromap_engine.io import copc as copc_io
 from aeromap_engine.io.copc import write_copc
 
 
@@ -104,7 +104,7 @@ def test_column_depth_is_the_shallowest_that_keeps_columns_small() -> None:
 def test_copc_file_answers_a_box_query_with_exactly_the_points_inside(tmp_path: Path, part_points: int,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """At once, and column by column (a cloud larger than PART_POINTS)."""
-    monkeypatch.setattr(copc_io, "PART_POINTS", part_points)
+    monkeypatch.setattr(tiled_octree, "PART_POINTS", part_points)
     xyz = survey(200_000, seed=2)
     rgb = np.random.default_rng(3).integers(0, 256, (len(xyz), 3)).astype(np.uint8)
     offset = (576_000.0, 5_188_000.0)

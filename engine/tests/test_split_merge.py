@@ -18,6 +18,7 @@ from rasterio.transform import Affine
 
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.dem.grid import Grid
+from aeromap_engine.io import pointcloud as pointcloud_io
 from aeromap_engine.io.geotiff import RasterFormat
 from aeromap_engine.io.pointcloud import write_las
 from aeromap_engine.split import mosaic
@@ -244,7 +245,7 @@ def _sorted(cloud: PointCloud) -> np.ndarray:
 
 def test_merged_cloud_keeps_each_location_from_its_owner_only(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(mosaic, "CHUNK", 700)  # several chunks per file
+    monkeypatch.setattr(pointcloud_io, "CHUNK", 700)  # several chunks per file
     rng = np.random.default_rng(0)
     a, b = _cloud(rng, 0, 70, RED, 3, 3000), _cloud(rng, 30, 100, BLUE, 5, 3000)
     for name, cloud in (("a", a), ("b", b)):

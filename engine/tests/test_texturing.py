@@ -1,5 +1,6 @@
 """The mvs_texturing stage on the six-image Brighton Beach reconstruction of test_products (1000 px images): the
-files it writes, the texture in place against the orthophoto, and the options that change or skip it."""
+files it writes, the texture in place against the orthophoto, and the options that change or skip it; and the
+3D Tiles that odm_postprocess makes of this run's model and cloud."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from pathlib import Path
 
 import cv2
+import laspy
 import numpy as np
 import pygltflib
 import pytest
@@ -18,8 +20,10 @@ from aeromap_engine.crs_offset import Georef
 from aeromap_engine.io.meshply import read_mesh_ply
 from aeromap_engine.mesh.model import TexturedMesh
 from aeromap_engine.project import Project
+from aeromap_engine.tiles3d.pnts import decode_pnts
 from test_products import clone, options
 from test_texture_math import surface_colours
+from test_tiles3d import MM, check_tileset, matrix, tiles, to_crs
 
 MODEL = "odm_textured_model_geo"
 
@@ -137,3 +141,50 @@ def test_skip_3dmodel_leaves_no_textured_model(variant: Project) -> None:
     pipeline.run(variant, options(skip_3dmodel=True, end_with="mvs_texturing"))
     assert not variant.path("odm_texturing").exists()
     assert texturing_stats(variant) == {"mesh": None}
+
+
+def test_3d_tiles_of_the_model_and_the_cloud_sit_where_the_laz_and_glb_do(variant: Project) -> None:
+    """3d-tiles re-runs only the last stages; every tile decoded and taken back into the CRS through the root's
+    transform: the cloud's tiles hold the LAZ's points (count and extent to the millimetre), the model's the GLB's
+    vertices."""
+    pipeline.run(variant, options(**{"3d_tiles": True}))
+    crs = Georef.load(variant).crs
+    cloud_folder, model_folder = variant.path("3d_tiles", "pointcloud"), variant.path("3d_tiles", "model")
+    cloud_tiles, model_tiles = check_tileset(cloud_folder), check_tileset(model_folder)
+
+    with laspy.open(variant.georeferenced_model("laz")) as las:
+        laz = las.read()
+    laz_xyz = np.column_stack([laz.x, laz.y, laz.z])
+    transform = matrix(cloud_tiles["root"]["transform"])
+    uris = [tile["content"]["uri"] for tile, _, _ in tiles(cloud_tiles["root"])]
+    local = np.concatenate([decode_pnts((cloud_folder / uri).read_bytes()).positions for uri in uris])
+    points = to_crs(local @ transform[:3, :3].T + transform[:3, 3], crs)
+    assert len(points) == len(laz_xyz) and len(uris) > 1
+    assert np.allclose(points.min(axis=0), laz_xyz.min(axis=0), atol=MM)
+    assert np.allclose(points.max(axis=0), laz_xyz.max(axis=0), atol=MM)
+
+    source = pygltflib.GLTF2().load_binary(str(variant.texturing_dir / f"{MODEL}.glb"))
+    glb_xyz = np.concatenate([_positions(source, p) for p in source.meshes[0].primitives])
+    glb_xyz += source.extensions["CESIUM_RTC"]["center"]
+    model = pygltflib.GLTF2().load_binary(str(model_folder / model_tiles["root"]["content"]["uri"]))
+    y_up = np.concatenate([_positions(model, p) for p in model.meshes[0].primitives])
+    transform = matrix(model_tiles["root"]["transform"])
+    vertices = to_crs(np.column_stack([y_up[:, 0], -y_up[:, 2], y_up[:, 1]]) @ transform[:3, :3].T
+                      + transform[:3, 3], crs)
+    assert np.abs(vertices - glb_xyz).max() < MM  # vertex for vertex, in the GLB's order
+
+    figures = json.loads(variant.stats_file.read_text())["3d_tiles"]
+    assert figures["pointcloud"] == {"tiles": len(uris), "points": len(laz_xyz),
+                                     "depth": max(depth for _, depth, _ in tiles(cloud_tiles["root"]))}
+    assert figures["model"]["vertices"] == len(glb_xyz)
+
+    pipeline.run(variant, options())  # off again: no stale tilesets
+    assert not variant.path("3d_tiles").exists()
+    assert json.loads(variant.stats_file.read_text())["3d_tiles"] is None
+
+
+def _positions(gltf: pygltflib.GLTF2, primitive: pygltflib.Primitive) -> np.ndarray:
+    accessor = gltf.accessors[primitive.attributes.POSITION]
+    view = gltf.bufferViews[accessor.bufferView]
+    return np.frombuffer(gltf.binary_blob(), np.float32, 3 * accessor.count,
+                         view.byteOffset).reshape(-1, 3).astype(np.float64)

@@ -25,6 +25,8 @@ export const ASSETS: Record<string, AssetSource> = {
   'georeferenced_model.csv': { file: 'odm_georeferencing/odm_georeferenced_model.csv' },
   'textured_model.zip': { folder: 'odm_texturing', exclude: /\.glb$/i },
   'textured_model.glb': { file: 'odm_texturing/odm_textured_model_geo.glb' },
+  '3d_tiles_model.zip': { folder: '3d_tiles/model' },
+  '3d_tiles_pointcloud.zip': { folder: '3d_tiles/pointcloud' },
   'dsm.tif': { file: 'odm_dem/dsm.tif' },
   'dtm.tif': { file: 'odm_dem/dtm.tif' },
   'orthophoto_tiles.zip': { folder: 'orthophoto_tiles' },

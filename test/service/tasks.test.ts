@@ -240,6 +240,42 @@ with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as z:
     expect((await t.admin.post(`${tasksUrl()}import`, { url: 'example.com/all.zip' })).status).toBe(400);
   }, 60_000);
 
+  it("offers 3D Tiles folders as zips under WebODM's asset names", async () => {
+    const results = path.join(work, 'tiles3d.zip');
+    python(
+      `import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("images.json", b"[]")
+    z.writestr("3d_tiles/model/tileset.json", b'{"asset": {"version": "1.1"}}')
+    z.writestr("3d_tiles/model/model.glb", b"glTF")
+    z.writestr("3d_tiles/pointcloud/tileset.json", b'{"asset": {"version": "1.1"}}')
+    z.writestr("3d_tiles/pointcloud/0-0-0-0.pnts", b"pnts")
+    z.writestr("3d_tiles/pointcloud/1-0-1-0.pnts", b"pnts")`,
+      results,
+    );
+    const reply = await postForm(t.admin, `${tasksUrl()}import`, await imageForm([results], {}, 'file'));
+    expect(reply.status).toBe(201);
+    const done = await waitForTask(t.admin, `${tasksUrl()}${reply.body.id}/`, finished);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    expect(done.available_assets).toEqual(['all.zip', '3d_tiles_model.zip', '3d_tiles_pointcloud.zip']);
+    const listed: Record<string, string[]> = {};
+    for (const asset of ['3d_tiles_model.zip', '3d_tiles_pointcloud.zip']) {
+      const zip = await download(t.admin, `${tasksUrl()}${done.id}/download/${asset}`);
+      expect(zip.status).toBe(200);
+      const file = path.join(work, asset);
+      await writeFile(file, zip.bytes);
+      listed[asset] = JSON.parse(python('import sys, json, zipfile; print(json.dumps(sorted(zipfile.ZipFile(sys.argv[1]).namelist())))', file));
+    }
+    expect(listed['3d_tiles_model.zip']).toEqual(['model.glb', 'tileset.json']);
+    expect(listed['3d_tiles_pointcloud.zip']).toEqual(['0-0-0-0.pnts', '1-0-1-0.pnts', 'tileset.json']);
+    // A task without them neither lists nor serves them.
+    const plain = path.join(work, 'plain.zip');
+    python('import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], "w") as z: z.writestr("odm_texturing/odm_textured_model_geo.glb", b"glTF")', plain);
+    const other = await waitForTask(t.admin, `${tasksUrl()}${(await postForm(t.admin, `${tasksUrl()}import`, await imageForm([plain], {}, 'file'))).body.id}/`, finished);
+    expect(other.available_assets).toEqual(['all.zip', 'textured_model.zip', 'textured_model.glb']);
+    expect((await download(t.admin, `${tasksUrl()}${other.id}/download/3d_tiles_model.zip`)).status).toBe(404);
+  }, 60_000);
+
   it('follows the project permissions: view reads, change writes, delete removes; others see nothing', async () => {
     const { client: viewer, id: viewerId } = await t.createUser(`viewer-${backend}`);
     const { client: stranger } = await t.createUser(`stranger-${backend}`);

@@ -12,59 +12,26 @@ import numpy as np
 import pyproj
 
 from ..atomic_files import atomic_path
-from ..cloud.octree import (Cube, VoxelKey, bounding_cube, build_octree, column_counts, column_depth, column_picks,
-                            level_nodes, subtree_nodes)
+from ..cloud.octree import Cube, VoxelKey, bounding_cube
 from ..cloud.points import PointCloud
-from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
+from ..cloud.tiled import TiledCloud
+from ..cloud.tiled_octree import CELLS, octree_nodes
 
 POINT_FORMAT = 7
 LAS_SCALE = 0.001
-CELLS = 128  # sample grid of a node along each edge: COPC's spacing is the root's cube over this
-MAX_POINTS = 100_000  # a node whose cube holds no more than this takes them all and ends its branch
-MAX_DEPTH = 10
-PART_POINTS = 4_000_000  # clouds larger than this are built column by column, each column at most this large
-FINEST_COLUMNS = 8  # the narrowest columns tried: the cube cut 2**8 times along x and y
 
 
 def write_copc(path: Path, cloud: TiledCloud, offset: tuple[float, float], crs: str | None,
                scratch: Path) -> int:
     """Writes a tiled cloud (world frame; `offset` moves it into the CRS) as COPC and answers the number of
-    octree nodes. A cloud of up to PART_POINTS is built in memory; a larger one column by column
-    (cloud/octree.py), the columns sorted out on disk, so that memory does not grow with the cloud."""
+    octree nodes (cloud/tiled_octree.py: in memory, or column by column for a large cloud)."""
     low, high = cloud.box
     shift = np.array([offset[0], offset[1], 0.0])
     cube = bounding_cube(np.array([low, high], dtype=np.float64))
     with atomic_path(path) as tmp, _Writer(tmp, cube, low + shift, high + shift, shift, crs) as writer:
-        if len(cloud) <= PART_POINTS:
-            whole = PointCloud.concatenate(list(cloud.parts()))
-            for key, members in build_octree(whole.xyz, cube, CELLS, MAX_POINTS, MAX_DEPTH).items():
-                writer.add(key, whole.subset(members))
-        else:
-            _write_by_columns(writer, cloud, cube, scratch)
+        for key, points in octree_nodes(cloud, cube, scratch):
+            writer.add(key, points)
         return writer.nodes
-
-
-def _write_by_columns(writer: "_Writer", cloud: TiledCloud, cube: Cube, scratch: Path) -> None:
-    counts = sum(column_counts(xyz, cube, FINEST_COLUMNS) for xyz in cloud.xyz_by_tile())
-    depth = column_depth(counts, PART_POINTS)
-    tiling = Tiling(float(cube.origin[0]), float(cube.origin[1]), 2 * cube.halfsize / 2**depth)
-    columns = tile_sorted(cloud.parts(), tiling, scratch / "columns.ply", scratch)
-    upper: list[list[PointCloud]] = [[] for _ in range(depth)]
-    for tile in columns.tiles:
-        points = columns.read(tile)
-        xyz = points.xyz.astype(np.float64)
-        picks = column_picks(xyz, cube, depth, CELLS)
-        for level, chosen in enumerate(picks):
-            upper[level].append(points.subset(chosen))
-        rest = np.ones(len(points), dtype=bool)
-        rest[np.concatenate(picks)] = False
-        below = points.subset(rest)
-        for key, members in subtree_nodes(xyz[rest], cube, depth, CELLS, MAX_POINTS, MAX_DEPTH).items():
-            writer.add(key, below.subset(members))
-    for level, parts in enumerate(upper):
-        taken = PointCloud.concatenate(parts)
-        for key, members in level_nodes(taken.xyz.astype(np.float64), cube, level).items():
-            writer.add(key, taken.subset(members))
 
 
 class _Writer:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import laspy
@@ -11,17 +11,47 @@ import pyproj
 
 from ..atomic_files import atomic_path
 from ..cloud.points import PointCloud
+from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
 
 LAS_SCALE = 0.001  # 1 mm: finer than any photogrammetric point's precision
 # LAZ is read and written on one thread: lazrs's parallel backend runs a thread pool that does not survive a fork,
 # so a forked worker (the merge's) of a process that had used it would wait forever, and the time it saves is
 # small beside a stage's.
 LAZ_BACKEND = laspy.LazBackend.Lazrs
+CHUNK = 1_000_000  # points read at a time
+
+
 
 
 def open_las(path: Path) -> laspy.LasReader:
     """A reader of a LAS/LAZ file, on the LAZ backend every reader and writer here uses."""
     return laspy.open(path, laz_backend=LAZ_BACKEND)
+
+
+def read_las(path: Path) -> Iterator[PointCloud]:
+    """The points of a LAS/LAZ file a chunk at a time: CRS coordinates (float64), 8-bit colours (black where the
+    file has none), the view counts from user_data."""
+    with open_las(path) as reader:
+        has_colour = "red" in reader.header.point_format.dimension_names
+        for chunk in reader.chunk_iterator(CHUNK):
+            xyz = np.c_[chunk.x, chunk.y, chunk.z].astype(np.float64)
+            if has_colour:
+                # Colours are stored scaled to 16 bits (v * 257); the high byte gives the 8-bit value back.
+                rgb = (np.c_[chunk.red, chunk.green, chunk.blue] >> 8).astype(np.uint8)
+            else:
+                rgb = np.zeros((len(xyz), 3), np.uint8)
+            yield PointCloud(xyz, rgb, np.asarray(chunk.user_data, np.uint8))
+
+
+def tiled_from_las(path: Path, offset: tuple[float, float], target: Path, scratch: Path) -> TiledCloud:
+    """A LAS/LAZ file in the CRS as a tiled cloud at `target` in the world frame (the CRS less `offset`)."""
+    shift = np.array([offset[0], offset[1], 0.0])
+
+    def parts() -> Iterator[PointCloud]:
+        for part in read_las(path):
+            yield PointCloud((part.xyz - shift).astype(np.float32), part.rgb, part.views)
+
+    return tile_sorted(parts(), Tiling.fitting(parts()), target, scratch)
 
 
 def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str | None, compress: bool) -> None:

@@ -30,12 +30,11 @@ from ..cloud.tiled import TiledCloud, Tiling, tile_sorted
 from ..dem.grid import Grid, Window
 from ..dem.surface import NODATA
 from ..io.geotiff import RasterFormat, TiledRaster, transform
-from ..io.pointcloud import open_las
+from ..io.pointcloud import read_las
 from .blend import Owners, cutline_weights
 
 RasterKind = Literal["orthophoto", "dem"]
 WINDOW = 1024  # output cells per window side
-CHUNK = 1_000_000  # points read at a time from a submodel's cloud
 EDGE_BAND_M = 5.0  # how far inside its data a submodel's raster fades in (edge_factors)
 # Spacing of the distances to the submodels' cameras, interpolated in between: off by less than this, against a
 # blend over tens of metres.
@@ -170,19 +169,10 @@ def merge_rasters(sources: list[Path | None], owners: Owners, out: Path, kind: R
 
 def _owned_chunks(path: Path, index: int, owners: Owners) -> Iterator[PointCloud]:
     """The points of submodel `index`'s LAS/LAZ that it owns, a chunk at a time (CRS coordinates, float64)."""
-    with open_las(path) as reader:
-        has_colour = "red" in reader.header.point_format.dimension_names
-        for chunk in reader.chunk_iterator(CHUNK):
-            xyz = np.c_[chunk.x, chunk.y, chunk.z].astype(np.float64)
-            keep = owners.owner(xyz[:, :2]) == index
-            if not keep.any():
-                continue
-            if has_colour:
-                # Colours are stored scaled to 16 bits (v * 257); the high byte gives the 8-bit value back.
-                rgb = (np.c_[chunk.red[keep], chunk.green[keep], chunk.blue[keep]] >> 8).astype(np.uint8)
-            else:
-                rgb = np.zeros((int(keep.sum()), 3), np.uint8)
-            yield PointCloud(xyz[keep], rgb, np.asarray(chunk.user_data[keep], np.uint8))
+    for chunk in read_las(path):
+        keep = owners.owner(chunk.xyz[:, :2]) == index
+        if keep.any():
+            yield chunk.subset(keep)
 
 
 def merged_cloud(sources: list[Path | None], owners: Owners, offset: tuple[float, float], path: Path,

@@ -1,22 +1,38 @@
 """Map tile pyramids (MBTiles) of the orthophoto and of the elevation models, made once per run so that the
 service answers tile requests with lookups: `odm_orthophoto/odm_orthophoto.mbtiles` (also the orthophoto.mbtiles
-download) and `odm_dem/dsm.mbtiles`, `odm_dem/dtm.mbtiles` (colour ramp and hillshade over the real range)."""
+download) and `odm_dem/dsm.mbtiles`, `odm_dem/dtm.mbtiles` (colour ramp and hillshade over the real range).
+With 3d-tiles, OGC 3D Tiles of the point cloud (`3d_tiles/pointcloud/`) and of the textured model
+(`3d_tiles/model/`), as ODM makes them in this stage."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from ..atomic_files import atomic_dir
+from ..cloud.octree import bounding_cube
+from ..cloud.tiled_octree import octree_nodes
 from ..crs_offset import Georef
+from ..io.obj import MODEL_NAME
+from ..io.pointcloud import tiled_from_las
 from ..log import log
 from ..options import Option
 from ..tiles.pyramid import build_pyramid
+from ..tiles3d.model import write_model_tiles
+from ..tiles3d.pointcloud import write_cloud_tiles
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
     from ..project import Project
 
-OPTIONS: list[Option] = []
+OPTIONS: list[Option] = [
+    Option("3d-tiles", "bool", False, "Generate OGC 3D Tiles outputs: the point cloud (3d_tiles/pointcloud) and the "
+           "textured model (3d_tiles/model), for globe viewers such as CesiumJS.", "odm_postprocess"),
+]
 WEIGHT = 0.3
 
 
@@ -31,18 +47,57 @@ def tile_layers(project: "Project") -> list[tuple[str, Path, Path, bool]]:
 
 def run(ctx: "StageContext") -> None:
     project = ctx.project
+    three_d = ctx.options.values["3d-tiles"]
     layers = tile_layers(project)
+    shutil.rmtree(project.tiles3d_dir, ignore_errors=True)  # no stale tilesets of a run with other options
     figures = {}
-    georeferenced = Georef.load(project).georeferenced
-    if not georeferenced:
+    georef = Georef.load(project)
+    if not georef.georeferenced:
         log.info("The reconstruction is in a local frame: no map tiles (they need a place on the Earth)")
     for n, (layer, raster, pyramid, elevation) in enumerate(layers):
         pyramid.unlink(missing_ok=True)  # no stale pyramid of a raster a later run did not make
-        if not (georeferenced and raster.exists()):
+        if not (georef.georeferenced and raster.exists()):
             continue
         info = build_pyramid(raster, pyramid, elevation, layer, ctx.options.max_concurrency)
         figures[layer] = {"min_zoom": info.min_zoom, "max_zoom": info.max_zoom, "tiles": info.tiles,
                           "value_range": info.value_range}
         log.info("Tiles of the %s: zoom %d to %d, %d tiles", layer, info.min_zoom, info.max_zoom, info.tiles)
-        ctx.progress((n + 1) / len(layers))
+        ctx.progress((0.5 if three_d else 1.0) * (n + 1) / len(layers))
     project.update_stats("tiles", figures)
+    project.update_stats("3d_tiles", _write_3d_tiles(project, georef) if three_d else None)
+
+
+def _write_3d_tiles(project: "Project", georef: Georef) -> dict | None:
+    """Both tilesets (each that the run has the product for), and their figures; none in a local frame."""
+    if not georef.georeferenced:
+        log.info("The reconstruction is in a local frame: no 3D Tiles (they need a place on the Earth)")
+        return None
+    return {"pointcloud": _cloud_tiles(project, georef), "model": _model_tiles(project, georef)}
+
+
+def _cloud_tiles(project: "Project", georef: Georef) -> dict | None:
+    """The georeferenced LAZ (also a split survey's merged one) in an octree as the COPC's, as pnts tiles."""
+    laz = project.georeferenced_model("laz")
+    if not laz.exists():
+        return None
+    with tempfile.TemporaryDirectory(prefix="3d_tiles.", dir=project.root) as scratch:
+        cloud = tiled_from_las(laz, georef.offset, Path(scratch) / "cloud.ply", Path(scratch))
+        if not len(cloud):
+            return None
+        cube = bounding_cube(np.array(cloud.box, dtype=np.float64))
+        with atomic_dir(project.tiles3d("pointcloud")) as folder:
+            made = write_cloud_tiles(folder, octree_nodes(cloud, cube, Path(scratch)), cube, georef.crs,
+                                     georef.offset)
+    log.info("3D Tiles of the point cloud: %d points in %d tiles, %d levels", made.points, made.tiles, made.depth + 1)
+    return {"tiles": made.tiles, "points": made.points, "depth": made.depth}
+
+
+def _model_tiles(project: "Project", georef: Georef) -> dict | None:
+    glb = project.texturing_dir / f"{MODEL_NAME}.glb"
+    if not glb.exists():
+        log.info("No textured model in glTF (skip-3dmodel, or gltf off): no 3D Tiles of the model")
+        return None
+    with atomic_dir(project.tiles3d("model")) as folder:
+        model = write_model_tiles(folder, glb, georef.crs)
+    log.info("3D Tiles of the textured model: %d vertices, %.0f x %.0f x %.0f m", model.vertices, *model.size)
+    return {"vertices": model.vertices, "size_m": model.size}
