@@ -171,6 +171,7 @@ def test_requests_that_cannot_be_met(brighton: dict[str, Path], tmp_path: Path) 
         (["--format", "gtiff", "--formula", "VARI"], "formula and bands go together"),
         (["--format", "png", "--color-map", "nope"], "unknown color_map nope"),
         (["--format", "laz"], "Unsupported format: laz"),
+        (["--format", "gtiff", "--proj", "+proj=ortho +lat_0=-46 +lon_0=88 +ellps=WGS84"], "cannot be drawn in"),
     ]
     for args, message in cases:
         run = export(ortho, str(tmp_path / "x"), "--kind", "orthophoto", *args)

@@ -18,6 +18,7 @@ import rasterio
 import rasterio.shutil
 from affine import Affine
 from rasterio.crs import CRS
+from rasterio._err import CPLE_BaseError
 from rasterio.enums import Resampling
 from rasterio.io import MemoryFile
 from rasterio.warp import calculate_default_transform, reproject
@@ -134,9 +135,13 @@ def target_grid(src: rasterio.io.DatasetReader, crs: pyproj.CRS | None) -> Targe
     if crs is None:
         return TargetGrid(src.crs, src.transform, src.width, src.height)
     dst_crs = CRS.from_wkt(crs.to_wkt())
-    transform, width, height = calculate_default_transform(src.crs, dst_crs, src.width, src.height, *src.bounds)
+    outside = InputError(f"The raster cannot be drawn in {crs.name}: it lies outside the area that CRS covers")
+    try:
+        transform, width, height = calculate_default_transform(src.crs, dst_crs, src.width, src.height, *src.bounds)
+    except CPLE_BaseError:
+        raise outside from None
     if not width or not height or not all(math.isfinite(v) for v in transform[:6]):
-        raise InputError(f"The raster cannot be drawn in {crs.name}: it lies outside the area that CRS covers")
+        raise outside
     return TargetGrid(dst_crs, transform, width, height)
 
 
