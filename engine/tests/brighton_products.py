@@ -51,5 +51,5 @@ def write_products(out: Path, resolution: float = 0.25, keep_every: int = 20) ->
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    write_products(Path(args[0]), *(float(args[1]),) if len(args) > 1 else (), *(int(args[2]),) if len(args) > 2 else ())
+    out, *rest = sys.argv[1:]
+    write_products(Path(out), *[convert(value) for convert, value in zip((float, int), rest)])

@@ -38,7 +38,8 @@ def brighton(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def marked(brighton: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[float, float]]]:
+def marked(brighton: dict[str, Path],
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[tuple[float, float]]]:
     """The orthophoto with four 3x3 blocks of pure colours (opaque), and the CRS coordinates of their centres."""
     path = tmp_path_factory.mktemp("marked") / "odm_orthophoto.tif"
     with rasterio.open(brighton["orthophoto"]) as src:
