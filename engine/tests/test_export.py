@@ -19,6 +19,7 @@ from aeromap_engine.export.check import check_export
 from aeromap_engine.export.pointcloud import colours_8bit
 from aeromap_engine.export.target import coordinate_step, target_crs
 from aeromap_engine.tiles.render import TileStyle
+from aeromap_engine.tiles.worker import Rasters, handle
 
 from brighton_products import write_products
 
@@ -206,3 +207,11 @@ def test_target_crs_and_steps() -> None:
     assert coordinate_step(pyproj.CRS.from_epsg(2056)) == 0.001
     assert colours_8bit(np.array([[65535, 257, 0]]), True).tolist() == [[255, 1, 0]]
     assert colours_8bit(np.array([[238, 12, 0]]), False).tolist() == [[238, 12, 0]]
+
+
+def test_tile_worker_answers_export_checks(brighton: dict[str, Path]) -> None:
+    request = {"kind": "export-check", "source": str(brighton["dsm"]), "product": "elevation", "epsg": 2056,
+               "proj": None, "color_map": "jet", "formula": None, "bands": None}
+    assert handle(Rasters(), request) == {"export": {"epsg": 32615}}
+    with pytest.raises(InputError, match="unknown color_map"):
+        handle(Rasters(), {**request, "color_map": "nope"})
