@@ -1,5 +1,5 @@
 """`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | formulas |
-version."""
+export SOURCE OUTPUT --format F | version."""
 
 from __future__ import annotations
 
@@ -76,6 +76,51 @@ def _cmd_formulas(_: argparse.Namespace) -> int:
     return 0
 
 
+def _rescale(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in text.replace("%2C", ",").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"Invalid rescale value: {text} (give low,high)") from None
+    return low, high
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .export.pointcloud import export_pointcloud
+    from .export.raster import RasterExport, export_raster
+    from .export.target import target_crs
+    from .tiles.render import TileStyle
+
+    source, output = Path(args.source), Path(args.output)
+    crs = target_crs(args.epsg, args.proj)
+    if args.kind == "pointcloud":
+        export_pointcloud(source, output, args.format, crs)
+    else:
+        style = TileStyle(args.rescale, args.color_map, args.hillshade, args.formula, args.bands)
+        export_raster(source, output, RasterExport(args.format, args.kind == "elevation", crs, style))
+    log.info("Exported %s as %s", source.name, output.name)
+    return 0
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    from .export.pointcloud import POINT_FORMATS
+    from .export.raster import RASTER_FORMATS
+
+    export = sub.add_parser("export", help="write a product in another format or CRS, as WebODM's export does")
+    export.add_argument("source", help="the orthophoto, DSM or DTM GeoTIFF, or the LAS/LAZ point cloud")
+    export.add_argument("output", help="the file to write")
+    export.add_argument("--kind", choices=("orthophoto", "elevation", "pointcloud"), required=True)
+    export.add_argument("--format", choices=RASTER_FORMATS + POINT_FORMATS, required=True)
+    crs = export.add_mutually_exclusive_group()
+    crs.add_argument("--epsg", type=int, help="the EPSG code of the CRS to write (default: the product's own)")
+    crs.add_argument("--proj", help="the PROJ string of the CRS to write")
+    export.add_argument("--formula", help="orthophotos: a vegetation index (see `formulas`), with --bands")
+    export.add_argument("--bands", help="orthophotos: the band order the formula reads, or auto")
+    export.add_argument("--color-map", help="the colour map of an elevation model or an index")
+    export.add_argument("--hillshade", type=float, help="elevation models: the hillshade's exaggeration (0: none)")
+    export.add_argument("--rescale", type=_rescale, help="low,high: the values the colours span")
+    export.set_defaults(func=_cmd_export)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aeromap-engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.set_defaults(func=_cmd_tile_worker)
     sub.add_parser("formulas", help="print the vegetation indices tiles can be drawn in, and the band letters"
                    ).set_defaults(func=_cmd_formulas)
+    _add_export(sub)
     args = parser.parse_args(argv)
 
     setup_logging()

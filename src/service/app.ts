@@ -28,6 +28,8 @@ import { NodeRefresher } from './refresher.ts';
 import { sweepProjects } from './tasks/actions.ts';
 import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
+import { ExportJobs } from './exports/jobs.ts';
+import { exportRoutes, workerRoutes } from './exports/routes.ts';
 import { startExpirySweep } from './tasks/expiry.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
@@ -160,6 +162,11 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     queue: taskSettings.tileQueue,
   });
 
+  const exportJobs = new ExportJobs(
+    { dataDir: config.dataDir, enginePath, workers: taskSettings.exportWorkers, expiryMs: taskSettings.exportExpiryMs },
+    app.log,
+  );
+
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -175,6 +182,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   await registerOpenApi(app, version);
   await app.register(async (open: App) => tokenRoutes(open, { tokens, db }));
   await app.register(async (open: App) => healthRoutes(open, { db }));
+  await app.register(async (open: App) => workerRoutes(open, { tokens, jobs: exportJobs }));
   await app.register(async (api: App) => {
     requireUser(api, tokens);
     await projectRoutes(api, { db, dataDir: config.dataDir });
@@ -190,6 +198,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       uploadLimits: { fileBytes: taskSettings.maxImageBytes },
       tiles,
     });
+    await exportRoutes(api, { rules, tiles, jobs: exportJobs });
   });
   finishMethodRoutes();
   if (pages) await registerWebApp(app);
@@ -213,6 +222,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     },
     async close() {
       stopExpirySweep();
+      exportJobs.close();
       await scheduler.stop();
       await refresher.stop();
       await app.close();

@@ -63,6 +63,10 @@ export interface TaskSettings {
   /** Most engine tile workers drawing at once, and most tile requests waiting for one. */
   tileWorkers: number;
   tileQueue: number;
+  /** Most exports made at once (each an engine process); more wait their turn. */
+  exportWorkers: number;
+  /** Exported files are removed once older than this. */
+  exportExpiryMs: number;
 }
 
 /** false: the peer is the client; true: any peer is a proxy; a list: the proxies' addresses and CIDRs. */
@@ -111,6 +115,8 @@ function taskSettings(env: NodeJS.ProcessEnv): TaskSettings {
     tileCacheBytes: integer(env, 'TILE_CACHE_MB', 512, 1, 10_000_000) * 2 ** 20,
     tileWorkers: integer(env, 'TILE_WORKERS', availableParallelism(), 1, 256),
     tileQueue: integer(env, 'TILE_QUEUE', 64, 0, 100_000),
+    exportWorkers: integer(env, 'EXPORT_WORKERS', 2, 1, 256),
+    exportExpiryMs: integer(env, 'EXPORT_EXPIRY_HOURS', 24, 1, 87_600) * 3_600_000,
   };
 }
 

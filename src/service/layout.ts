@@ -1,5 +1,5 @@
 // Where the service's files live under DATA_DIR: each task's in media/project/{pid}/task/{tid}/, imports being
-// downloaded in media/tmp/imports/. Only this module knows the layout.
+// downloaded in media/tmp/imports/, exports in media/tmp/exports/{job id}/. Only this module knows the layout.
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -27,6 +27,24 @@ export interface TaskFolder {
 
 /** Where imports by URL and chunked imports are put together before they become a task's. */
 export const importStaging = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'imports');
+
+/** Exports of tasks' products being made or kept for download, one folder per export job. */
+export const exportsFolder = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'exports');
+
+export interface ExportFolder {
+  root: string;
+  /** What was asked: the download's name and the result file's name (written once, before the work starts). */
+  job: string;
+  /** Touched while an instance of the service holds the job, queued or running: a stale one was abandoned. */
+  alive: string;
+  /** Why the export failed, when it did. */
+  error: string;
+}
+
+export function exportFolder(dataDir: string, id: string): ExportFolder {
+  const root = path.join(exportsFolder(dataDir), id);
+  return { root, job: path.join(root, 'job.json'), alive: path.join(root, 'alive'), error: path.join(root, 'error.txt') };
+}
 
 /** A project's folder, which holds its tasks' folders. */
 export const projectFolder = (dataDir: string, projectId: number) => path.join(dataDir, 'media', 'project', String(projectId));

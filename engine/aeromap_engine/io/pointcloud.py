@@ -74,10 +74,12 @@ def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str
             writer.write_points(records)
 
 
-def write_csv(path: Path, parts: Iterable[PointCloud]) -> None:
+def write_csv(path: Path, parts: Iterable[PointCloud], decimals: int = 3) -> None:
+    """X, Y, Z with `decimals` decimals (more than 3 for degrees), then the colours."""
+    coordinate = f"%.{decimals}f"
     with atomic_path(path) as tmp:
         with open(tmp, "w") as f:
             f.write("X,Y,Z,Red,Green,Blue\n")
             for part in parts:
-                np.savetxt(f, np.c_[part.xyz, part.rgb], fmt=["%.3f", "%.3f", "%.3f", "%d", "%d", "%d"],
+                np.savetxt(f, np.c_[part.xyz, part.rgb], fmt=[coordinate] * 3 + ["%d"] * 3,
                            delimiter=",")

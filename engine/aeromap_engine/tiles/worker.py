@@ -6,9 +6,13 @@ for the service, which caches what it writes, and describes layers. One JSON req
      "formula": "VARI" | null, "bands": "RGB" | "auto" | null, "out": "/path/tile.png"}
     {"id": 2, "kind": "metadata", "raster": "/path/odm_orthophoto.tif", "elevation": false,
      "formula": "VARI" | null, "bands": "auto" | null}
+    {"id": 3, "kind": "export-check", "source": "/path/odm_georeferenced_model.laz",
+     "product": "orthophoto" | "elevation" | "pointcloud", "epsg": 27700 | null, "proj": "+proj=..." | null,
+     "color_map": ..., "formula": ..., "bands": ...}
 
 and one JSON answer per line on stdout: {"id": 1, "written": true}, {"id": 1, "written": false} where the raster
-has nothing there, {"id": 2, "metadata": {...}} (see metadata.py), or {"id": 1, "error": "...", "input": true}
+has nothing there, {"id": 2, "metadata": {...}} (see metadata.py),
+{"id": 3, "export": {"epsg": 32615 | null}} (see export/check.py), or {"id": 1, "error": "...", "input": true}
 for a request that cannot be answered (an unknown colour map, a formula the raster's bands cannot feed) and
 {"id": 1, "error": "..."} for any other failure. Rasters stay open between requests (reopened when replaced)."""
 
@@ -25,10 +29,10 @@ import rasterio
 
 from ..atomic_files import atomic_path
 from ..errors import InputError
+from ..export.check import check_color_map, check_export
 from .metadata import raster_metadata
 from .pyramid import encode_png
 from .render import TileStyle, check_georeferenced, elevation_range, render_tile
-from .style import COLOR_MAPS
 
 
 @dataclass
@@ -64,8 +68,7 @@ class Rasters:
 def _style(request: dict[str, Any], elevation: bool) -> TileStyle:
     rescale = request.get("rescale")
     color_map = request.get("color_map")
-    if color_map is not None and color_map.lower().removesuffix("_r") not in COLOR_MAPS:
-        raise InputError(f"unknown color_map {color_map}")
+    check_color_map(color_map)
     hillshade = request.get("hillshade")
     formula, bands = request.get("formula"), request.get("bands")
     if elevation and formula is not None:
@@ -75,6 +78,11 @@ def _style(request: dict[str, Any], elevation: bool) -> TileStyle:
 
 
 def handle(rasters: Rasters, request: dict[str, Any]) -> dict[str, Any]:
+    if request.get("kind") == "export-check":
+        pointcloud = request["product"] == "pointcloud"
+        style = TileStyle() if pointcloud else _style(request, request["product"] == "elevation")
+        return {"export": check_export(Path(request["source"]), pointcloud, request.get("epsg"), request.get("proj"),
+                                       style)}
     elevation = bool(request["elevation"])
     entry = rasters.get(request["raster"], elevation)
     style = _style(request, elevation)

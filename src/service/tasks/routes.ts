@@ -53,7 +53,7 @@ export interface TaskRouteDeps {
 type TaskIds = { project_id: number; task_id: number };
 
 /** Streams a result file with ranges, under WebODM's download name (inline only where its type is inert). */
-async function sendFile(request: FastifyRequest, reply: FastifyReply, file: string, filename: string, inline: boolean) {
+export async function sendFile(request: FastifyRequest, reply: FastifyReply, file: string, filename: string, inline: boolean) {
   const sent = await send(request.raw, file, { root: '/', acceptRanges: true, cacheControl: false, dotfiles: 'allow' });
   if (sent.type === 'error') throw notFound();
   return resultHeaders(reply.code(sent.statusCode).headers(sent.headers), filename, inline).send(sent.stream);

@@ -12,7 +12,7 @@ import { TILE, type TileLookup, drawFrom, emptyTile } from './images.ts';
 import type { PlantIndex, TileStyle } from './query.ts';
 import { TileCache } from './cache.ts';
 import { type FormulaList, engineFormulas } from './formulas.ts';
-import { type RasterMetadata, type TilePoolOptions, TileWorkerPool } from './worker.ts';
+import { type ExportCheck, type ExportCheckRequest, type RasterMetadata, type TilePoolOptions, TileWorkerPool } from './worker.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -238,6 +238,11 @@ export class TileService {
   metadata(folder: TaskFolder, layer: TileLayer, index: PlantIndex | null): Promise<RasterMetadata> {
     const { raster, elevation } = TILE_LAYERS[layer];
     return this.worker.describe({ raster: path.join(folder.assets, raster), elevation, formula: index?.formula ?? null, bands: index?.bands ?? null });
+  }
+
+  /** Whether an export can be made, and the product's own EPSG code (the engine's tile workers answer). */
+  checkExport(request: ExportCheckRequest): Promise<ExportCheck> {
+    return this.worker.checkExport(request);
   }
 
   async tile(folder: TaskFolder, pyramid: OpenPyramid, request: TileRequest): Promise<TileImage> {

@@ -32,6 +32,22 @@ export interface MetadataRequest {
   bands: string | null;
 }
 
+/** Whether an export can be made (engine/aeromap_engine/export/check.py): the product and what is asked of it. */
+export interface ExportCheckRequest {
+  source: string;
+  product: 'orthophoto' | 'elevation' | 'pointcloud';
+  epsg: number | null;
+  proj: string | null;
+  color_map: string | null;
+  formula: string | null;
+  bands: string | null;
+}
+
+/** The product's own CRS, when it has an EPSG code. */
+export interface ExportCheck {
+  epsg: number | null;
+}
+
 const Statistics = Type.Object({
   percentiles: Type.Array(Type.Number(), { description: 'The 2nd and 98th percentiles: the rescale the map stretches its colours over' }),
   min: Type.Number(),
@@ -72,6 +88,7 @@ interface Answer {
   id: number;
   written?: boolean;
   metadata?: RasterMetadata;
+  export?: ExportCheck;
   error?: string;
   input?: boolean;
 }
@@ -125,6 +142,13 @@ export class TileWorker {
     return metadata;
   }
 
+  /** Checks an export before it starts; a request that cannot be met (CRS, colour map, formula) is a 400. */
+  async checkExport(request: ExportCheckRequest): Promise<ExportCheck> {
+    const answer = await this.ask({ kind: 'export-check', ...request });
+    if (!answer.export) throw new Error('the tile worker answered without the export check');
+    return answer.export;
+  }
+
   /** Requests sent and not yet answered. */
   get load(): number {
     return this.pending.size;
@@ -137,7 +161,7 @@ export class TileWorker {
     this.child = undefined;
   }
 
-  private ask(request: RenderRequest | (MetadataRequest & { kind: 'metadata' })): Promise<Answer> {
+  private ask(request: RenderRequest | (MetadataRequest & { kind: 'metadata' }) | (ExportCheckRequest & { kind: 'export-check' })): Promise<Answer> {
     const child = this.start();
     const id = this.nextId++;
     clearTimeout(this.idle);
@@ -209,6 +233,10 @@ export class TileWorkerPool {
 
   async describe(request: MetadataRequest): Promise<RasterMetadata> {
     return this.leastBusy().describe(request);
+  }
+
+  async checkExport(request: ExportCheckRequest): Promise<ExportCheck> {
+    return this.leastBusy().checkExport(request);
   }
 
   close(): void {

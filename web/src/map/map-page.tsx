@@ -8,6 +8,7 @@ import { type Task, api, listAll, taskPath } from '../api.ts';
 import { LayerPanel, type CameraEntry, type LayerEntry, type TaskLayers, layerKey } from './layer-panel.tsx';
 import { type LayerKind, type LayerSettings, type TileJson, availableKinds, defaultSettings, downloadUrl } from './layers.ts';
 import { MapController } from './map-controller.ts';
+import { ExportDialog } from './export-dialog.tsx';
 import { type DemSource, DrawingBar, MeasurePanel, useMeasure } from './measure-panel.tsx';
 
 const COMPLETED = 40;
@@ -29,6 +30,7 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
   const [osm, setOsm] = useState(false);
   const [errors, setErrors] = useState<string[]>([]);
   const [panelOpen, setPanelOpen] = useState(() => !matchMedia(NARROW).matches);
+  const [exporting, setExporting] = useState(false);
   const layersRef = useRef(layers);
   layersRef.current = layers;
 
@@ -149,10 +151,16 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
             <input type="checkbox" checked={osm} onChange={(event) => changeOsm(event.currentTarget.checked)} />
             OpenStreetMap base map (needs Internet)
           </label>
+          {tasks && tasks.length > 0 && (
+            <button type="button" class="map-export" onClick={() => setExporting(true)}>
+              Export…
+            </button>
+          )}
         </section>
         <MeasurePanel measure={measure} />
       </aside>
       <DrawingBar measure={measure} />
+      {exporting && tasks && <ExportDialog tasks={tasks.map(({ task }) => task)} onClose={() => setExporting(false)} />}
     </div>
   );
 }

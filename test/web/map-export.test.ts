@@ -1,0 +1,54 @@
+// The map's Export dialog logic: layers and formats a task offers, request bodies, and a job polled to its end.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Task } from '../../web/src/api.ts';
+import { drawsElevation, exportBody, exportFormats, exportLayers, runExport } from '../../web/src/map/export.ts';
+
+// The API client keeps the session in localStorage, which Node lacks; no session is needed here.
+vi.hoisted(() => {
+  const storage = new Map<string, string>();
+  Object.assign(globalThis, {
+    localStorage: { getItem: (key: string) => storage.get(key) ?? null, setItem: (key: string, value: string) => storage.set(key, value), removeItem: (key: string) => storage.delete(key) },
+  });
+});
+
+const task = { id: 7, project: 3, available_assets: ['orthophoto.tif', 'dsm.tif', 'georeferenced_model.laz', 'all.zip'] } as Task;
+const style = { colorMap: 'jet', hillshade: true };
+
+describe('map exports', () => {
+  afterEach(() => vi.unstubAllGlobals());
+
+  it("offer the task's layers, each in its formats", () => {
+    expect(exportLayers(task).map(({ layer }) => layer)).toEqual(['orthophoto', 'dsm', 'georeferenced_model']);
+    expect(exportFormats('georeferenced_model').map(({ format }) => format)).toEqual(['laz', 'las', 'ply', 'csv']);
+    expect(exportFormats('dsm').map(({ format }) => format)).toEqual(['gtiff', 'gtiff-rgb', 'jpg', 'png', 'kmz']);
+    expect(drawsElevation('dsm', 'png')).toBe(true);
+    expect(drawsElevation('dsm', 'gtiff')).toBe(false);
+    expect(drawsElevation('orthophoto', 'png')).toBe(false);
+  });
+
+  it('build the request of a CRS choice, or say what is wrong with it', () => {
+    expect(exportBody('orthophoto', 'gtiff', { kind: 'task' }, style)).toEqual({ format: 'gtiff' });
+    expect(exportBody('orthophoto', 'gtiff', { kind: 'epsg', code: ' EPSG:27700 ' }, style)).toEqual({ format: 'gtiff', epsg: '27700' });
+    expect(exportBody('georeferenced_model', 'las', { kind: 'proj', text: ' +proj=longlat ' }, style)).toEqual({ format: 'las', proj: '+proj=longlat' });
+    expect(exportBody('dsm', 'png', { kind: 'task' }, { colorMap: 'jet', hillshade: false })).toEqual({ format: 'png', color_map: 'jet', hillshade: '0' });
+    expect(exportBody('orthophoto', 'gtiff', { kind: 'epsg', code: 'utm' }, style)).toHaveProperty('error');
+    expect(exportBody('orthophoto', 'gtiff', { kind: 'proj', text: '  ' }, style)).toHaveProperty('error');
+  });
+
+  it('poll a job until it is ready, and throw the error of one that failed', async () => {
+    const replies: Record<string, unknown[]> = {
+      '/api/projects/3/tasks/7/orthophoto/export': [{ celery_task_id: 'abc', filename: 'x-orthophoto.tif' }, { celery_task_id: 'bad', filename: 'x.tif' }],
+      '/api/workers/check/abc': [{ ready: false }, { ready: true }],
+      '/api/workers/check/bad': [{ ready: true, error: 'It lies outside the area that CRS covers' }],
+    };
+    const fetch = vi.fn(async (url: string, _init?: RequestInit) => new Response(JSON.stringify(replies[url].shift()), { headers: { 'content-type': 'application/json' } }));
+    vi.stubGlobal('fetch', fetch);
+    const signal = new AbortController().signal;
+    await expect(runExport(task, 'orthophoto', { format: 'gtiff', epsg: '27700' }, signal, 1)).resolves.toEqual({
+      url: '/api/workers/get/abc?filename=x-orthophoto.tif',
+      filename: 'x-orthophoto.tif',
+    });
+    expect(fetch.mock.calls[0][1]).toMatchObject({ method: 'POST', body: JSON.stringify({ format: 'gtiff', epsg: '27700' }) });
+    await expect(runExport(task, 'orthophoto', { format: 'gtiff' }, signal, 1)).rejects.toThrow('outside the area');
+  });
+});

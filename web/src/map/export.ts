@@ -1,0 +1,89 @@
+// Exports of a task's layers through WebODM's API: which layers and formats a task offers, the request body for
+// a CRS choice, and running one (start, poll /api/workers/check until ready) to the URL its file downloads from.
+import { type Task, api, taskPath } from '../api.ts';
+import { LAYER_KINDS, type LayerKind } from './layers.ts';
+
+export type ExportLayer = LayerKind | 'georeferenced_model';
+
+export const EXPORT_LAYERS: { layer: ExportLayer; asset: string; label: string }[] = [
+  ...LAYER_KINDS.map(({ kind, asset, label }) => ({ layer: kind, asset, label })),
+  { layer: 'georeferenced_model', asset: 'georeferenced_model.laz', label: 'Point cloud' },
+];
+
+const RASTER_FORMATS = [
+  { format: 'gtiff', label: 'GeoTIFF (values)' },
+  { format: 'gtiff-rgb', label: 'GeoTIFF (as drawn: RGB)' },
+  { format: 'jpg', label: 'JPEG' },
+  { format: 'png', label: 'PNG' },
+  { format: 'kmz', label: 'KMZ (Google Earth)' },
+];
+const POINT_FORMATS = [
+  { format: 'laz', label: 'LAZ' },
+  { format: 'las', label: 'LAS' },
+  { format: 'ply', label: 'PLY' },
+  { format: 'csv', label: 'CSV' },
+];
+
+export function exportLayers(task: Task): { layer: ExportLayer; label: string }[] {
+  return EXPORT_LAYERS.filter(({ asset }) => task.available_assets.includes(asset));
+}
+
+export function exportFormats(layer: ExportLayer): { format: string; label: string }[] {
+  return layer === 'georeferenced_model' ? POINT_FORMATS : RASTER_FORMATS;
+}
+
+/** Whether the format draws the layer in colour: an elevation model then takes a colour map and a hillshade. */
+export const drawsElevation = (layer: ExportLayer, format: string) => (layer === 'dsm' || layer === 'dtm') && format !== 'gtiff';
+
+export type CrsChoice = { kind: 'task' } | { kind: 'epsg'; code: string } | { kind: 'proj'; text: string };
+
+export interface ExportStyle {
+  colorMap: string;
+  hillshade: boolean;
+}
+
+/** WebODM's hillshade exaggeration for an export drawn with one (0: none). */
+const EXPORT_HILLSHADE = 6;
+
+/** The body of POST .../{layer}/export, or what is wrong with the choice in words. */
+export function exportBody(layer: ExportLayer, format: string, crs: CrsChoice, style: ExportStyle): Record<string, string> | { error: string } {
+  const body: Record<string, string> = { format };
+  if (crs.kind === 'epsg') {
+    const code = crs.code.trim().replace(/^epsg:/i, '');
+    if (!/^\d{1,9}$/.test(code)) return { error: 'An EPSG code is a whole number, such as 32633 or 4326.' };
+    body.epsg = code;
+  } else if (crs.kind === 'proj') {
+    if (!crs.text.trim()) return { error: 'Type a PROJ string, such as +proj=utm +zone=33 +datum=WGS84.' };
+    body.proj = crs.text.trim();
+  }
+  if (drawsElevation(layer, format)) {
+    body.color_map = style.colorMap;
+    body.hillshade = String(style.hillshade ? EXPORT_HILLSHADE : 0);
+  }
+  return body;
+}
+
+/** Where the finished export downloads from, and its file name. */
+export interface ExportDone {
+  url: string;
+  filename: string;
+}
+
+type Started = { url: string; filename: string } | { celery_task_id: string; filename: string };
+type JobState = { ready: boolean; error?: string };
+
+/** Starts an export and polls it to the end; a failed job throws its error. */
+export async function runExport(task: Task, layer: ExportLayer, body: Record<string, string>, signal: AbortSignal, pollMs = 1000): Promise<ExportDone> {
+  const started = await api<Started>(`${taskPath(task.project, task.id)}/${layer}/export`, { method: 'POST', body, signal });
+  if ('url' in started) return started;
+  const id = encodeURIComponent(started.celery_task_id);
+  for (;;) {
+    const state = await api<JobState>(`/api/workers/check/${id}`, { signal });
+    if (state.ready && state.error) throw new Error(state.error);
+    if (state.ready) return { url: `/api/workers/get/${id}?filename=${encodeURIComponent(started.filename)}`, filename: started.filename };
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, pollMs);
+      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    });
+  }
+}
