@@ -101,6 +101,11 @@ class Project:
         return self.path("odm_georeferencing", f"odm_georeferenced_model.{extension}")
 
     @property
+    def control_points_geojson(self) -> Path:
+        """The ground control points that georeferenced the model, with their residuals (WGS84 GeoJSON)."""
+        return self.path("odm_georeferencing", "ground_control_points.geojson")
+
+    @property
     def coords_file(self) -> Path:
         return self.path("odm_georeferencing", "coords.txt")
 
@@ -110,6 +115,15 @@ class Project:
 
     def orthophoto(self, extension: str = "tif") -> Path:
         return self.path("odm_orthophoto", f"odm_orthophoto.{extension}")
+
+    @property
+    def orthophoto_cutline(self) -> Path:
+        """The polygon the orthophoto is cut to (GeoPackage, in the CRS)."""
+        return self.path("odm_orthophoto", "cutline.gpkg")
+
+    def tiles_dir(self, layer: str) -> Path:
+        """The static map tiles (TMS folders of PNGs) of a layer: orthophoto, dsm or dtm."""
+        return self.root / f"{layer}_tiles"
 
     @property
     def orthophoto_sources(self) -> Path:

@@ -7,7 +7,9 @@ sees it nearly from above, bending around what neighbouring views disagree on (o
 blended across them band by band (ortho/mosaic.py); ortho/render.py renders a tile. Only tiles that hold some
 of the surveyed area are rendered, and a tile asks only the views whose frame, cast onto the ground, reaches it. Writes odm_orthophoto/odm_orthophoto.tif
 (RGBA, transparent outside the surveyed area), odm_orthophoto/odm_orthophoto_sources.tif (which photograph colours
-each pixel) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png.
+each pixel) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png; with orthophoto-kmz,
+odm_orthophoto/odm_orthophoto.kmz (Google Earth); with orthophoto-cutline, odm_orthophoto/cutline.gpkg (the polygon
+the orthophoto is cut to: the surveyed area, cropped). With skip-orthophoto, none of them.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from ..dem.surface import COARSE_FACTOR, CoarseSurface, SurfaceSettings
 from ..dense.views import View, sparse_model
 from ..io.geojson import read_survey_area
 from ..io.geotiff import RasterFormat, TiledRaster
+from ..io.gpkg import write_polygons
+from ..io.kmz import write_kmz
 from ..io.images import load_levels
 from ..log import log
 from ..options import Option
@@ -55,6 +59,13 @@ OPTIONS: list[Option] = [
            "Cloud-Optimized GeoTIFF holds the transparency as a mask instead of an alpha band.", "odm_orthophoto",
            choices=COMPRESSIONS),
     Option("orthophoto-png", "bool", False, "Also write the orthophoto as a PNG image.", "odm_orthophoto"),
+    Option("orthophoto-kmz", "bool", False, "Also write the orthophoto as a KMZ file for Google Earth.",
+           "odm_orthophoto"),
+    Option("orthophoto-cutline", "bool", False, "Also write the polygon the orthophoto is cut to (the surveyed "
+           "area, shrunk by crop, within boundary) as odm_orthophoto/cutline.gpkg, a GeoPackage in the "
+           "orthophoto's CRS.", "odm_orthophoto"),
+    Option("skip-orthophoto", "bool", False, "Do not make an orthophoto (nor its tiles, KMZ or cutline).",
+           "odm_orthophoto"),
     Option("build-overviews", "bool", False, "Add overviews (reduced copies for fast display) to the orthophoto "
            "when it is a plain GeoTIFF; a Cloud-Optimized GeoTIFF always has them.", "odm_orthophoto"),
 ]
@@ -114,6 +125,13 @@ def tile_workers(concurrency: int, tiles: int) -> int:
 
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
+    png = project.orthophoto("png")
+    for stale in (project.orthophoto(), project.orthophoto_sources, png, project.orthophoto("kmz"),
+                  project.orthophoto_cutline):
+        stale.unlink(missing_ok=True)  # no product of an earlier run stands in for one this run refuses
+    if options.skip_orthophoto:
+        log.info("skip-orthophoto: no orthophoto")
+        return
     cv2.setNumThreads(options.max_concurrency)
     georef = Georef.load(project)
     model = sparse_model(pycolmap.Reconstruction(str(project.reconstruction_dir)))
@@ -128,9 +146,6 @@ def run(ctx: "StageContext") -> None:
                                  surface_res, SurfaceSettings("max", options.dem_gapfill_steps))
     scales = view_scales(model, resolution)
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
-    png = project.orthophoto("png")
-    for stale in (project.orthophoto(), project.orthophoto_sources, png):
-        stale.unlink(missing_ok=True)  # no product of an earlier run stands in for one this run refuses
     tiles = serpentine(list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution)))))
     workers = tile_workers(options.max_concurrency, len(tiles))
     corrections = photometry.applied(project.photometry_file, options.photometric_correction)
@@ -156,6 +171,10 @@ def run(ctx: "StageContext") -> None:
             ctx.progress(0.95 * (n + 1) / len(tiles))
         coverage = measure_coverage(covered * resolution**2, area, ground_outlines(model, frames), resolution)
         check_coverage(coverage)  # inside the writers: a refused orthophoto is never written
+    if options.orthophoto_kmz:
+        write_kmz(project.orthophoto(), project.orthophoto("kmz"))
+    if options.orthophoto_cutline:
+        write_polygons(project.orthophoto_cutline, "cutline", area.geometry(georef.offset), georef.crs)
     project.update_stats("orthophoto", {"resolution_cm": round(resolution * 100, 3), "width": grid.width,
                                         "height": grid.height, "covered_m2": round(coverage.covered_m2, 1),
                                         "ground_share": round(coverage.share, 3),
