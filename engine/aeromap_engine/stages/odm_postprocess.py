@@ -1,8 +1,9 @@
 """Map tile pyramids (MBTiles) of the orthophoto and of the elevation models, made once per run so that the
 service answers tile requests with lookups: `odm_orthophoto/odm_orthophoto.mbtiles` (also the orthophoto.mbtiles
-download) and `odm_dem/dsm.mbtiles`, `odm_dem/dtm.mbtiles` (colour ramp and hillshade over the real range).
-With 3d-tiles, OGC 3D Tiles of the point cloud (`3d_tiles/pointcloud/`) and of the textured model
-(`3d_tiles/model/`), as ODM makes them in this stage."""
+download) and `odm_dem/dsm.mbtiles`, `odm_dem/dtm.mbtiles` (colour ramp and hillshade over the real range). With
+the tiles option the same tiles also go to static tile folders, as ODM's gdal2tiles writes them:
+`orthophoto_tiles/`, `dsm_tiles/`, `dtm_tiles/`. With 3d-tiles, OGC 3D Tiles of the point cloud
+(`3d_tiles/pointcloud/`) and of the textured model (`3d_tiles/model/`), as ODM makes them in this stage."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 OPTIONS: list[Option] = [
     Option("3d-tiles", "bool", False, "Generate OGC 3D Tiles outputs: the point cloud (3d_tiles/pointcloud) and the "
            "textured model (3d_tiles/model), for globe viewers such as CesiumJS.", "odm_postprocess"),
+    Option("tiles", "bool", False, "Also write static map tiles of the orthophoto and the elevation models "
+           "(orthophoto_tiles/, dsm_tiles/, dtm_tiles/: 256 px PNG tiles in TMS folders {z}/{x}/{y}.png, "
+           "zoom 5 to the rasters' own).", "odm_postprocess"),
 ]
 WEIGHT = 0.3
 
@@ -55,10 +59,13 @@ def run(ctx: "StageContext") -> None:
     if not georef.georeferenced:
         log.info("The reconstruction is in a local frame: no map tiles (they need a place on the Earth)")
     for n, (layer, raster, pyramid, elevation) in enumerate(layers):
+        folder = project.tiles_dir(layer)
         pyramid.unlink(missing_ok=True)  # no stale pyramid of a raster a later run did not make
+        shutil.rmtree(folder, ignore_errors=True)
         if not (georef.georeferenced and raster.exists()):
             continue
-        info = build_pyramid(raster, pyramid, elevation, layer, ctx.options.max_concurrency)
+        info = build_pyramid(raster, pyramid, elevation, layer, ctx.options.max_concurrency,
+                             folder if ctx.options.tiles else None)
         figures[layer] = {"min_zoom": info.min_zoom, "max_zoom": info.max_zoom, "tiles": info.tiles,
                           "value_range": info.value_range}
         log.info("Tiles of the %s: zoom %d to %d, %d tiles", layer, info.min_zoom, info.max_zoom, info.tiles)

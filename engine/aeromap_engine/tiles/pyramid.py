@@ -3,10 +3,12 @@ the native zoom (one GDAL warp each, so memory stays bounded whatever the raster
 and each lower zoom is made from the four tiles under it, down to the one tile that holds the whole area. Blocks
 are cut and their PNGs encoded in several processes; this one writes them and makes the zooms above the blocks.
 Orthophotos keep their colours and transparency; elevation models are drawn with a colour ramp and hillshade
-over their real range."""
+over their real range. The same tiles can also go to a folder of static tiles (ODM's `tiles` option), which
+reaches down to zoom 5 as ODM's does."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -22,6 +24,7 @@ from rasterio.warp import transform_bounds
 
 from ..errors import InputError
 from ..io.mbtiles import MBTilesWriter
+from ..io.tiledir import TileFolderWriter
 from ..parallel import forked_map
 from .mercator import TILE, native_zoom, tile_bounds, top_tile
 from .render import check_georeferenced, elevation_range, intersects, mercator_bounds, shade_elevation, warp
@@ -29,6 +32,7 @@ from .render import check_georeferenced, elevation_range, intersects, mercator_b
 BLOCK_LEVELS = 3  # a block is 2^3 x 2^3 tiles at the native zoom
 
 BLOCK_CHUNK = 2  # blocks handed to a process at a time
+FOLDER_MIN_ZOOM = 5  # the coarsest zoom of ODM's static tiles (gdal2tiles -z 5-...)
 Emit = Callable[[int, int, int, bytes], None]
 
 
@@ -149,9 +153,23 @@ class Pyramid:
         return tile
 
 
-def build_pyramid(source: Path, target: Path, elevation: bool, name: str, workers: int = 1) -> PyramidInfo:
+def coarser_tiles(z: int, x: int, y: int, tile: np.ndarray, min_zoom: int
+                  ) -> Iterator[tuple[int, int, int, np.ndarray]]:
+    """The tiles above (z, x, y) up to min_zoom, when `tile` holds everything the raster draws: each the one
+    below it in its quarter, halved."""
+    while z > min_zoom:
+        mosaic = np.zeros((2 * TILE, 2 * TILE, 4), dtype=np.uint8)
+        row, col = (y % 2) * TILE, (x % 2) * TILE
+        mosaic[row:row + TILE, col:col + TILE] = tile
+        z, x, y, tile = z - 1, x // 2, y // 2, downsample(mosaic)
+        yield z, x, y, tile
+
+
+def build_pyramid(source: Path, target: Path, elevation: bool, name: str, workers: int = 1,
+                  folder: Path | None = None) -> PyramidInfo:
     """Writes the pyramid of a GeoTIFF as MBTiles 1.3 (PNG tiles; fully transparent tiles are left out), its
-    blocks cut in `workers` processes."""
+    blocks cut in `workers` processes; `folder`: also as static tiles there (TileFolderWriter), from zoom
+    FOLDER_MIN_ZOOM."""
     try:
         src = rasterio.open(source)
     except rasterio.errors.RasterioIOError as exc:
@@ -172,15 +190,23 @@ def build_pyramid(source: Path, target: Path, elevation: bool, name: str, worker
                          "color_map": "viridis", "hillshade": "315,45"})
     count = 0
 
-    with MBTilesWriter(target, metadata) as out:
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(MBTilesWriter(target, metadata))
+        static = stack.enter_context(TileFolderWriter(folder, source.name, pyramid.mercator)) if folder else None
+
         def emit(level: int, col: int, row: int, png: bytes) -> None:
             nonlocal count
             out.add(level, col, row, png)
+            if static is not None:
+                static.add(level, col, row, png)
             count += 1
 
         blocks = list(pyramid.blocks(z, x, y))
         try:
-            pyramid.assemble(z, x, y, forked_map(pyramid, blocks, workers, chunk=BLOCK_CHUNK), emit)
+            top = pyramid.assemble(z, x, y, forked_map(pyramid, blocks, workers, chunk=BLOCK_CHUNK), emit)
         finally:
             pyramid.close()
+        if static is not None and top is not None:
+            for level, col, row, tile in coarser_tiles(z, x, y, top, FOLDER_MIN_ZOOM):
+                static.add(level, col, row, encode_png(tile))
     return PyramidInfo(z, pyramid.max_zoom, pyramid.lonlat, count, pyramid.range)
