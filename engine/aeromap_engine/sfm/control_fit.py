@@ -69,6 +69,7 @@ def align_to_control_points(model: pycolmap.Reconstruction, frame: WorldFrame, p
                             trust_heights=True, min_error=tolerance) or fit
         rows = {p.name: control.residual(model, p, surveyed[p.name]) for p in located}
     gross = max(tolerance, GROSS_SHARE * _extent([surveyed[p.name] for p in located]))
+    marks = {p.name: p for p in located}
     judged = {name: _judged(row, frame.heights_surveyed) for name, row in rows.items()}
     used = [p.name for p, agrees in zip(located, fit.inliers) if agrees]
     rejected = [p.name for p, agrees in zip(located, fit.inliers) if not agrees]
@@ -91,7 +92,9 @@ def align_to_control_points(model: pycolmap.Reconstruction, frame: WorldFrame, p
         "tolerance_m": tolerance, "gross_m": gross, "heights_surveyed": frame.heights_surveyed,
         "upright_images": sorted(upright), "rejected": rejected,
         "points": [{"name": r.name, "images": r.images, "horizontal_m": r.horizontal_m, "vertical_m": r.vertical_m,
-                    "delta_m": list(r.delta), "reprojection_px": r.reprojection_px, "used": r.name in used}
+                    "delta_m": list(r.delta), "reprojection_px": r.reprojection_px, "used": r.name in used,
+                    "surveyed_m": [float(v) for v in surveyed[r.name]],
+                    "marked_in": [o.image for o in marks[r.name].observations]}
                    for r in rows.values()],
     }
     return ControlOutcome(figures, problem.checks(used, rejected))

@@ -50,6 +50,24 @@ def shots_geojson(reconstruction: pycolmap.Reconstruction, georef: Georef, kinds
     return {"type": "FeatureCollection", "features": features}
 
 
+def control_points_geojson(residuals: dict, georef: Georef) -> dict:
+    """ODM's ground_control_points.geojson: each control point the model located, at its position in the model
+    (WGS84 longitude, latitude, altitude), with the photographs it is marked in and its error (model minus
+    surveyed, metres in the projected CRS). `residuals`: the georeferencing's gcp_residual_m figures."""
+    points = residuals.get("points", [])
+    offset = np.array([georef.offset[0], georef.offset[1], 0.0])
+    modelled = np.array([np.add(p["surveyed_m"], p["delta_m"]) for p in points]).reshape(-1, 3) + offset
+    lonlatalt = transform(georef.crs, WGS84, modelled) if len(points) else modelled
+    features = [{
+        "type": "Feature",
+        "properties": {"id": p["name"], "observations_count": len(p["marked_in"]),
+                       "observations_list": ",".join(p["marked_in"]), "error_x": p["delta_m"][0],
+                       "error_y": p["delta_m"][1], "error_z": p["delta_m"][2], "used": p["used"]},
+        "geometry": {"type": "Point", "coordinates": geographic.tolist()},
+    } for p, geographic in zip(points, lonlatalt)]
+    return {"type": "FeatureCollection", "features": features}
+
+
 def sparse_cloud(reconstruction: pycolmap.Reconstruction) -> PointCloud:
     points = list(reconstruction.points3D.values())
     xyz = np.array([p.xyz for p in points], dtype=np.float32).reshape(-1, 3)

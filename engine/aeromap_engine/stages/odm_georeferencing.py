@@ -1,7 +1,8 @@
 """Georeferenced point cloud: the filtered cloud moved back into the CRS (offset added) and written as LAZ
 (always), COPC (pc-copc, on by default: the same points in an octree, for viewers that stream them), LAS (pc-las),
 CSV (pc-csv) and PLY under odm_georeferencing/; and coords.txt, ODM's record of the CRS and of the offset that
-the textured model's coordinates are relative to."""
+the textured model's coordinates are relative to; when ground control points georeferenced the model,
+odm_georeferencing/ground_control_points.geojson (where the model puts each, and its error)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import TYPE_CHECKING
 
 from ..cloud.tiled import TiledCloud
 from ..crs_offset import Georef
+from ..atomic_files import write_json
 from ..io.georeferenced import write_cloud
 from ..options import Option
+from ..sfm.export import control_points_geojson
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -26,5 +29,11 @@ WEIGHT = 0.2
 
 
 def run(ctx: "StageContext") -> None:
-    write_cloud(ctx.project, ctx.options, TiledCloud.open(ctx.project.filtered_cloud), Georef.load(ctx.project),
-                ctx.progress)
+    project = ctx.project
+    georef = Georef.load(project)
+    write_cloud(project, ctx.options, TiledCloud.open(project.filtered_cloud), georef, ctx.progress)
+    residuals = project.read_stats().get("reconstruction", {}).get("gcp_residual_m")
+    if residuals and georef.georeferenced:
+        write_json(project.control_points_geojson, control_points_geojson(residuals, georef))
+    else:
+        project.control_points_geojson.unlink(missing_ok=True)  # none of an earlier run with control points
