@@ -7,6 +7,7 @@ on the option, so that a changed option re-runs the pipeline from there (as ODM 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ class Option:
     choices: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
+    check: Callable[[Any], None] | None = None  # raises ValueError saying what is wrong with a value
 
     def parse(self, value: Any) -> Any:
         """Convert a value as sent by a client (often a string) to this option's type, or raise OptionsError."""
@@ -45,6 +47,11 @@ class Option:
                 raise OptionsError(f"Option {self.name}: {parsed} is below the minimum {self.minimum:g}")
             if self.maximum is not None and parsed > self.maximum:
                 raise OptionsError(f"Option {self.name}: {parsed} is above the maximum {self.maximum:g}")
+        if self.check is not None:
+            try:
+                self.check(parsed)
+            except ValueError as exc:
+                raise OptionsError(f"Option {self.name}: {exc}") from None
         return parsed
 
     def _convert(self, value: Any) -> Any:

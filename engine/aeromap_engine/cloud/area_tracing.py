@@ -22,6 +22,7 @@ from rasterio.transform import Affine
 
 from ..dem.grid import Grid
 from .area import Polygon, SurveyArea, open_ring, oriented, ring_area, rings_bounds, rings_mask
+from .boundary import Region
 
 POINTS_PER_CELL = 8  # points an averagely covered occupancy cell holds at least (2 make a cell seen)
 MAX_CELLS = 16_000_000  # occupancy cells at most: over a very large extent the cell grows instead
@@ -213,10 +214,11 @@ def refined(grid: Grid, mask: np.ndarray, cell: float) -> tuple[Grid, np.ndarray
     return fine, np.repeat(np.repeat(mask, factor, axis=0), factor, axis=1)
 
 
-def surveyed_area(occupancy: Occupancy, settings: AreaSettings,
-                  frames: GroundFrames | None = None) -> SurveyArea | None:
-    """The surveyed area of the counted points, joined by the ground `frames` cover, world frame; None when
-    nothing is left of it. The occupancy must reach over the frames' bounds."""
+def surveyed_area(occupancy: Occupancy, settings: AreaSettings, frames: GroundFrames | None = None,
+                  within: Region | None = None) -> SurveyArea | None:
+    """The surveyed area of the counted points, joined by the ground `frames` cover and kept `within` an area
+    (before the crop), world frame; None when nothing is left of it. The occupancy must reach over the frames'
+    bounds."""
     if occupancy.points == 0:
         return None
     grid, mask = occupancy.seen(settings.min_count)
@@ -227,6 +229,10 @@ def surveyed_area(occupancy: Occupancy, settings: AreaSettings,
     mask = close(mask, settings.closing / grid.resolution)
     mask = fill_holes(mask, settings.max_hole / cell_area)
     mask = drop_small_parts(mask, settings.min_part / cell_area)
+    if within is not None:
+        x, y = grid.centers()
+        xx, yy = np.broadcast_arrays(x, y)
+        mask &= within.contains(np.column_stack([xx.ravel(), yy.ravel()])).reshape(mask.shape)
     if settings.crop > 0:
         # Erosion may cut a part at a narrow neck; what falls off is kept unless it is a mere sliver.
         mask = drop_small_parts(erode(mask, settings.crop / grid.resolution), 0.01 * settings.min_part / cell_area)

@@ -4,7 +4,9 @@ Reads the dense cloud (or, with fast-orthophoto, the sparse points, opensfm/spar
 odm_filterpoints/point_cloud.ply (world frame), a tiled cloud (cloud/tiled.py) that the later stages read tile by
 tile, and odm_filterpoints/bounds.geojson (the surveyed area, a Polygon or MultiPolygon in the output CRS), which
 the elevation models and the orthophoto are cropped to. The area is where the cloud covers the ground
-(cloud/area_tracing.py), with its scales taken from the images' ground footprint.
+(cloud/area_tracing.py), with its scales taken from the images' ground footprint, kept within the boundary option's
+polygons (or auto-boundary's, around the cameras) where one is given. With optimize-disk-space the dense cloud,
+which only this stage reads, is deleted once the filtered cloud is written.
 
 The cloud is never whole in memory: it is sorted into tiles first, then each tile is filtered with a margin of
 its neighbours' points (the outlier statistic and the thinning look that far), counted on the area's occupancy
@@ -24,14 +26,14 @@ import pycolmap
 from .. import quality
 from ..cloud.area import SurveyArea
 from ..cloud.area_tracing import AreaSettings, GroundFrames, Occupancy, surveyed_area
-from ..cloud.boundary import Boundary, camera_boundary
+from ..cloud.boundary import Region, camera_boundary
 from ..cloud.filters import median_spacing, statistical_inliers, thin
 from ..cloud.points import PointCloud
 from ..cloud.tiled import TiledCloud, Tiling, tile_sorted, tiled_writer
 from ..crs_offset import Georef
 from ..dense.views import SparseModel, sparse_model
 from ..errors import InputError
-from ..io.geojson import write_geometry
+from ..io.geojson import check_boundary, parse_boundary, write_geometry
 from ..io.ply import ply_chunks
 from ..log import log
 from ..options import Option, Options
@@ -54,6 +56,15 @@ OPTIONS: list[Option] = [
     Option("auto-boundary-distance", "float", 0.0,
            "Distance in metres between the camera positions and the edge of the automatic boundary. 0 chooses "
            "it from the flight height and the cameras' field of view.", "odm_filterpoints", minimum=0),
+    Option("boundary", "string", "",
+           "GeoJSON polygon limiting the area of the reconstruction: a Polygon or MultiPolygon, or a Feature or "
+           "FeatureCollection of them, in WGS84 longitude and latitude unless its crs member names another CRS. "
+           "Outputs are cropped to it. It takes the place of auto-boundary.", "odm_filterpoints",
+           check=check_boundary),
+    Option("optimize-disk-space", "bool", False,
+           "Delete heavy intermediate files once the later stages no longer need them (the dense point cloud, "
+           "after filtering). Every product is kept, but re-running from openmvs's result (rerun-from "
+           "odm_filterpoints) is no longer possible: re-run from openmvs instead.", "odm_filterpoints"),
     Option("crop", "float", 3.0,
            "Crop the outputs to the surveyed area shrunk by N metres, which removes the unreliable edges. "
            "0 turns cropping off.", "odm_filterpoints", minimum=0),
@@ -110,18 +121,39 @@ def union_bounds(a: tuple[float, float, float, float], b: tuple[float, float, fl
     return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
 
 
-def cropped_area(occupancy: Occupancy, settings: AreaSettings, frames: GroundFrames | None) -> SurveyArea:
-    """The surveyed area shrunk by the crop distance; uncropped, with a warning, where the crop would leave
-    nothing: cropping trims unreliable edges, it must not discard all the photographs cover."""
-    area = surveyed_area(occupancy, settings, frames)
+def cropped_area(occupancy: Occupancy, settings: AreaSettings, frames: GroundFrames | None,
+                 limit: Region | None) -> SurveyArea:
+    """The surveyed area within the limit, shrunk by the crop distance; uncropped, with a warning, where the crop
+    would leave nothing: cropping trims unreliable edges, it must not discard all the photographs cover."""
+    area = surveyed_area(occupancy, settings, frames, limit)
     if area is None and settings.crop > 0:
-        area = surveyed_area(occupancy, replace(settings, crop=0.0), frames)
+        area = surveyed_area(occupancy, replace(settings, crop=0.0), frames, limit)
         if area is not None:
             log.warning("Cropping %g m off the surveyed area's edges would leave nothing of it (%.0f m2): "
                         "kept uncropped", settings.crop, area.area)
     if area is None:
-        raise InputError("The point cloud spans no area after filtering")
+        raise InputError("The point cloud spans no area after filtering"
+                         + (" within the boundary" if limit is not None else ""))
     return area
+
+
+def reconstruction_limit(options: Options, model: SparseModel, georef: Georef) -> Region | None:
+    """Where the reconstruction is kept: the boundary option's polygons, else auto-boundary's around the
+    cameras (ODM's precedence), else anywhere."""
+    if options.boundary.strip():
+        if options.auto_boundary:
+            log.warning("auto-boundary and boundary both set: using boundary")
+        if not georef.georeferenced:
+            log.warning("The reconstruction is in a local frame: the boundary cannot be placed and is ignored")
+            return None
+        limit = parse_boundary(options.boundary).area(georef.crs, georef.offset)
+        log.info("Boundary: %.0f m2", limit.area)
+        return limit
+    if options.auto_boundary:
+        distance = options.auto_boundary_distance or _auto_boundary_distance(model)
+        log.info("Auto boundary: %.1f m around the cameras", distance)
+        return camera_boundary(np.array([v.center[:2] for v in model.views]), distance)
+    return None
 
 
 def cloud_heights(xyz: np.ndarray, model: SparseModel) -> quality.Check:
@@ -131,13 +163,13 @@ def cloud_heights(xyz: np.ndarray, model: SparseModel) -> quality.Check:
                                 "cloud")
 
 
-def filtered_tile(points: PointCloud, own: np.ndarray, cameras: Boundary | None, options: Options,
+def filtered_tile(points: PointCloud, own: np.ndarray, limit: Region | None, options: Options,
                   counts: dict[str, int]) -> PointCloud:
     """What the filters keep of a tile's own points, given with a margin of their neighbours; `counts` gathers
     how many of its own points each filter left."""
     keep = np.ones(len(points), dtype=bool)
-    if cameras is not None:
-        keep &= cameras.contains(points.xyz[:, :2].astype(np.float64))
+    if limit is not None:
+        keep &= limit.contains(points.xyz[:, :2].astype(np.float64))
     if options.pc_filter > 0:
         kept = np.flatnonzero(keep)
         keep[kept] = statistical_inliers(points.xyz[kept], options.pc_filter, workers=options.max_concurrency)
@@ -150,7 +182,7 @@ def filtered_tile(points: PointCloud, own: np.ndarray, cameras: Boundary | None,
     return points.subset(keep & own)
 
 
-def filter_tiles(ctx: "StageContext", source: TiledCloud, path: Path, scratch: Path, cameras: Boundary | None,
+def filter_tiles(ctx: "StageContext", source: TiledCloud, path: Path, scratch: Path, limit: Region | None,
                  spacing: float, settings: AreaSettings, frames: GroundFrames | None
                  ) -> tuple[Occupancy, dict[str, int]]:
     """Every tile of the source filtered into the tiled cloud at `path`, its points counted for the area (whose
@@ -162,7 +194,7 @@ def filter_tiles(ctx: "StageContext", source: TiledCloud, path: Path, scratch: P
     counts: dict[str, int] = {}
     with tiled_writer(path, source.tiling, scratch) as write:
         for n, tile in enumerate(source.tiles):
-            part = filtered_tile(*source.with_margin(tile, margin), cameras, options, counts)
+            part = filtered_tile(*source.with_margin(tile, margin), limit, options, counts)
             write(tile.col, tile.row, part)
             occupancy.add(part.xyz[:, :2].astype(np.float64))
             ctx.progress(0.1 + 0.75 * (n + 1) / len(source.tiles))
@@ -182,11 +214,11 @@ def run(ctx: "StageContext") -> None:
     georef = Georef.load(project)
     source_path = project.sparse_cloud if options.fast_orthophoto else project.dense_cloud
     model = sparse_model(pycolmap.Reconstruction(str(project.reconstruction_dir)))
-    cameras = None
-    if options.auto_boundary:
-        distance = options.auto_boundary_distance or _auto_boundary_distance(model)
-        cameras = camera_boundary(np.array([v.center[:2] for v in model.views]), distance)
-        log.info("Auto boundary: %.1f m around the cameras", distance)
+    limit = reconstruction_limit(options, model, georef)
+    if not source_path.exists():
+        # optimize-disk-space deletes the dense cloud once this stage has filtered it.
+        earlier = "openmvs" if source_path == project.dense_cloud else "opensfm"
+        raise InputError(f"{source_path.relative_to(project.root)} is missing: re-run from {earlier}")
     output = project.filtered_cloud
     with tempfile.TemporaryDirectory(prefix="filterpoints.", dir=project.root) as tmp:
         scratch = Path(tmp)
@@ -202,11 +234,11 @@ def run(ctx: "StageContext") -> None:
         settings = area_settings(spacing, footprint, options.crop)
         frames = ground_frames(model, footprint) if options.fast_orthophoto else None
         filtered_path = output if options.crop <= 0 else scratch / "filtered.ply"
-        occupancy, counts = filter_tiles(ctx, source, filtered_path, scratch, cameras, spacing, settings, frames)
+        occupancy, counts = filter_tiles(ctx, source, filtered_path, scratch, limit, spacing, settings, frames)
         figures.update(counts)
         if occupancy.points < 3:
             raise InputError("The point cloud is empty or spans no area after filtering")
-        area = cropped_area(occupancy, settings, frames)
+        area = cropped_area(occupancy, settings, frames, limit)
         cloud = TiledCloud.open(filtered_path)
         if options.crop > 0:
             cloud = crop_tiles(cloud, area, output, scratch)
@@ -216,5 +248,8 @@ def run(ctx: "StageContext") -> None:
                     "area_cell_m": round(settings.cell, 3), "area_closing_m": round(settings.closing, 2),
                     "density_per_m2": round(len(cloud) / max(area.area, 1e-9), 2)})
     project.update_stats("point_cloud", figures)
+    if options.optimize_disk_space and source_path == project.dense_cloud:
+        project.dense_cloud.unlink()
+        log.info("optimize-disk-space: deleted the dense point cloud")
     log.info("Filtered point cloud: %d points over %.0f m2 in %d part(s), in %d tiles of %.0f m", len(cloud),
              area.area, len(area.polygons), len(cloud.tiles), cloud.tiling.side)
