@@ -5,7 +5,8 @@ its area and capture dates from processing_statistics.
 
 Reads the reconstruction, images.json, cameras.json, the georeferenced cloud, the surveyed area, the orthophoto
 and elevation models at preview scale, and the stage markers (time and peak memory of each stage run before this
-one); the report package computes and draws.
+one); the report package computes and draws. With skip-report, stats.json is written but not the PDF (as in
+ODM).
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ if TYPE_CHECKING:
     from ..pipeline import StageContext
     from ..project import Project
 
-OPTIONS: list[Option] = []
+OPTIONS: list[Option] = [
+    Option("skip-report", "bool", False, "Do not write the PDF quality report (odm_report/report.pdf); the "
+           "statistics in odm_report/stats.json are still written.", "odm_report"),
+]
 WEIGHT = 0.2
 
 PREVIEW_SIDE = 1000  # px along the longer side of the previews
@@ -67,6 +71,10 @@ class Tracks:
 def run(ctx: "StageContext") -> None:
     project = ctx.project
     content = prepare(project, ctx.progress)
+    if ctx.options.skip_report:
+        project.report_file.unlink(missing_ok=True)  # no report of an earlier run stands in for this one's
+        log.info("skip-report: no quality report")
+        return
     ctx.progress(0.6)
     built = build_report(content)
     with atomic_path(project.report_file) as tmp:
