@@ -73,8 +73,11 @@ def cutline_weights(distances: np.ndarray, valid: np.ndarray, band_m: float,
     residual offset between submodels becomes a ramp rather than a step. d_min is taken over the submodels
     that have data at a cell: where the owner has a hole, the next nearest takes over fully instead of being
     faded out against nothing. Where none has data, all weights are 0. `edges` (K, H, W), when given, are how
-    far inside its own data each submodel is (0 at the edge, 1 well inside): see `faded`."""
+    far inside its own data each submodel is (0 at the edge, 1 well inside): see `faded`. band_m 0: no blending,
+    each cell wholly from the nearest submodel with data (a cut along the cutlines)."""
     d = np.where(valid, distances, np.inf)
+    if band_m <= 0:
+        return _nearest_weights(d, valid)
     if edges is not None and len(d) > 1:
         d = faded(d, edges, band_m)
     nearest = d.min(axis=0)
@@ -87,6 +90,15 @@ def cutline_weights(distances: np.ndarray, valid: np.ndarray, band_m: float,
     total = raw.sum(axis=0)
     # The owner among the valid ones always has weight 1, so total >= 1 wherever something is covered.
     weights = np.divide(raw, total, out=np.zeros_like(raw), where=total > 0)
+    return weights.astype(np.float32)
+
+
+def _nearest_weights(d: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """One-hot weights of the nearest submodel with data at each cell (the first of equals); data only from
+    submodels without core cameras is taken from the first of them."""
+    covered = np.isfinite(d).any(axis=0)
+    choice = np.where(covered, np.argmin(d, axis=0), np.argmax(valid, axis=0))
+    weights = (np.arange(len(d))[:, None, None] == choice[None]) & valid.any(axis=0)[None]
     return weights.astype(np.float32)
 
 

@@ -126,7 +126,8 @@ def _merged_window(sources: list[_Source], owners: Owners, grid: Grid, core: Win
     valid = np.stack([ok for _, ok in reads])
     if not valid[(slice(None), *inner)].any():
         return None
-    edges = edge_factors(valid, grid.resolution, EDGE_BAND_M)[(slice(None), *inner)]
+    # Without a blend (band_m 0) a submodel's raster ends where it ends: no fading in from its edges either.
+    edges = edge_factors(valid, grid.resolution, EDGE_BAND_M)[(slice(None), *inner)] if band_m > 0 else None
     valid = valid[(slice(None), *inner)]
     distances = owners.grid_distances(sub, [s.index for s in reaching], DISTANCE_STEP_M)
     weights = cutline_weights(distances, valid, band_m, edges)
@@ -140,6 +141,7 @@ def merge_rasters(sources: list[Path | None], owners: Owners, out: Path, kind: R
     sources[k] is submodel k's raster (as in `owners`), None where it has none; all in one CRS. The output
     covers the union of their extents at the finest resolution, on cells aligned to multiples of it; windows
     that no source covers are left unwritten (nodata, or transparent). Writes nothing when no source exists.
+    band_m: the width of the blend across the cutlines (see cutline_weights); 0 cuts without blending.
     `png`: also write a PNG copy of the orthophoto there. Returns the output grid (CRS coordinates) and the
     number of its cells that hold data."""
     present = [(k, path) for k, path in enumerate(sources) if path is not None]

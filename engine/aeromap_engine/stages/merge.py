@@ -3,7 +3,10 @@ formats an unsplit run writes them, so that the report, the map tiles and the pr
 
 Each place belongs to the submodel whose own cameras are nearest (the plan written by the split stage). Point
 clouds are cut along those cutlines; orthophotos and elevation models are blended across a band around them,
-so that what is left of the submodels' misalignment after they were joined shows as a gentle ramp, not a step.
+so that what is left of the submodels' misalignment after they were joined shows as a gentle ramp, not a step
+(with merge-skip-blending, orthophotos are cut along the cutlines without blending, as in ODM). The merged
+orthophoto's KMZ and cutline (orthophoto-kmz, orthophoto-cutline) are written here, the cutline traced around the
+merged orthophoto's opaque pixels.
 """
 
 from __future__ import annotations
@@ -15,12 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import rasterio
 
 from ..atomic_files import read_json
+from ..cloud.area_tracing import SIMPLIFY, vectorize
 from ..crs_offset import Georef
 from ..dem.grid import Grid
 from ..io.georeferenced import write_cloud
 from ..io.geotiff import RasterFormat
+from ..io.gpkg import write_polygons
+from ..io.kmz import write_kmz
 from ..log import log
 from ..options import Option
 from ..parallel import forked_map, shared_progress
@@ -36,6 +43,9 @@ OPTIONS: list[Option] = [
     Option("merge", "enum", "all",
            "What to merge of a split survey's submodels (see split): all, or only the pointcloud, orthophoto or "
            "dem.", "merge", choices=("all", "pointcloud", "orthophoto", "dem")),
+    Option("merge-skip-blending", "bool", False,
+           "Merge a split survey's orthophotos by cutting them along the cutlines, without blending them across "
+           "(faster; seams may show).", "merge"),
 ]
 WEIGHT = 0.5
 # Width of the blend around a cutline, in metres of difference between the distances to the two submodels'
@@ -49,6 +59,7 @@ PRODUCT_OPTION = {"pointcloud": "pointcloud", "orthophoto": "orthophoto", "dsm":
 # What one merging process holds: a window of every submodel's raster with its blend weights, or a chunk of
 # points being sorted into tiles.
 MERGE_WORKING_BYTES = 1 << 30
+OUTLINE_CELLS = 2000  # cells at most across the grid the merged orthophoto's outline is traced on
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,21 @@ def merge_cloud(ctx: "StageContext", submodels: list["Project"], owners: Owners,
     return {"point_cloud": {"points": len(cloud), "source": "dense", "submodels": len(submodels)}}
 
 
+def opaque_outline(orthophoto: Path) -> dict:
+    """The outline of an orthophoto's opaque pixels (GeoJSON geometry in its CRS), traced on a grid of at most
+    OUTLINE_CELLS cells across."""
+    with rasterio.open(orthophoto) as dataset:
+        step = max(1, -(-max(dataset.width, dataset.height) // OUTLINE_CELLS))
+        shape = (-(-dataset.height // step), -(-dataset.width // step))
+        opaque = dataset.dataset_mask(out_shape=shape) > 0
+        left, _, _, top = dataset.bounds
+        resolution = abs(dataset.res[0]) * dataset.width / shape[1]
+    area = vectorize(opaque, Grid(left, top, resolution, shape[1], shape[0]), SIMPLIFY * resolution)
+    if area is None:
+        raise ValueError(f"{orthophoto} has no opaque pixel")
+    return area.geometry()
+
+
 def existing(paths: list[Path]) -> list[Path | None]:
     return [p if p.exists() else None for p in paths]
 
@@ -148,13 +174,19 @@ def merge_orthophoto(ctx: "StageContext", submodels: list["Project"], owners: Ow
                      georef: Georef) -> dict[str, dict]:
     project, options = ctx.project, ctx.options
     png = project.orthophoto("png")
-    png.unlink(missing_ok=True)
+    for stale in (png, project.orthophoto("kmz"), project.orthophoto_cutline):
+        stale.unlink(missing_ok=True)
     fmt = RasterFormat(options.orthophoto_compression, options.cog, options.build_overviews)
+    band = 0.0 if options.merge_skip_blending else BLEND_BAND_M
     merged = merge_rasters(existing([s.orthophoto() for s in submodels]), owners, project.orthophoto(),
-                           "orthophoto", fmt, BLEND_BAND_M, png if options.orthophoto_png else None)
+                           "orthophoto", fmt, band, png if options.orthophoto_png else None)
     if merged is None:
         return {}
     grid, covered = merged
+    if options.orthophoto_kmz:
+        write_kmz(project.orthophoto(), project.orthophoto("kmz"))
+    if options.orthophoto_cutline:
+        write_polygons(project.orthophoto_cutline, "cutline", opaque_outline(project.orthophoto()), georef.crs)
     area = covered * grid.resolution ** 2
     log.info("Merged orthophoto: %dx%d px at %.1f cm/px, %.0f m2", grid.width, grid.height,
              grid.resolution * 100, area)

@@ -65,13 +65,15 @@ SUBMODEL_STAGES = ("opensfm", "openmvs", "odm_filterpoints", "odm_meshing", "mvs
                    "odm_dem", "odm_orthophoto")
 DONE_HERE = ("dataset", "split", "merge", "opensfm")  # a submodel's stages done before it is handed out
 # Options that concern the survey as a whole, not a submodel's run of the later stages.
-SURVEY_OPTIONS = {"split", "split-overlap", "sm-cluster", "merge", "rerun-from", "rerun-all", "end-with"}
+SURVEY_OPTIONS = {"split", "split-overlap", "sm-cluster", "merge", "merge-skip-blending", "rerun-from", "rerun-all",
+                  "end-with"}
 # What every submodel runs with: the merge joins its LAZ cloud, DEMs and orthophoto (read window by window, so
-# plain tiled GeoTIFFs), and writes the survey's COPC, LAS, CSV, PNG and overviews itself as the survey asks; the
-# textured model it does not join (as in ODM).
+# plain tiled GeoTIFFs), and writes the survey's COPC, LAS, CSV, PNG, KMZ, cutline and overviews itself as the
+# survey asks; the textured model it does not join (as in ODM).
 SUBMODEL_SETTINGS: dict[str, Any] = {
     "skip-3dmodel": True, "pc-copc": False, "pc-las": False, "pc-csv": False, "orthophoto-png": False,
-    "cog": False, "build-overviews": False, "end-with": "odm_orthophoto",
+    "orthophoto-kmz": False, "orthophoto-cutline": False, "cog": False, "build-overviews": False,
+    "end-with": "odm_orthophoto",
 }
 SFM_SHARE = 0.35  # of the stage's progress: structure from motion; the submodels' runs take the rest
 
