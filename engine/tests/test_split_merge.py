@@ -277,3 +277,31 @@ def test_submodels_keep_the_surveys_processing_options_but_make_only_what_the_me
     assert submodel.end_with == "odm_orthophoto" and submodel.skip_3dmodel
     # The merge writes the survey's own LAS, COPC and COG from the joined products.
     assert not (submodel.pc_las or submodel.pc_copc or submodel.pc_csv or submodel.cog or submodel.orthophoto_png)
+
+
+def test_merge_skip_blending_cuts_along_the_cutline(tmp_path: Path) -> None:
+    """Band 0 (merge-skip-blending): every cell wholly from the nearest submodel with data, so red and blue meet
+    at x = 50 without a ramp, and each still fills the other's transparent patch."""
+    xa, ya = _centres(0, 40, 0.5, (80, 140))
+    alpha = np.where((ya > 22) & (ya < 28) & (xa > 36) & (xa < 44), 0, 255).astype(np.uint8)
+    a = np.concatenate([_coloured(RED, alpha.shape) * (alpha > 0), alpha[None]])
+    b = np.concatenate([_coloured(BLUE, (80, 140)), np.full((1, 80, 140), 255, np.uint8)])
+    sources = [_write(tmp_path / "a.tif", a, 0, 40, 0.5, alpha=True),
+               _write(tmp_path / "b.tif", b, 30, 50, 0.5, alpha=True)]
+    out = tmp_path / "merged.tif"
+    merge_rasters(sources, _owners(), out, "orthophoto", RasterFormat(), 0.0)
+    with rasterio.open(out) as merged:
+        rgba = merged.read().astype(int)
+    x, y = _centres(0, 50, 0.5, rgba.shape[1:])
+    covered = rgba[3] == 255
+    assert set(map(tuple, rgba[:3][:, covered].T)) == {RED, BLUE}  # no blended colour anywhere
+    both = (y > 10) & (y < 40) & ~((y > 22) & (y < 28))
+    assert np.all(rgba[0][both & (x < 50)] == 200) and np.all(rgba[2][both & (x > 50)] == 200)
+    assert np.all(rgba[2][(y > 23) & (y < 27) & (x > 37) & (x < 43)] == 200)  # A's patch from B
+
+
+def test_weights_without_a_band_pick_the_nearest_with_data() -> None:
+    d = np.array([[[1.0, 5.0, 2.0]], [[3.0, 4.0, 9.0]]])
+    valid = np.array([[[True, True, False]], [[True, True, True]]])
+    w = cutline_weights(d, valid, 0.0)
+    assert w.tolist() == [[[1.0, 0.0, 0.0]], [[0.0, 1.0, 1.0]]]

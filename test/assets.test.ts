@@ -1,0 +1,146 @@
+// Every downloadable asset of src/protocol/files.ts has a producer: one real engine run on five Brighton Beach
+// photographs, scaled down, with options that between them make every product (and a control-point list, for
+// ground_control_points.geojson), archived as a node archives a task; every name in ASSETS must then be in the
+// archive. An asset added to ASSETS fails here until an option makes it and RUN_OPTIONS turns that option on.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import yauzl from 'yauzl';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_OUTPUTS, buildArchive } from '../src/node/archive.ts';
+import { defaultEnginePath, spawnEngine } from '../src/protocol/engine.ts';
+import { ASSETS } from '../src/protocol/files.ts';
+import { brightonCopies } from './service/taskhelpers.ts';
+
+const NAMES = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG'];
+const WIDTH = 800; // of the copies; the photographs are 4000 px wide
+// Small and quick: the products' quality is not what this test looks at.
+const RUN_OPTIONS: Record<string, string | number | boolean> = {
+  'feature-quality': 'high',
+  'pc-quality': 'lowest',
+  'mesh-size': 20000,
+  'orthophoto-resolution': 20,
+  'dem-resolution': 20,
+  // The options that make the assets a default run does not.
+  dsm: true,
+  dtm: true,
+  'pc-las': true,
+  'pc-csv': true,
+  'orthophoto-png': true,
+  'orthophoto-kmz': true,
+  'orthophoto-cutline': true,
+  tiles: true,
+};
+// Five tie points of the survey, marked in the full-size photographs (pixel centres from 0), at their positions in
+// the GPS-georeferenced model: control points that agree with the photographs, for ground_control_points.geojson.
+const CONTROL_POINTS = `EPSG:32615
+576686.521 5188140.240 159.731 2428.4 1018.0 DJI_0029.JPG gcp1
+576686.521 5188140.240 159.731 2478.7 1824.5 DJI_0028.JPG gcp1
+576686.521 5188140.240 159.731 1046.5 1213.1 DJI_0030.JPG gcp1
+576686.521 5188140.240 159.731 952.0 1991.1 DJI_0031.JPG gcp1
+576701.304 5188134.511 158.168 3184.8 604.6 DJI_0029.JPG gcp2
+576701.304 5188134.511 158.168 3234.4 1405.9 DJI_0028.JPG gcp2
+576701.304 5188134.511 158.168 1872.5 836.0 DJI_0030.JPG gcp2
+576701.304 5188134.511 158.168 1816.6 1699.0 DJI_0031.JPG gcp2
+576701.304 5188134.511 158.168 3315.7 2098.4 DJI_0027.JPG gcp2
+576680.818 5188155.989 160.778 1510.6 675.0 DJI_0029.JPG gcp3
+576680.818 5188155.989 160.778 1583.0 1473.9 DJI_0028.JPG gcp3
+576680.818 5188155.989 160.778 135.7 819.4 DJI_0030.JPG gcp3
+576680.818 5188155.989 160.778 113.4 1496.3 DJI_0031.JPG gcp3
+576701.427 5188153.411 159.245 2482.9 696.5 DJI_0028.JPG gcp4
+576701.427 5188153.411 159.245 1106.8 84.1 DJI_0030.JPG gcp4
+576701.427 5188153.411 159.245 1165.8 880.5 DJI_0031.JPG gcp4
+576701.427 5188153.411 159.245 2537.2 1452.3 DJI_0027.JPG gcp4
+576694.410 5188145.537 158.825 2478.1 488.1 DJI_0029.JPG gcp5
+576694.410 5188145.537 158.825 2541.5 1285.2 DJI_0028.JPG gcp5
+576694.410 5188145.537 158.825 2623.4 2023.9 DJI_0027.JPG gcp5
+576694.410 5188145.537 158.825 1159.6 684.8 DJI_0030.JPG gcp5
+576694.410 5188145.537 158.825 1137.8 1466.0 DJI_0031.JPG gcp5
+`;
+
+/** The control-point list with its marks moved to photographs scaled to `width` px (pixel centres kept). */
+function scaledControlPoints(width: number): string {
+  const scale = width / 4000;
+  return CONTROL_POINTS.split('\n')
+    .map((line, n) => {
+      const fields = line.split(' ');
+      if (n === 0 || fields.length < 7) return line;
+      const [x, y, z, col, row, ...rest] = fields;
+      const px = (v: string): string => ((Number(v) + 0.5) * scale - 0.5).toFixed(2);
+      return [x, y, z, px(col!), px(row!), ...rest].join(' ');
+    })
+    .join('\n');
+}
+
+/** The entries of a zip and their sizes. */
+function zipEntries(file: string): Promise<Map<string, number>> {
+  return new Promise((resolve, reject) => {
+    yauzl.open(file, { lazyEntries: false }, (err, zip) => {
+      if (err || !zip) return reject(err);
+      const entries = new Map<string, number>();
+      zip.on('entry', (e: yauzl.Entry) => entries.set(e.fileName, e.uncompressedSize));
+      zip.on('end', () => resolve(entries));
+      zip.on('error', reject);
+    });
+  });
+}
+
+describe('the asset map', () => {
+  let work: string;
+  let entries: Map<string, number>;
+  let lines: string[];
+
+  beforeAll(async () => {
+    work = await mkdtemp(path.join(tmpdir(), 'aeromap-assets-'));
+    const task = path.join(work, 'task');
+    await brightonCopies(path.join(task, 'images'), NAMES, WIDTH);
+    await writeFile(path.join(task, 'gcp_list.txt'), scaledControlPoints(WIDTH));
+    const optionsFile = path.join(work, 'options.json');
+    await writeFile(optionsFile, JSON.stringify(Object.entries(RUN_OPTIONS).map(([name, value]) => ({ name, value }))));
+    lines = [];
+    const run = spawnEngine(
+      defaultEnginePath(),
+      task,
+      optionsFile,
+      { allowPrivateUrls: false, maxMemoryBytes: null },
+      { onLine: (line) => lines.push(line), onProgress: () => undefined },
+    );
+    const exit = await run.exited;
+    expect(exit.code, lines.slice(-30).join('\n')).toBe(0);
+    const archive = path.join(work, 'all.zip');
+    await buildArchive(task, DEFAULT_OUTPUTS, archive);
+    entries = await zipEntries(archive);
+  }, 300_000);
+  afterAll(async () => {
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  it('names only results that some option makes, in the archive a node sends', () => {
+    const missing = Object.entries(ASSETS).flatMap(([name, source]) => {
+      if ('file' in source) return (entries.get(source.file) ?? 0) > 0 ? [] : [name];
+      const prefix = source.folder === '.' ? '' : `${source.folder}/`;
+      const held = [...entries].some(
+        ([entry, size]) => entry.startsWith(prefix) && size > 0 && !source.exclude?.test(entry),
+      );
+      return held ? [] : [name];
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it('made the tile folders in the TMS layout and the control points in WGS84', async () => {
+    for (const folder of ['orthophoto_tiles', 'dsm_tiles', 'dtm_tiles']) {
+      expect(entries.has(`${folder}/tilemapresource.xml`)).toBe(true);
+      // Brighton Beach lies at about 46.84 N, 91.99 W: tile row 84886 counted from the south at zoom 17.
+      expect(entries.has(`${folder}/17/32041/84886.png`) || entries.has(`${folder}/17/32042/84886.png`)).toBe(true);
+    }
+    const task = path.join(work, 'task');
+    const gcps = JSON.parse(
+      await readFile(path.join(task, 'odm_georeferencing', 'ground_control_points.geojson'), 'utf8'),
+    ) as { features: { properties: { id: string }; geometry: { coordinates: number[] } }[] };
+    expect(gcps.features.map((f) => f.properties.id).sort()).toEqual(['gcp1', 'gcp2', 'gcp3', 'gcp4', 'gcp5']);
+    for (const { geometry } of gcps.features) {
+      expect(geometry.coordinates[0]).toBeCloseTo(-91.994, 2);
+      expect(geometry.coordinates[1]).toBeCloseTo(46.842, 2);
+    }
+  });
+});
