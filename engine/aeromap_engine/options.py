@@ -31,6 +31,7 @@ class Option:
     minimum: float | None = None
     maximum: float | None = None
     check: Callable[[Any], None] | None = None  # raises ValueError saying what is wrong with a value
+    domain: str | None = None  # NodeODM's domain when it is not the type's ("json": a string holding JSON)
 
     def parse(self, value: Any) -> Any:
         """Convert a value as sent by a client (often a string) to this option's type, or raise OptionsError."""
@@ -85,7 +86,7 @@ class Option:
             "name": self.name,
             "type": self.type,
             "value": _default_text(self.default),
-            "domain": list(self.choices) if self.type == "enum" else self._domain_text(),
+            "domain": list(self.choices) if self.type == "enum" else self.domain or self._domain_text(),
             "help": self.help,
         }
 

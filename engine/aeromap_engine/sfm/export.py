@@ -53,8 +53,9 @@ def shots_geojson(reconstruction: pycolmap.Reconstruction, georef: Georef, kinds
 def control_points_geojson(residuals: dict, georef: Georef) -> dict:
     """ODM's ground_control_points.geojson: each control point the model located, at its position in the model
     (WGS84 longitude, latitude, altitude), with the photographs it is marked in and its error (model minus
-    surveyed, metres in the projected CRS). `residuals`: the georeferencing's gcp_residual_m figures."""
-    points = residuals.get("points", [])
+    surveyed, metres in the projected CRS). `residuals`: the georeferencing's gcp_residual_m figures (those of a
+    model solved before they recorded the surveyed positions have none to place)."""
+    points = [p for p in residuals.get("points", []) if "surveyed_m" in p]
     offset = np.array([georef.offset[0], georef.offset[1], 0.0])
     modelled = np.array([np.add(p["surveyed_m"], p["delta_m"]) for p in points]).reshape(-1, 3) + offset
     lonlatalt = transform(georef.crs, WGS84, modelled) if len(points) else modelled

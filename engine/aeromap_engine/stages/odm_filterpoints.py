@@ -60,7 +60,7 @@ OPTIONS: list[Option] = [
            "GeoJSON polygon limiting the area of the reconstruction: a Polygon or MultiPolygon, or a Feature or "
            "FeatureCollection of them, in WGS84 longitude and latitude unless its crs member names another CRS. "
            "Outputs are cropped to it. It takes the place of auto-boundary.", "odm_filterpoints",
-           check=check_boundary),
+           check=check_boundary, domain="json"),
     Option("optimize-disk-space", "bool", False,
            "Delete heavy intermediate files once the later stages no longer need them (the dense point cloud, "
            "after filtering). Every product is kept, but re-running from openmvs's result (rerun-from "

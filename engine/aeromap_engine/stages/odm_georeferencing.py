@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..atomic_files import write_json
 from ..cloud.tiled import TiledCloud
 from ..crs_offset import Georef
-from ..atomic_files import write_json
 from ..io.georeferenced import write_cloud
 from ..options import Option
 from ..sfm.export import control_points_geojson
