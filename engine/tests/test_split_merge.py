@@ -16,6 +16,7 @@ import pytest
 import rasterio
 from rasterio.transform import Affine
 
+from aeromap_engine.cloud.area import SurveyArea
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.dem.grid import Grid
 from aeromap_engine.io import pointcloud as pointcloud_io
@@ -26,6 +27,7 @@ from aeromap_engine.split.blend import Owners, cutline_weights
 from aeromap_engine.options import resolve
 from aeromap_engine.pipeline import all_options
 from aeromap_engine.split.mosaic import merge_rasters, merged_cloud
+from aeromap_engine.stages.merge import opaque_outline
 from aeromap_engine.stages.split import submodel_options
 from aeromap_engine.dem.surface import NODATA
 
@@ -305,3 +307,18 @@ def test_weights_without_a_band_pick_the_nearest_with_data() -> None:
     valid = np.array([[[True, True, False]], [[True, True, True]]])
     w = cutline_weights(d, valid, 0.0)
     assert w.tolist() == [[[1.0, 0.0, 0.0]], [[0.0, 1.0, 1.0]]]
+
+
+def test_merged_orthophotos_cutline_is_the_outline_of_its_opaque_pixels(tmp_path: Path) -> None:
+    """An L of opaque pixels (a 40 x 10 m bar and a 10 x 30 m one at 0.5 m) with a transparent 4 x 4 m hole: one
+    polygon with one hole, of the opaque area, in the raster's CRS coordinates."""
+    alpha = np.zeros((80, 80), np.uint8)
+    alpha[:20, :] = 255  # north bar
+    alpha[20:, :20] = 255  # west bar
+    alpha[4:12, 40:48] = 0  # the hole
+    rgba = np.concatenate([_coloured(RED, alpha.shape), alpha[None]])
+    geometry = opaque_outline(_write(tmp_path / "o.tif", rgba, 0, 40, 0.5, alpha=True))
+    area = SurveyArea.from_geometry(geometry, (X0, Y0))
+    assert len(area.polygons) == 1 and len(area.polygons[0].holes) == 1
+    assert area.area == pytest.approx(40 * 10 + 10 * 30 - 4 * 4)
+    assert area.bounds == pytest.approx((0.0, 0.0, 40.0, 40.0))
