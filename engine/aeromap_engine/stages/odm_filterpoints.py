@@ -237,7 +237,8 @@ def run(ctx: "StageContext") -> None:
         occupancy, counts = filter_tiles(ctx, source, filtered_path, scratch, limit, spacing, settings, frames)
         figures.update(counts)
         if occupancy.points < 3:
-            raise InputError("The point cloud is empty or spans no area after filtering")
+            raise InputError("The point cloud is empty or spans no area after filtering"
+                             + (" within the boundary" if limit is not None else ""))
         area = cropped_area(occupancy, settings, frames, limit)
         cloud = TiledCloud.open(filtered_path)
         if options.crop > 0:
