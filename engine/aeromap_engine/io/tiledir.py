@@ -5,24 +5,23 @@ renamed into place when complete, so an earlier set never mixes with this one.""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from types import TracebackType
 from xml.sax.saxutils import quoteattr
 
+from ..atomic_files import atomic_dir
 from ..tiles.mercator import HALF, TILE, tile_span
 
 
 class TileFolderWriter:
     def __init__(self, path: Path, title: str, mercator_bounds: tuple[float, float, float, float]) -> None:
-        self._path, self._title, self._bounds = path, title, mercator_bounds
+        self._title, self._bounds = title, mercator_bounds
+        self._atomic = atomic_dir(path)
         self._tmp: Path | None = None
         self._zooms: set[int] = set()
 
     def __enter__(self) -> "TileFolderWriter":
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self._path.name}.", dir=self._path.parent))
+        self._tmp = self._atomic.__enter__()
         return self
 
     def add(self, z: int, x: int, y: int, png: bytes) -> None:
@@ -48,10 +47,6 @@ class TileFolderWriter:
 
     def __exit__(self, kind: type | None, error: BaseException | None, tb: TracebackType | None) -> None:
         assert self._tmp is not None
-        if kind is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
-            return
-        (self._tmp / "tilemapresource.xml").write_text(self._resource())
-        self._tmp.chmod(0o755)  # mkdtemp makes the folder private; outputs are for whoever may read the project
-        shutil.rmtree(self._path, ignore_errors=True)
-        self._tmp.rename(self._path)
+        if kind is None:
+            (self._tmp / "tilemapresource.xml").write_text(self._resource())
+        self._atomic.__exit__(kind, error, tb)
