@@ -30,6 +30,7 @@ const RUN_OPTIONS: Record<string, string | number | boolean> = {
   'orthophoto-kmz': true,
   'orthophoto-cutline': true,
   tiles: true,
+  '3d-tiles': true,
 };
 // Five tie points of the survey, marked in the full-size photographs (pixel centres from 0), at their positions in
 // the GPS-georeferenced model: control points that agree with the photographs, for ground_control_points.geojson.
