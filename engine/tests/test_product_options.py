@@ -13,6 +13,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
+import pyogrio.raw
 import pytest
 import rasterio
 from PIL import Image
@@ -25,7 +26,7 @@ from aeromap_engine.cloud.area import SurveyArea
 from aeromap_engine.crs_offset import Georef
 from aeromap_engine.errors import InputError, OptionsError
 from aeromap_engine.io.geojson import parse_boundary, read_geometry
-from aeromap_engine.io.gpkg import APPLICATION_ID, write_polygons
+from aeromap_engine.io.gpkg import write_polygons
 from aeromap_engine.io.kmz import write_kmz
 from aeromap_engine.io.tiledir import TileFolderWriter
 from aeromap_engine.options import resolve
@@ -38,27 +39,24 @@ UTM = "EPSG:32630"
 
 # --- formats ---------------------------------------------------------------------------------------------------
 
-def read_multipolygon(blob: bytes) -> tuple[int, list[list[np.ndarray]]]:
-    """(srs_id, polygons) of a GeoPackage geometry holding a little-endian WKB MultiPolygon."""
-    magic, version, flags, srs_id = struct.unpack_from("<2sBBi", blob)
-    assert (magic, version, flags & 1, (flags >> 1) & 7) == (b"GP", 0, 1, 1)  # little-endian, xy envelope
-    offset = 8 + 32
-    order, kind, count = struct.unpack_from("<BII", blob, offset)
+def read_multipolygon(wkb: bytes) -> list[list[np.ndarray]]:
+    """The polygons of a little-endian ISO WKB MultiPolygon."""
+    order, kind, count = struct.unpack_from("<BII", wkb)
     assert (order, kind) == (1, 6)
-    offset += 9
+    offset = 9
     polygons = []
     for _ in range(count):
-        _, kind, rings = struct.unpack_from("<BII", blob, offset)
+        _, kind, rings = struct.unpack_from("<BII", wkb, offset)
         assert kind == 3
         offset += 9
         parsed = []
         for _ in range(rings):
-            (points,) = struct.unpack_from("<I", blob, offset)
-            parsed.append(np.frombuffer(blob, "<f8", 2 * points, offset + 4).reshape(points, 2))
+            (points,) = struct.unpack_from("<I", wkb, offset)
+            parsed.append(np.frombuffer(wkb, "<f8", 2 * points, offset + 4).reshape(points, 2))
             offset += 4 + 16 * points
         polygons.append(parsed)
-    assert offset == len(blob)
-    return srs_id, polygons
+    assert offset == len(wkb)
+    return polygons
 
 
 def test_geopackage_holds_the_polygons_in_their_crs(tmp_path: Path) -> None:
@@ -70,19 +68,16 @@ def test_geopackage_holds_the_polygons_in_their_crs(tmp_path: Path) -> None:
                                                         [list(np.add(other, shift))]]}
     path = tmp_path / "cutline.gpkg"
     write_polygons(path, "cutline", geometry, UTM)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cutline.gpkg"]
     db = sqlite3.connect(path)
-    assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert db.execute("PRAGMA application_id").fetchone()[0] == 0x47504B47  # "GPKG"
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     contents = db.execute("SELECT table_name, data_type, srs_id, min_x, min_y, max_x, max_y FROM gpkg_contents")
     assert contents.fetchall() == [("cutline", "features", 32630, 500000.0, 4000000.0, 500030.0, 4000010.0)]
-    assert db.execute("SELECT geometry_type_name, srs_id FROM gpkg_geometry_columns").fetchall() == [
-        ("MULTIPOLYGON", 32630)]
-    organization, code, definition = db.execute(
-        "SELECT organization, organization_coordsys_id, definition FROM gpkg_spatial_ref_sys WHERE srs_id = 32630"
-    ).fetchone()
-    assert (organization, code) == ("EPSG", 32630) and CRS.from_wkt(definition).to_epsg() == 32630
-    srs_id, polygons = read_multipolygon(db.execute("SELECT geom FROM cutline").fetchone()[0])
-    assert srs_id == 32630 and [len(rings) for rings in polygons] == [2, 1]
+    meta, _, wkb, _ = pyogrio.raw.read(path, layer="cutline")
+    assert meta["crs"] == "EPSG:32630" and meta["geometry_type"] == "MultiPolygon" and len(wkb) == 1
+    polygons = read_multipolygon(bytes(wkb[0]))
+    assert [len(rings) for rings in polygons] == [2, 1]
     assert np.array_equal(polygons[0][1], np.add(hole, shift)) and np.array_equal(polygons[1][0], np.add(other, shift))
 
 
@@ -222,9 +217,9 @@ def test_kmz_and_cutline_of_the_orthophoto(extras: Project) -> None:
     with rasterio.open(extras.orthophoto("kmz")) as kmz:
         assert kmz.crs.to_epsg() == 4326 and np.allclose(tuple(kmz.bounds), expected, atol=1e-5)
         assert kmz.read(4).any()
-    db = sqlite3.connect(extras.orthophoto_cutline)
-    srs_id, polygons = read_multipolygon(db.execute("SELECT geom FROM cutline").fetchone()[0])
-    assert srs_id == crs.to_epsg()
+    meta, _, wkb, _ = pyogrio.raw.read(extras.orthophoto_cutline, layer="cutline")
+    assert CRS.from_user_input(meta["crs"]).to_epsg() == crs.to_epsg()
+    polygons = read_multipolygon(bytes(wkb[0]))
     # The polygon the orthophoto is cut to: the surveyed area, cropped; the orthophoto is transparent outside it.
     area = read_geometry(extras.bounds_file)
     parts = [area["coordinates"]] if area["type"] == "Polygon" else area["coordinates"]
