@@ -28,6 +28,8 @@ import { NodeRefresher } from './refresher.ts';
 import { sweepProjects } from './tasks/actions.ts';
 import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
+import { TaskSchema } from './tasks/schema.ts';
+import { publicRoutes } from './public.ts';
 import { startExpirySweep } from './tasks/expiry.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
@@ -169,7 +171,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   const finishMethodRoutes = methodNotAllowedRoutes(app);
   await app.register(formbody);
   await app.register(cookie);
-  for (const schema of [ErrorReply, ProjectSchema, PresetSchema, ProcessingNodeSchema, UserSchema, GroupSchema]) {
+  for (const schema of [ErrorReply, ProjectSchema, PresetSchema, ProcessingNodeSchema, UserSchema, GroupSchema, TaskSchema]) {
     app.addSchema(schema);
   }
   await registerOpenApi(app, version);
@@ -191,6 +193,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       tiles,
     });
   });
+  await publicRoutes(app, { db, rules, pages });
   finishMethodRoutes();
   if (pages) await registerWebApp(app);
   await app.ready();

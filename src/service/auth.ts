@@ -32,7 +32,18 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
   }
+  interface FastifyContextConfig {
+    /** The route answers callers without credentials too (public tasks); it decides what they may see. */
+    anonymous?: boolean;
+  }
 }
+
+/**
+ * What a route open to anyone declares: `config` lets callers without credentials through requireUser, and the
+ * OpenAPI document lists no credentials among the ways to call it.
+ */
+export const ANONYMOUS = { config: { anonymous: true } } as const;
+export const OPTIONAL_SECURITY: Record<string, string[]>[] = [{}, { jwtHeader: [] }, { jwtQuery: [] }];
 
 /** Staff users run the admin API and manage nodes and system presets; superusers are staff too. */
 export const isAdmin = (user: Principal) => user.staff || user.superuser;
@@ -192,16 +203,22 @@ export function currentUser(request: FastifyRequest): Principal {
   return request.principal;
 }
 
+/** The signed-in user, or null for a caller without credentials on a route open to anyone. */
+export const optionalUser = (request: FastifyRequest): Principal | null => request.principal;
+
 export async function requireAdmin(request: FastifyRequest): Promise<void> {
   if (!isAdmin(currentUser(request))) throw permissionDenied();
 }
 
-/** Hooks of the authenticated part of the API: every route in the context needs a valid token. */
+/**
+ * Hooks of the authenticated part of the API: every route in the context needs a valid token, but for those open
+ * to anyone (ANONYMOUS), where a token is optional. A bad token is refused everywhere, as WebODM does.
+ */
 export function requireUser(app: App, tokens: TokenService): void {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request) => {
     request.principal = await tokens.authenticate(request);
-    if (!request.principal) throw notAuthenticated();
+    if (!request.principal && !request.routeOptions.config.anonymous) throw notAuthenticated();
   });
 }
 
