@@ -17,27 +17,33 @@ export function ShareTask({ task, canChange, onChanged }: { task: Task; canChang
   const [copied, setCopied] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [saving, setSaving] = useState(false);
+  // Shown as switched at once, and back if the change is refused.
+  const [shared, setShared] = useState({ public: task.public, public_edit: task.public_edit });
+  useEffect(() => setShared({ public: task.public, public_edit: task.public_edit }), [task.public, task.public_edit]);
   const link = `${location.origin}${publicPagePath(task.id, view)}`;
   const embed = `<iframe src="${location.origin}${publicPagePath(task.id, view, true)}" width="800" height="600" style="border: 0" allowfullscreen></iframe>`;
 
   useEffect(() => {
     let current = true;
     setQr(null);
-    if (task.public) QRCode.toDataURL(link, { margin: 1, width: 176 }).then((url) => current && setQr(url), () => undefined);
+    if (shared.public) QRCode.toDataURL(link, { margin: 1, width: 176 }).then((url) => current && setQr(url), () => undefined);
     return () => {
       current = false;
     };
-  }, [link, task.public]);
+  }, [link, shared.public]);
 
   if (views.length === 0) return null;
 
-  async function change(fields: Partial<Pick<Task, 'public' | 'public_edit'>>) {
+  async function change(fields: Partial<typeof shared>) {
+    const before = shared;
+    setShared({ ...shared, ...fields });
     setSaving(true);
     setError(null);
     try {
       await api(`${taskPath(task.project, task.id)}/`, { method: 'PATCH', body: fields });
       await onChanged();
     } catch (failure) {
+      setShared(before);
       setError(failure instanceof Error ? failure.message : String(failure));
     } finally {
       setSaving(false);
@@ -58,14 +64,14 @@ export function ShareTask({ task, canChange, onChanged }: { task: Task; canChang
     <section class="panel share-task" aria-labelledby="share-heading">
       <h2 id="share-heading">Share</h2>
       <label class="inline">
-        <input type="checkbox" checked={task.public} disabled={!canChange || saving} onChange={(e) => change({ public: e.currentTarget.checked })} />
+        <input type="checkbox" checked={shared.public} disabled={!canChange || saving} onChange={(e) => change({ public: e.currentTarget.checked })} />
         Public: anyone with the link sees this task, without signing in
       </label>
       <label class="inline">
         <input
           type="checkbox"
-          checked={task.public_edit}
-          disabled={!canChange || saving || !task.public}
+          checked={shared.public_edit}
+          disabled={!canChange || saving || !shared.public}
           onChange={(e) => change({ public_edit: e.currentTarget.checked })}
         />
         Allow edits: they may also save the 3D view's scene
@@ -76,7 +82,7 @@ export function ShareTask({ task, canChange, onChanged }: { task: Task; canChang
           {error}
         </p>
       )}
-      {task.public && (
+      {shared.public && (
         <div class="share-links">
           <div class="share-fields">
             {views.length > 1 && (
@@ -91,7 +97,7 @@ export function ShareTask({ task, canChange, onChanged }: { task: Task; canChang
             <label>
               Link
               <span class="row">
-                <input class="grow" readOnly value={link} data-testid="public-link" onFocus={(e) => e.currentTarget.select()} />
+                <input class="share-link" readOnly value={link} data-testid="public-link" onFocus={(e) => e.currentTarget.select()} />
                 <button type="button" onClick={() => copy('link', link)}>
                   {copied === 'link' ? 'Copied' : 'Copy link'}
                 </button>
