@@ -272,6 +272,25 @@ export function tasksWithNode(db: Kysely<Database>) {
     .select(nodeColumns);
 }
 
+/**
+ * A task as the API shows it when the viewer (null: someone signed out) may read it: the viewer sees its project,
+ * or the task or its project is public. One query, as the task is polled.
+ */
+export function readableShownTask(db: Kysely<Database>, viewer: Viewer | null, projectId: number, id: number): Promise<ShownTask | undefined> {
+  return tasksWithNode(db)
+    .innerJoin('projects', 'projects.id', 'tasks.project_id')
+    .where('tasks.id', '=', id)
+    .where('tasks.project_id', '=', projectId)
+    .where('projects.deleting', '=', 0)
+    .where((eb) => {
+      const open = [eb('tasks.public', '=', 1), eb('projects.public', '=', 1)];
+      if (!viewer) return eb.or(open);
+      const visible = visibleProjects(db, viewer).clearSelect().select('projects.id').where('projects.id', '=', projectId);
+      return eb.or([...open, eb('tasks.project_id', 'in', visible)]);
+    })
+    .executeTakeFirst();
+}
+
 const visibleTaskRows = compiledQuery(
   (db, shape: { superuser: boolean; byStatus: boolean }, values: { viewer: number; project: number; status: number }) =>
     visibleProjects(db, { id: values.viewer, superuser: shape.superuser })

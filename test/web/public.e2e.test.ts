@@ -108,6 +108,8 @@ describe('a public task in Chromium, signed out', () => {
     await thumbnail.waitFor();
     await expect.poll(() => thumbnail.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBeGreaterThan(40);
     await screenshot(page, 'public-dashboard-thumbnail-desktop');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await screenshot(page, 'public-dashboard-thumbnail-phone');
 
     await page.goto(`${t.url}/project/${projectId}/task/${taskId}/`);
     const share = page.getByRole('region', { name: 'Share' });

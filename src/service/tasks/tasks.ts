@@ -13,6 +13,7 @@ import {
   deleteTask,
   findProjectTask,
   findTaskAndProject,
+  readableShownTask,
   insertTask,
   makeDue,
   requestAction,
@@ -99,10 +100,11 @@ export class TaskRules {
     return task;
   }
 
-  /** The task as the API shows it, to a caller who may read it. */
+  /** The task as the API shows it, to a caller who may read it (as readable decides), in one query. */
   async item(user: Principal | null, projectId: number, taskId: number): Promise<TaskItem> {
-    const { task } = await this.readable(user, projectId, taskId);
-    return this.present(task.id);
+    const row = await readableShownTask(this.db, user, projectId, taskId);
+    if (!row) throw notFound();
+    return presentTask(row);
   }
 
   async present(taskId: number): Promise<TaskItem> {
