@@ -167,6 +167,15 @@ function tokenOf(request: FastifyRequest): { value: string; fromCookie: boolean 
   return cookie ? { value: cookie, fromCookie: true } : undefined;
 }
 
+/** Whether the request's only credential is the browser's session cookie. */
+function sentSessionOnly(request: FastifyRequest): boolean {
+  try {
+    return tokenOf(request)?.fromCookie === true;
+  } catch {
+    return false;
+  }
+}
+
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -217,8 +226,16 @@ export async function requireAdmin(request: FastifyRequest): Promise<void> {
 export function requireUser(app: App, tokens: TokenService): void {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request) => {
-    request.principal = await tokens.authenticate(request);
-    if (!request.principal && !request.routeOptions.config.anonymous) throw notAuthenticated();
+    const anonymous = request.routeOptions.config.anonymous === true;
+    try {
+      request.principal = await tokens.authenticate(request);
+    } catch (error) {
+      // A browser's stale session must not keep it from what anyone may see (a shared link opened a day after
+      // signing in): there, a session cookie that fails is no session. A token sent on purpose is still refused.
+      if (!anonymous || !sentSessionOnly(request)) throw error;
+      request.principal = null;
+    }
+    if (!request.principal && !anonymous) throw notAuthenticated();
   });
 }
 

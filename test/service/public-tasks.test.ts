@@ -91,8 +91,14 @@ describe.each(BACKENDS)('public tasks (%s)', (backend) => {
     expect((await callers.other.get(`${tasks()}/${completed}/output/`)).status).toBe(404);
     expect((await callers.other.post(`${tasks()}/${completed}/restart/`)).status).toBe(404);
     expect((await t.anonymous.get(`/api/projects/${project}/`)).status).toBe(403);
-    // A token that fails is refused even where none is needed, as WebODM does.
+    // A token that fails is refused even where none is needed, as WebODM does; but a browser's stale session
+    // cookie is no session there, so that a shared link opens for someone who signed in long ago.
     expect((await t.anonymous.withToken('not.a.token').get(`${tasks()}/${completed}/`)).status).toBe(403);
+    const stale = { headers: { cookie: 'aeromap_session=not.a.token' } };
+    expect((await t.anonymous.request('GET', `${tasks()}/${completed}/`, stale)).status).toBe(200);
+    expect((await t.anonymous.request('GET', `${tasks()}/${completed}/orthophoto/tiles.json`, stale)).status).toBe(200);
+    expect((await t.anonymous.request('GET', `${tasks()}/`, stale)).status).toBe(403);
+    expect((await t.anonymous.request('GET', `${tasks()}/${photographed}/`, stale)).status).toBe(404);
     await setPublic({ public: false });
     expect(await statuses(t.anonymous, reads())).toEqual(reads().map(() => 404));
   });
