@@ -1,7 +1,7 @@
 // Public tasks, as WebODM has them: a task (or a project) made public opens the task, its downloads, assets, tiles,
 // thumbnail, photographs and 3D scene to anyone, signed in or not; public_edit lets anyone save its 3D scene. A task
 // that is not public answers 404 to strangers on the same URLs, and the public pages answer 404 for it.
-import { symlink, writeFile } from 'node:fs/promises';
+import { rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -154,6 +154,10 @@ describe.each(BACKENDS)('public tasks (%s)', (backend) => {
     expect((await download(t.anonymous, `${base}/download/IMG_0001.JPG`)).status).toBe(404);
     await setPublic({ public: true }, photographed);
     expect((await download(t.anonymous, `${base}/thumbnail/IMG_0001.JPG`)).status).toBe(200);
+    // A compacted task keeps no photographs.
+    await rm(path.join(folder, 'images'), { recursive: true });
+    expect((await download(t.anonymous, `${base}/download/IMG_0001.JPG`)).status).toBe(404);
+    expect((await download(t.anonymous, `${base}/thumbnail/IMG_0001.JPG`)).status).toBe(404);
   });
 
   it('keeps a Potree scene per task, saved by "change" or, on a public task with public_edit, by anyone', async () => {

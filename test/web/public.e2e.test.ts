@@ -110,6 +110,7 @@ describe('a public task in Chromium, signed out', () => {
     await screenshot(page, 'public-dashboard-thumbnail-desktop');
     await page.setViewportSize({ width: 390, height: 844 });
     await screenshot(page, 'public-dashboard-thumbnail-phone');
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     await page.goto(`${t.url}/project/${projectId}/task/${taskId}/`);
     const share = page.getByRole('region', { name: 'Share' });
