@@ -367,6 +367,18 @@ async function webodmPresets(db: Kysely<any>): Promise<void> {
     .execute();
 }
 
+/**
+ * Public access as WebODM has it: a public task (or any task of a public project) is read by anyone with its
+ * link, and public_edit lets them save its 3D scene too. The Potree scene each task keeps (JSON, WebODM's field).
+ */
+async function publicAccess(db: Kysely<any>): Promise<void> {
+  for (const table of ['tasks', 'projects']) {
+    await db.schema.alterTable(table).addColumn('public', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema.alterTable(table).addColumn('public_edit', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+  }
+  await db.schema.alterTable('tasks').addColumn('potree_scene', 'text', (c) => c.notNull().defaultTo('{}')).execute();
+}
+
 const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
   '0002_task_processing': { up: taskProcessing },
@@ -374,6 +386,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0004_task_attempts': { up: taskAttempts },
   '0005_user_quotas': { up: userQuotas },
   '0006_webodm_presets': { up: webodmPresets },
+  '0007_public_access': { up: publicAccess },
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {

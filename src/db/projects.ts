@@ -1,6 +1,6 @@
 // Projects, their tasks' ids, and the per-user and per-group permissions that share them.
 import { type Kysely, type Updateable, sql } from 'kysely';
-import { type Database, type Project, type ProjectPermission, type ProjectsTable, defined, now } from './schema.ts';
+import { type Database, type Flag, type Project, type ProjectPermission, type ProjectsTable, defined, now } from './schema.ts';
 
 export interface Viewer {
   id: number;
@@ -96,10 +96,16 @@ export async function taskIdsOf(db: Kysely<Database>, projectIds: number[]): Pro
   return tasks;
 }
 
-export async function insertProject(db: Kysely<Database>, ownerId: number, name: string, description: string): Promise<number> {
+export async function insertProject(
+  db: Kysely<Database>,
+  ownerId: number,
+  name: string,
+  description: string,
+  sharing: { public?: Flag; public_edit?: Flag } = {},
+): Promise<number> {
   const row = await db
     .insertInto('projects')
-    .values({ owner_id: ownerId, name, description, created_at: now() })
+    .values({ owner_id: ownerId, name, description, ...sharing, created_at: now() })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;

@@ -62,6 +62,10 @@ export interface ProjectsTable {
   created_at: Timestamp;
   /** Hidden and on its way out: its tasks are being removed. */
   deleting: Generated<Flag>;
+  /** Every task of the project is open to anyone, as a public task is. */
+  public: Generated<Flag>;
+  /** With public: anyone may also save the tasks' 3D scenes. */
+  public_edit: Generated<Flag>;
 }
 
 export interface ProjectUserPermissionsTable {
@@ -119,6 +123,12 @@ export interface TasksTable {
   attempts: Generated<number>;
   /** The node has completed the task and its all.zip is still to be fetched. */
   download_pending: Generated<Flag>;
+  /** Anyone may read the task and its results, signed in or not (WebODM's public link). */
+  public: Generated<Flag>;
+  /** With public: anyone may also save its 3D scene. */
+  public_edit: Generated<Flag>;
+  /** JSON object: the saved Potree scene (camera view, annotations...), WebODM's potree_scene. */
+  potree_scene: Generated<string>;
 }
 
 export interface ProcessingNodesTable {

@@ -6,7 +6,7 @@ import { databaseTime, isPostgres } from './clock.ts';
 import { compiledQuery } from './compiled.ts';
 import { PendingAction, TaskStatus } from '../protocol/status.ts';
 import { type Viewer, visibleProjects } from './projects.ts';
-import { type Database, type Task, type TaskUpdate, defined, now } from './schema.ts';
+import { type Database, type Flag, type Project, type Task, type TaskUpdate, defined, now } from './schema.ts';
 
 
 export function tasksOf(db: Kysely<Database>, projectId: number) {
@@ -15,6 +15,29 @@ export function tasksOf(db: Kysely<Database>, projectId: number) {
 
 export function findProjectTask(db: Kysely<Database>, projectId: number, id: number): Promise<Task | undefined> {
   return tasksOf(db, projectId).where('tasks.id', '=', id).executeTakeFirst();
+}
+
+/** A task with its project, unless the project is being deleted (then nobody sees either). */
+export async function findTaskAndProject(
+  db: Kysely<Database>,
+  projectId: number,
+  id: number,
+): Promise<{ task: Task; project: Project } | undefined> {
+  const project = await db.selectFrom('projects').selectAll().where('id', '=', projectId).where('deleting', '=', 0).executeTakeFirst();
+  const task = project && (await findProjectTask(db, projectId, id));
+  return task && { task, project };
+}
+
+/** A task that is open to anyone (public, or of a public project), by id alone: the public pages' lookup. */
+export function findOpenTask(db: Kysely<Database>, id: number): Promise<Task | undefined> {
+  return db
+    .selectFrom('tasks')
+    .innerJoin('projects', 'projects.id', 'tasks.project_id')
+    .selectAll('tasks')
+    .where('tasks.id', '=', id)
+    .where('projects.deleting', '=', 0)
+    .where((eb) => eb.or([eb('tasks.public', '=', 1), eb('projects.public', '=', 1)]))
+    .executeTakeFirst();
 }
 
 export async function insertTask(
@@ -29,6 +52,8 @@ export async function insertTask(
     status?: number | null;
     pending_action?: number | null;
     import_url?: string | null;
+    public?: Flag;
+    public_edit?: Flag;
   },
 ): Promise<number> {
   const row = await db
@@ -217,6 +242,9 @@ const SHOWN_COLUMNS = [
   'extent',
   'statistics',
   'size',
+  'public',
+  'public_edit',
+  'potree_scene',
 ] as const satisfies readonly (keyof Task)[];
 const shownColumns = SHOWN_COLUMNS.map((column) => `tasks.${column}` as const);
 const nodeColumns = [
@@ -242,6 +270,25 @@ export function tasksWithNode(db: Kysely<Database>) {
     .leftJoin('processing_nodes', 'processing_nodes.id', 'tasks.processing_node_id')
     .selectAll('tasks')
     .select(nodeColumns);
+}
+
+/**
+ * A task as the API shows it when the viewer (null: someone signed out) may read it: the viewer sees its project,
+ * or the task or its project is public. One query, as the task is polled.
+ */
+export function readableShownTask(db: Kysely<Database>, viewer: Viewer | null, projectId: number, id: number): Promise<ShownTask | undefined> {
+  return tasksWithNode(db)
+    .innerJoin('projects', 'projects.id', 'tasks.project_id')
+    .where('tasks.id', '=', id)
+    .where('tasks.project_id', '=', projectId)
+    .where('projects.deleting', '=', 0)
+    .where((eb) => {
+      const open = [eb('tasks.public', '=', 1), eb('projects.public', '=', 1)];
+      if (!viewer) return eb.or(open);
+      const visible = visibleProjects(db, viewer).clearSelect().select('projects.id').where('projects.id', '=', projectId);
+      return eb.or([...open, eb('tasks.project_id', 'in', visible)]);
+    })
+    .executeTakeFirst();
 }
 
 const visibleTaskRows = compiledQuery(

@@ -30,6 +30,8 @@ import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
 import { ExportJobs } from './exports/jobs.ts';
 import { exportRoutes, workerRoutes } from './exports/routes.ts';
+import { TaskSchema } from './tasks/schema.ts';
+import { publicRoutes } from './public.ts';
 import { startExpirySweep } from './tasks/expiry.ts';
 import { TaskScheduler } from './tasks/scheduler.ts';
 import { TaskRules } from './tasks/tasks.ts';
@@ -176,7 +178,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   const finishMethodRoutes = methodNotAllowedRoutes(app);
   await app.register(formbody);
   await app.register(cookie);
-  for (const schema of [ErrorReply, ProjectSchema, PresetSchema, ProcessingNodeSchema, UserSchema, GroupSchema]) {
+  for (const schema of [ErrorReply, ProjectSchema, PresetSchema, ProcessingNodeSchema, UserSchema, GroupSchema, TaskSchema]) {
     app.addSchema(schema);
   }
   await registerOpenApi(app, version);
@@ -200,6 +202,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     });
     await exportRoutes(api, { rules, tiles, jobs: exportJobs });
   });
+  await publicRoutes(app, { db, rules, pages });
   finishMethodRoutes();
   if (pages) await registerWebApp(app);
   await app.ready();

@@ -32,7 +32,18 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
   }
+  interface FastifyContextConfig {
+    /** The route answers callers without credentials too (public tasks); it decides what they may see. */
+    anonymous?: boolean;
+  }
 }
+
+/**
+ * What a route open to anyone declares: `config` lets callers without credentials through requireUser, and the
+ * OpenAPI document lists no credentials among the ways to call it.
+ */
+export const ANONYMOUS = { config: { anonymous: true } } as const;
+export const OPTIONAL_SECURITY: Record<string, string[]>[] = [{}, { jwtHeader: [] }, { jwtQuery: [] }];
 
 /** Staff users run the admin API and manage nodes and system presets; superusers are staff too. */
 export const isAdmin = (user: Principal) => user.staff || user.superuser;
@@ -156,6 +167,15 @@ function tokenOf(request: FastifyRequest): { value: string; fromCookie: boolean 
   return cookie ? { value: cookie, fromCookie: true } : undefined;
 }
 
+/** Whether the request's only credential is the browser's session cookie. */
+function sentSessionOnly(request: FastifyRequest): boolean {
+  try {
+    return tokenOf(request)?.fromCookie === true;
+  } catch {
+    return false;
+  }
+}
+
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -192,16 +212,30 @@ export function currentUser(request: FastifyRequest): Principal {
   return request.principal;
 }
 
+/** The signed-in user, or null for a caller without credentials on a route open to anyone. */
+export const optionalUser = (request: FastifyRequest): Principal | null => request.principal;
+
 export async function requireAdmin(request: FastifyRequest): Promise<void> {
   if (!isAdmin(currentUser(request))) throw permissionDenied();
 }
 
-/** Hooks of the authenticated part of the API: every route in the context needs a valid token. */
+/**
+ * Hooks of the authenticated part of the API: every route in the context needs a valid token, but for those open
+ * to anyone (ANONYMOUS), where a token is optional. A bad token is refused everywhere, as WebODM does.
+ */
 export function requireUser(app: App, tokens: TokenService): void {
   app.decorateRequest('principal', null);
   app.addHook('onRequest', async (request) => {
-    request.principal = await tokens.authenticate(request);
-    if (!request.principal) throw notAuthenticated();
+    const anonymous = request.routeOptions.config.anonymous === true;
+    try {
+      request.principal = await tokens.authenticate(request);
+    } catch (error) {
+      // A browser's stale session must not keep it from what anyone may see (a shared link opened a day after
+      // signing in): there, a session cookie that fails is no session. A token sent on purpose is still refused.
+      if (!anonymous || !sentSessionOnly(request)) throw error;
+      request.principal = null;
+    }
+    if (!request.principal && !anonymous) throw notAuthenticated();
   });
 }
 

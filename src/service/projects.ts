@@ -16,7 +16,7 @@ import {
   updateProject,
   visibleProjectsWithTaskIds,
 } from '../db/projects.ts';
-import { type Database, PROJECT_PERMISSIONS, type Project, type ProjectPermission } from '../db/schema.ts';
+import { type Database, PROJECT_PERMISSIONS, type Project, type ProjectPermission, flag } from '../db/schema.ts';
 import { findUserByUsername } from '../db/users.ts';
 import { projectFolder } from './layout.ts';
 import { fieldError } from './errors.ts';
@@ -35,6 +35,8 @@ export const ProjectSchema = Type.Object(
     name: Type.String(),
     description: Type.String(),
     permissions: Type.Array(Permission, { description: "The current user's permissions on the project" }),
+    public: Type.Boolean({ description: 'Every task of the project is open to anyone with its link, as a public task is' }),
+    public_edit: Type.Boolean({ description: "With public: anyone may also save the tasks' 3D scenes" }),
   },
   { $id: 'Project' },
 );
@@ -45,6 +47,14 @@ type ProjectRow = Project & { task_ids: string | null };
 const ProjectBody = Body({
   name: Type.String({ minLength: 1, maxLength: 255 }),
   description: Type.String({ default: '', maxLength: 65536 }),
+  public: Type.Optional(Type.Boolean()),
+  public_edit: Type.Optional(Type.Boolean()),
+});
+
+/** The sharing flags a client gave (undefined: keep them). */
+const sharing = (body: { public?: boolean; public_edit?: boolean }) => ({
+  public: body.public === undefined ? undefined : flag(body.public),
+  public_edit: body.public_edit === undefined ? undefined : flag(body.public_edit),
 });
 
 const UserGrant = Type.Object({
@@ -97,6 +107,8 @@ async function present(ctx: Context, rows: ProjectRow[]): Promise<ProjectItem[]>
     name: row.name,
     description: row.description,
     permissions: permissions.get(row.id) ?? [],
+    public: row.public === 1,
+    public_edit: row.public_edit === 1,
   }));
 }
 
@@ -127,10 +139,10 @@ function definition(dataDir: string): ResourceDefinition<ProjectRow, ProjectItem
     },
     scope: (ctx) => visibleProjectsWithTaskIds(ctx.db, { id: ctx.user.id, superuser: ctx.user.superuser }),
     present,
-    create: (ctx, body) => insertProject(ctx.db, ctx.user.id, body.name, body.description),
+    create: (ctx, body) => insertProject(ctx.db, ctx.user.id, body.name, body.description, sharing(body)),
     async update(ctx, project, body) {
       await requireProjectPermission(ctx.db, ctx.user, project, 'change');
-      await updateProject(ctx.db, project.id, { name: body.name, description: body.description });
+      await updateProject(ctx.db, project.id, { name: body.name, description: body.description, ...sharing(body) });
     },
     async remove(ctx, project) {
       if (ctx.user.superuser || project.owner_id === ctx.user.id) {

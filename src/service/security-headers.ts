@@ -2,7 +2,7 @@
 // imported zip may hold any file), so a result must never run as a page of the application's origin, where a
 // script could read a signed-in user's token: results are served with a sandboxing policy, as attachments unless
 // their type is inert, and never sniffed. The application's own pages load scripts from the origin alone and
-// cannot be framed (clickjacking).
+// cannot be framed (clickjacking), but for the iframe pages of public tasks, which exist to be embedded.
 import type { FastifyReply } from 'fastify';
 import type { App } from './typed-app.ts';
 
@@ -22,6 +22,10 @@ export const APP_POLICY = [
   "form-action 'self'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+// The pages made to be embedded in other sites (a public task's /iframe/ map and 3D view): any site may frame them.
+// They show only what anyone may see, and sign nobody in.
+export const FRAMEABLE_APP_POLICY = APP_POLICY.replace("frame-ancestors 'none'", 'frame-ancestors *');
 
 // A result opened in the browser: no script, no plugin, an origin of its own (sandbox), nothing fetched.
 export const RESULT_POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; sandbox; frame-ancestors 'none'";

@@ -11,8 +11,9 @@ import { TaskStatus, finished, imageForm, makeJpegs, orthophotoZip, postForm, wa
 
 
 /** open: anyone; user: any signed-in user; admin: staff and superusers; superuser: superusers only; view, change, delete: that permission on
- * the project; own: the owner of a preset, who alone sees it. */
-type Rule = 'open' | 'user' | 'admin' | 'superuser' | 'view' | 'change' | 'delete' | 'own';
+ * the project; own: the owner of a preset, who alone sees it; read: "view", a 404 to anyone else, signed in or not,
+ * as the reads a public task opens to everyone answer (on a task that is not public); scene: "change" the same way. */
+type Rule = 'open' | 'user' | 'admin' | 'superuser' | 'view' | 'change' | 'delete' | 'own' | 'read' | 'scene';
 
 const REFUSED: Record<Rule, Partial<Record<Role, number>>> = {
   open: {},
@@ -23,12 +24,16 @@ const REFUSED: Record<Rule, Partial<Record<Role, number>>> = {
   change: { anonymous: 403, other: 404, staff: 404, member: 403 },
   delete: { anonymous: 403, other: 404, staff: 404, member: 403 },
   own: { anonymous: 403, other: 404, member: 404, staff: 404, superuser: 404 },
+  read: { anonymous: 404, other: 404, staff: 404 },
+  scene: { anonymous: 404, other: 404, staff: 404, member: 403 },
 };
 
 interface Fixtures {
   project: number;
   /** A new task of the shared project: partial, with two photographs uploaded by the owner. */
   partialTask(): Promise<number>;
+  /** A new partial task of the shared project, made public by the owner. */
+  publicTask(): Promise<number>;
   /** A new task waiting for a processing node (there is none), and one canceled. */
   queuedTask(): Promise<number>;
   canceledTask(): Promise<number>;
@@ -54,6 +59,7 @@ const tasksOf = (fx: Fixtures) => `/api/projects/${fx.project}/tasks/`;
 const onNew = (task: 'partialTask' | 'queuedTask' | 'canceledTask', method: 'post' | 'patch' | 'put', suffix: string, body?: unknown): Call =>
   async (client, fx) => client[method](`${tasksOf(fx)}${await fx[task]()}/${suffix}`, body);
 const onCompleted = (suffix: string): Call => (client, fx) => client.get(`${tasksOf(fx)}${fx.completed}/${suffix}`);
+const sceneWrite = (suffix: string, body: unknown): Call => (client, fx) => client.post(`${tasksOf(fx)}${fx.completed}/3d/${suffix}`, body);
 
 const MATRIX: Record<string, Row> = {
   'POST /api/token-auth/': { rule: 'open', ok: 400, call: (c) => c.post('/api/token-auth/', { username: 'nobody', password: 'wrong' }) },
@@ -115,7 +121,7 @@ const MATRIX: Record<string, Row> = {
 
   'GET /api/projects/{project_id}/tasks/': { rule: 'view', ok: 200, call: (c, fx) => c.get(tasksOf(fx)) },
   'POST /api/projects/{project_id}/tasks/': { rule: 'change', ok: 201, call: (c, fx) => c.post(tasksOf(fx), { partial: true, name: 'new' }) },
-  'GET /api/projects/{project_id}/tasks/{task_id}/': { rule: 'view', ok: 200, call: onCompleted('') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/': { rule: 'read', ok: 200, call: onCompleted('') },
   'PATCH /api/projects/{project_id}/tasks/{task_id}/': { rule: 'change', ok: 200, call: onNew('partialTask', 'patch', '', { name: 'renamed' }) },
   'PUT /api/projects/{project_id}/tasks/{task_id}/': { rule: 'change', ok: 200, call: onNew('partialTask', 'put', '', { name: 'replaced' }) },
   'POST /api/projects/{project_id}/tasks/{task_id}/upload/': { rule: 'change', ok: 200, call: async (c, fx) =>
@@ -125,11 +131,21 @@ const MATRIX: Record<string, Row> = {
   'POST /api/projects/{project_id}/tasks/{task_id}/remove/': { rule: 'delete', ok: 200, call: onNew('partialTask', 'post', 'remove/') },
   'POST /api/projects/{project_id}/tasks/{task_id}/restart/': { rule: 'change', ok: 200, call: onNew('canceledTask', 'post', 'restart/') },
   'GET /api/projects/{project_id}/tasks/{task_id}/output/': { rule: 'view', ok: 200, call: onCompleted('output/') },
-  'GET /api/projects/{project_id}/tasks/{task_id}/download/{asset}': { rule: 'view', ok: 200, call: onCompleted('download/orthophoto.tif') },
-  'GET /api/projects/{project_id}/tasks/{task_id}/assets/{*}': { rule: 'view', ok: 200, call: onCompleted('assets/odm_orthophoto/odm_orthophoto.tif') },
-  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles.json': { rule: 'view', ok: 200, call: onCompleted('orthophoto/tiles.json') },
-  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/metadata': { rule: 'view', ok: 200, call: onCompleted('orthophoto/metadata') },
-  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles/{z}/{x}/{y}': { rule: 'view', ok: 200, call: (c, fx) => onCompleted(`orthophoto/tiles/${fx.tile}.png`)(c, fx) },
+  'GET /api/projects/{project_id}/tasks/{task_id}/download/{asset}': { rule: 'read', ok: 200, call: onCompleted('download/orthophoto.tif') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/assets/{*}': { rule: 'read', ok: 200, call: onCompleted('assets/odm_orthophoto/odm_orthophoto.tif') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles.json': { rule: 'read', ok: 200, call: onCompleted('orthophoto/tiles.json') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/metadata': { rule: 'read', ok: 200, call: onCompleted('orthophoto/metadata') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles/{z}/{x}/{y}': { rule: 'read', ok: 200, call: (c, fx) => onCompleted(`orthophoto/tiles/${fx.tile}.png`)(c, fx) },
+  'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/bounds': { rule: 'read', ok: 200, call: onCompleted('orthophoto/bounds') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/thumbnail': { rule: 'read', ok: 200, call: onCompleted('thumbnail?size=32') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/images/download/{filename}': { rule: 'read', ok: 200, call: async (c, fx) =>
+    c.get(`${tasksOf(fx)}${await fx.partialTask()}/images/download/IMG_0000.JPG`) },
+  'GET /api/projects/{project_id}/tasks/{task_id}/images/thumbnail/{filename}': { rule: 'read', ok: 200, call: async (c, fx) =>
+    c.get(`${tasksOf(fx)}${await fx.partialTask()}/images/thumbnail/IMG_0000.JPG?size=16`) },
+  'GET /api/projects/{project_id}/tasks/{task_id}/3d/scene': { rule: 'read', ok: 200, call: onCompleted('3d/scene') },
+  'POST /api/projects/{project_id}/tasks/{task_id}/3d/scene': { rule: 'scene', ok: 200, call: sceneWrite('scene', { type: 'Potree', version: 1.7 }) },
+  'POST /api/projects/{project_id}/tasks/{task_id}/3d/cameraview': { rule: 'scene', ok: 200, call: sceneWrite('cameraview', { position: [0, 0, 10] }) },
+  'GET /public/task/{task_id}/json/': { rule: 'open', ok: 200, call: async (c, fx) => c.get(`/public/task/${await fx.publicTask()}/json/`) },
   'POST /api/projects/{project_id}/tasks/import': { rule: 'change', ok: 200, call: (c, fx) => postForm(c, `${tasksOf(fx)}import`, chunkForm()) },
 };
 
@@ -191,6 +207,11 @@ describe.each(BACKENDS)('the permission matrix over the whole API (%s)', (backen
         expect((await postForm(owner, `/api/projects/${project}/tasks/${id}/upload/`, await imageForm(photos))).status).toBe(200);
         return id;
       },
+      async publicTask() {
+        const id = await this.partialTask();
+        expect((await owner.patch(`/api/projects/${project}/tasks/${id}/`, { public: true })).status).toBe(200);
+        return id;
+      },
       async queuedTask() {
         const id = await this.partialTask();
         expect((await owner.post(`/api/projects/${project}/tasks/${id}/commit/`)).status).toBe(200);
@@ -226,4 +247,28 @@ describe.each(BACKENDS)('the permission matrix over the whole API (%s)', (backen
     }
     expect(answers, `${operation} (${rule})`).toEqual(expected);
   }, 60_000);
+
+  it('opens the reads of a public project\'s tasks to everyone, and the scene writes with public_edit', async () => {
+    const answers = async (rule: Rule) => {
+      const seen: Record<string, Record<string, number>> = {};
+      for (const [operation, row] of Object.entries(MATRIX).filter(([, entry]) => entry.rule === rule)) {
+        seen[operation] = {};
+        for (const role of ROLES) seen[operation][role] = (await row.call(callers[role], fx)).status;
+      }
+      return seen;
+    };
+    const everyone = (rule: Rule, refused: Partial<Record<Role, number>> = {}) =>
+      Object.fromEntries(
+        Object.entries(MATRIX)
+          .filter(([, entry]) => entry.rule === rule)
+          .map(([operation, { ok }]) => [operation, Object.fromEntries(ROLES.map((role) => [role, refused[role] ?? ok]))]),
+      );
+    const project = `/api/projects/${fx.project}/`;
+    expect((await callers.owner.patch(project, { public: true })).status).toBe(200);
+    expect(await answers('read')).toEqual(everyone('read'));
+    expect(await answers('scene')).toEqual(everyone('scene', { anonymous: 403, other: 403, staff: 403, member: 403 }));
+    expect((await callers.owner.patch(project, { public_edit: true })).status).toBe(200);
+    expect(await answers('scene')).toEqual(everyone('scene'));
+    expect((await callers.owner.patch(project, { public: false, public_edit: false })).status).toBe(200);
+  }, 120_000);
 });

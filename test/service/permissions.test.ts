@@ -63,7 +63,8 @@ describe.each(BACKENDS)('project permissions (%s)', (backend) => {
   // The same six callers on the task routes of that project; a partial task is a real task that needs no node.
   it.each([
     // caller, list, detail, output, create, PATCH, tiles.json, remove
-    ['anonymous', 403, 403, 403, 403, 403, 403, 403],
+    // A task's own reads answer 404 to anonymous callers on a private task (public tasks are open to them).
+    ['anonymous', 403, 404, 403, 403, 403, 404, 403],
     ['owner', 200, 200, 200, 201, 200, 404, 200],
     ['other', 404, 404, 404, 404, 404, 404, 404],
     ['member', 200, 200, 200, 403, 403, 404, 403],

@@ -13,11 +13,23 @@ export interface Session {
   exp: number;
 }
 
+/**
+ * The site's storage, or null where the browser refuses it: a page framed by another site (a public task's iframe
+ * page) with third-party storage blocked. Such a page keeps no session, and needs none.
+ */
+const storage: Storage | null = (() => {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+})();
+
 // Earlier versions kept the token itself where scripts can read it.
-localStorage.removeItem('aeromap.token');
+storage?.removeItem('aeromap.token');
 
 /** The signed-in user; null when signed out (the app then shows the sign-in page). */
-export const session = signal<Session | null>(current(localStorage.getItem(SESSION_KEY)));
+export const session = signal<Session | null>(current(storage?.getItem(SESSION_KEY) ?? null));
 
 /** A session whose end has passed is dropped at once: the sign-in page, not a page of failed requests. */
 function current(stored: string | null): Session | null {
@@ -30,12 +42,12 @@ function current(stored: string | null): Session | null {
 }
 
 export function signIn(value: Session): void {
-  localStorage.setItem(SESSION_KEY, JSON.stringify(value));
+  storage?.setItem(SESSION_KEY, JSON.stringify(value));
   session.value = value;
 }
 
 export function signOut(): void {
-  localStorage.removeItem(SESSION_KEY);
+  storage?.removeItem(SESSION_KEY);
   session.value = null;
   void fetch('/api/session/', { method: 'DELETE' }).catch(() => undefined);
 }
@@ -137,6 +149,10 @@ export interface Task {
   extent: number[] | null;
   statistics: Record<string, unknown>;
   size: number;
+  /** Anyone with the link sees the task (its map, 3D view and downloads), signed in or not. */
+  public: boolean;
+  /** With public: anyone may also save its 3D scene. */
+  public_edit: boolean;
 }
 
 export interface Project {
@@ -151,3 +167,6 @@ export interface Project {
 }
 
 export const taskPath = (projectId: number, taskId: number) => `/api/projects/${projectId}/tasks/${taskId}`;
+
+/** The addresses of a public task's pages (WebODM's): its map or 3D view, alone or to embed in another site. */
+export const publicPagePath = (taskId: number, view: 'map' | '3d', embedded = false) => `/public/task/${taskId}/${embedded ? 'iframe/' : ''}${view}/`;

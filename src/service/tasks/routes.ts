@@ -1,5 +1,7 @@
 // The task routes of the spec under /api/projects/{project_id}/tasks/: thin handlers over TaskRules (rules and
-// actions), the downloads, and the import. Multipart bodies (images, zips) are streamed to disk.
+// actions), the downloads, the photographs, the 3D scene, and the import. Multipart bodies (images, zips) are
+// streamed to disk. The reads WebODM opens to anyone on a public task are ANONYMOUS routes that TaskRules.readable
+// guards.
 import send from '@fastify/send';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
@@ -7,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import yazl from 'yazl';
 import type { Database, Task } from '../../db/schema.ts';
-import { currentUser } from '../auth.ts';
+import { ANONYMOUS, OPTIONAL_SECURITY, currentUser, optionalUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
 import { INT32, Success, ref } from '../schemas.ts';
 import { resultHeaders } from '../security-headers.ts';
@@ -15,6 +17,8 @@ import type { App } from '../typed-app.ts';
 import { ASSETS } from '../../protocol/files.ts';
 import { downloadName, filesUnder, resolveAssetPath } from './assets.ts';
 import { readConsole } from './console.ts';
+import { PhotoThumbnailQuery, photoFile, photoThumbnail } from './photos.ts';
+import { mergeScene, withCameraView } from './scene.ts';
 import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
 import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
 import type { TaskRules } from './tasks.ts';
@@ -89,7 +93,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
     if (!file) throw notFound('Asset does not exist');
     return sendFile(request, reply, file, filename, inline);
   };
-  app.addSchema(TaskSchema);
+
   await app.register(multipart, { limits: { fileSize: deps.uploadLimits.fileBytes } });
   // A zip body is left unread here: the import streams it from the raw request to disk.
   app.addContentTypeParser('application/zip', (_request, _payload, done) => done(null, undefined));
@@ -98,6 +102,11 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
   const taskOf = (request: FastifyRequest, permission: 'view' | 'change' | 'delete') => {
     const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
     return rules.task(currentUser(request), projectId, taskId, permission);
+  };
+  /** The task when the caller may read it: a viewer of its project, or anyone when it is public. */
+  const readableOf = async (request: FastifyRequest) => {
+    const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
+    return (await rules.readable(optionalUser(request), projectId, taskId)).task;
   };
 
   app.get(
@@ -147,10 +156,20 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
 
   app.get(
     `${base}/:task_id/`,
-    { schema: { tags, summary: 'Get a task', params: TaskParams, response: { 200: Item, ...errors } } },
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: 'Get a task',
+        description: 'Anyone reads a public task (or a task of a public project); other tasks need "view".',
+        params: TaskParams,
+        response: { 200: Item, ...errors },
+      },
+    },
     async (request) => {
       const { project_id: projectId, task_id: taskId } = request.params;
-      return rules.item(currentUser(request), projectId, taskId);
+      return rules.item(optionalUser(request), projectId, taskId);
     },
   );
 
@@ -166,7 +185,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
       schema: {
         tags,
         summary: 'Change a task',
-        description: 'name, processing_node, auto_processing_node, options. Needs "change".',
+        description: 'name, processing_node, auto_processing_node, options, public, public_edit. Needs "change".',
         params: TaskParams,
         body: taskBody,
         response: { 200: Item, ...errors },
@@ -244,7 +263,9 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
   app.get(
     `${base}/:task_id/download/:asset`,
     {
+      ...ANONYMOUS,
       schema: {
+        security: OPTIONAL_SECURITY,
         tags,
         summary: 'Download an asset',
         description: `One of: ${Object.keys(ASSETS).join(', ')}. Files take Range requests.`,
@@ -253,13 +274,15 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
       },
     },
-    async (request, reply) => sendAsset(request, reply, await taskOf(request, 'view'), request.params.asset, Boolean(request.query.inline)),
+    async (request, reply) => sendAsset(request, reply, await readableOf(request), request.params.asset, Boolean(request.query.inline)),
   );
 
   app.get(
     `${base}/:task_id/textured_model/`,
     {
+      ...ANONYMOUS,
       schema: {
+        security: OPTIONAL_SECURITY,
         tags,
         summary: 'The textured model as glTF binary',
         description: "Where WebODM's 3D view reads the model; `platform` (WebODM's size class) is accepted, and the model is served whole.",
@@ -268,13 +291,15 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
       },
     },
-    async (request, reply) => sendAsset(request, reply, await taskOf(request, 'view'), 'textured_model.glb', false),
+    async (request, reply) => sendAsset(request, reply, await readableOf(request), 'textured_model.glb', false),
   );
 
   app.get(
     `${base}/:task_id/assets/*`,
     {
+      ...ANONYMOUS,
       schema: {
+        security: OPTIONAL_SECURITY,
         tags,
         summary: "A file of the task's assets folder",
         description: 'Any file under the assets folder by its path (no folders, nothing outside it).',
@@ -283,11 +308,113 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
       },
     },
     async (request, reply) => {
-      const task = await taskOf(request, 'view');
+      const task = await readableOf(request);
       const relative = request.params['*'];
       const file = await resolveAssetPath(rules.folder(task).assets, relative);
       if (!file) throw notFound();
       return sendFile(request, reply, file, relative.split('/').at(-1) ?? 'file', true);
+    },
+  );
+
+  const PhotoParams = Type.Object({ ...TaskParams.properties, filename: Type.String({ maxLength: 255 }) });
+  app.get(
+    `${base}/:task_id/images/download/:filename`,
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: 'Download one of the photographs the task was made from',
+        description: 'By its uploaded name. A compacted task has none left (404).',
+        params: PhotoParams,
+        response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
+      },
+    },
+    async (request, reply) => {
+      const task = await readableOf(request);
+      const file = await photoFile(rules.folder(task).images, request.params.filename);
+      return sendFile(request, reply, file, request.params.filename, false);
+    },
+  );
+
+  app.get(
+    `${base}/:task_id/images/thumbnail/:filename`,
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: 'A JPEG thumbnail of one of the photographs the task was made from',
+        params: PhotoParams,
+        querystring: PhotoThumbnailQuery,
+        response: { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') },
+      },
+    },
+    async (request, reply) => {
+      const task = await readableOf(request);
+      const file = await photoFile(rules.folder(task).images, request.params.filename);
+      const data = await photoThumbnail(file, request.query.size, request.query.quality);
+      return reply.type('image/jpeg').header('content-disposition', 'inline').header('cache-control', 'private, max-age=3600').send(data);
+    },
+  );
+
+  const SceneBody = Type.Record(Type.String(), Type.Unknown());
+  const sceneOf = (request: FastifyRequest) => {
+    const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
+    return rules.sceneEditable(optionalUser(request), projectId, taskId);
+  };
+  app.get(
+    `${base}/:task_id/3d/scene`,
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: "The task's saved 3D scene (WebODM's Potree scene); {} when none",
+        params: TaskParams,
+        response: { 200: SceneBody, ...errors },
+      },
+    },
+    async (request) => JSON.parse((await readableOf(request)).potree_scene) as Record<string, unknown>,
+  );
+  app.post(
+    `${base}/:task_id/3d/scene`,
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: "Save the task's 3D scene",
+        description:
+          'A Potree scene ({"type": "Potree", ...}); its fields replace the stored ones, but for view, pointclouds and settings. ' +
+          'Needs "change", or a public task with public_edit.',
+        params: TaskParams,
+        body: SceneBody,
+        response: { 200: Success, ...errors },
+      },
+    },
+    async (request) => {
+      await rules.saveScene(await sceneOf(request), (stored) => mergeScene(stored, request.body));
+      return { success: true };
+    },
+  );
+  app.post(
+    `${base}/:task_id/3d/cameraview`,
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: "Save the initial camera view of the task's 3D scene",
+        description: 'The view as a JSON object. Needs "change", or a public task with public_edit.',
+        params: TaskParams,
+        body: SceneBody,
+        response: { 200: Success, ...errors },
+      },
+    },
+    async (request) => {
+      await rules.saveScene(await sceneOf(request), (stored) => withCameraView(stored, request.body));
+      return { success: true };
     },
   );
 

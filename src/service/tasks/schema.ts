@@ -31,6 +31,9 @@ export const TaskSchema = Type.Object(
     extent: Nullable(Type.Array(Type.Number(), { description: '[minx, miny, maxx, maxy] in WGS84' })),
     statistics: Type.Record(Type.String(), Type.Unknown(), { description: "The engine's quality figures" }),
     size: Type.Number({ description: 'Size on disk in mebibytes (bytes / 1024²), as WebODM gives it' }),
+    public: Type.Boolean({ description: 'Anyone with the link reads the task and its results, signed in or not' }),
+    public_edit: Type.Boolean({ description: 'With public: anyone may also save its 3D scene' }),
+    potree_scene: Type.Record(Type.String(), Type.Unknown(), { description: 'The saved 3D scene (3d/scene, 3d/cameraview); {} when none' }),
     ground_control_points: Type.Null({
       description:
         "Older WebODM versions' separate control point file, which their clients still read: always null, as the control points travel with the photographs (a .txt upload) and come back as the ground_control_points.geojson asset",
@@ -55,6 +58,8 @@ export const TaskFieldsBody = Type.Object({
   auto_processing_node: Type.Optional(BooleanField),
   options: Type.Optional(OptionsField),
   partial: Type.Optional(BooleanField),
+  public: Type.Optional(BooleanField),
+  public_edit: Type.Optional(BooleanField),
 });
 export type TaskFields = Static<typeof TaskFieldsBody>;
 
@@ -116,6 +121,9 @@ export function presentTask(row: TaskRow): TaskItem {
     extent: parseJson(row.extent, null),
     statistics: parseJson(row.statistics, {}),
     size: Math.round((Number(row.size) / 1_048_576) * 100) / 100,
+    public: row.public === 1,
+    public_edit: row.public_edit === 1,
+    potree_scene: parseJson(row.potree_scene, {}),
     ground_control_points: null,
   };
 }

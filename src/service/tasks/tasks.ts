@@ -7,11 +7,13 @@ import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { findNode, allNodes } from '../../db/processingnodes.ts';
 import type { Database, ProcessingNode, Project, ProjectPermission, Task } from '../../db/schema.ts';
-import { flag } from '../../db/schema.ts';
+import { type Flag, flag } from '../../db/schema.ts';
 import { PendingAction, TaskStatus } from '../../protocol/status.ts';
 import {
   deleteTask,
   findProjectTask,
+  findTaskAndProject,
+  readableShownTask,
   insertTask,
   makeDue,
   requestAction,
@@ -20,8 +22,8 @@ import {
   visibleTasksOf,
 } from '../../db/tasks.ts';
 import type { Principal } from '../auth.ts';
-import { fieldError, notFound } from '../errors.ts';
-import { requireProjectPermission } from '../permissions.ts';
+import { fieldError, notAuthenticated, notFound } from '../errors.ts';
+import { isOpen, isOpenToEdit, requireProjectPermission } from '../permissions.ts';
 import { isOnline } from '../refresher.ts';
 import { visibleProjects } from '../../db/projects.ts';
 import {
@@ -35,6 +37,7 @@ import {
 } from './intake.ts';
 import { isImageName } from '../../protocol/files.ts';
 import { taskFolder } from '../layout.ts';
+import type { Scene } from './scene.ts';
 import { type StorageSettings, admitUpload } from './storage.ts';
 import { checkOptions, type OptionPair, parseOptions } from './options.ts';
 import { type TaskFields, type TaskItem, parseBoolean, presentTask, rerunStages } from './schema.ts';
@@ -75,13 +78,31 @@ export class TaskRules {
     return task;
   }
 
-  /** The task as the API shows it, to a user who may view it, in one query: whoever sees a project may view it. */
-  async item(user: Principal, projectId: number, taskId: number): Promise<TaskItem> {
-    const visible = visibleProjects(this.db, user).clearSelect().select('projects.id').where('projects.id', '=', projectId);
-    const row = await tasksWithNode(this.db)
-      .where('tasks.id', '=', taskId)
-      .where('tasks.project_id', 'in', visible)
-      .executeTakeFirst();
+  /**
+   * A task read under WebODM's public rule: anyone, signed in or not, reads a task that is public or whose project
+   * is; otherwise as task(user, ..., 'view'). A task the caller may not read is a 404, whoever asks.
+   */
+  async readable(user: Principal | null, projectId: number, taskId: number): Promise<{ task: Task; project: Project }> {
+    const found = await findTaskAndProject(this.db, projectId, taskId);
+    if (found && isOpen(found.task, found.project)) return found;
+    if (!user) throw notFound();
+    await this.project(user, projectId, 'view');
+    if (!found) throw notFound();
+    return found;
+  }
+
+  /** A task whose 3D scene the caller may save: public with public_edit, or "change" on its project (else a 403). */
+  async sceneEditable(user: Principal | null, projectId: number, taskId: number): Promise<Task> {
+    const { task, project } = await this.readable(user, projectId, taskId);
+    if (isOpenToEdit(task, project)) return task;
+    if (!user) throw notAuthenticated();
+    await requireProjectPermission(this.db, user, project, 'change');
+    return task;
+  }
+
+  /** The task as the API shows it, to a caller who may read it (as readable decides), in one query. */
+  async item(user: Principal | null, projectId: number, taskId: number): Promise<TaskItem> {
+    const row = await readableShownTask(this.db, user, projectId, taskId);
     if (!row) throw notFound();
     return presentTask(row);
   }
@@ -144,6 +165,7 @@ export class TaskRules {
       auto_processing_node: flag(settled.auto),
       options: JSON.stringify(settled.options),
       partial: 1,
+      ...sharing(fields),
     });
   }
 
@@ -188,6 +210,7 @@ export class TaskRules {
       processing_node_id: settled.nodeId,
       auto_processing_node: flag(settled.auto),
       options: JSON.stringify(settled.options),
+      ...sharing(fields),
     };
   }
 
@@ -236,7 +259,9 @@ export class TaskRules {
   async update(task: Task, fields: TaskFields): Promise<void> {
     const nodeId = fields.processing_node === undefined ? task.processing_node_id : fields.processing_node;
     const auto = parseBoolean(fields.auto_processing_node) ?? task.auto_processing_node === 1;
-    if (nodeId === null && !auto) {
+    // Only a change of node is checked: an imported task, which has none and needs none, takes other changes.
+    const choosesNode = fields.processing_node !== undefined || fields.auto_processing_node !== undefined;
+    if (choosesNode && nodeId === null && !auto) {
       throw fieldError('processing_node', 'Choose a processing node, or set auto_processing_node to true.');
     }
     const nodeChanged = nodeId !== task.processing_node_id;
@@ -254,9 +279,17 @@ export class TaskRules {
       options,
       processing_node_id: nodeId,
       auto_processing_node: flag(auto),
+      ...sharing(fields),
       // A task on another node starts over there: the old node's results are not reachable from the new one.
       ...(nodeChanged ? { uuid: '' } : {}),
     });
+  }
+
+  /** Saves the task's 3D scene as `change` makes it from the stored one. */
+  async saveScene(task: Task, change: (stored: Scene) => Scene): Promise<void> {
+    const stored = JSON.parse(task.potree_scene) as unknown;
+    const scene = change(stored && typeof stored === 'object' && !Array.isArray(stored) ? (stored as Scene) : {});
+    await updateTask(this.db, task.id, { potree_scene: JSON.stringify(scene) });
   }
 
   async cancel(task: Task): Promise<void> {
@@ -296,6 +329,12 @@ export class TaskRules {
   }
 }
 
+/** The public and public_edit flags a client gave (undefined: keep them). */
+function sharing(fields: TaskFields): { public?: Flag; public_edit?: Flag } {
+  const given = (value: TaskFields['public']) => (value === undefined ? undefined : flag(parseBoolean(value) === true));
+  return { public: given(fields.public), public_edit: given(fields.public_edit) };
+}
+
 /** Multipart text fields as the task fields' types (options stay JSON text; parseOptions reads it). */
 function textFieldsToTaskFields(fields: Record<string, string>): TaskFields {
   const nodeText = fields.processing_node;
@@ -311,5 +350,7 @@ function textFieldsToTaskFields(fields: Record<string, string>): TaskFields {
     auto_processing_node: fields.auto_processing_node,
     options: fields.options,
     partial: fields.partial,
+    public: fields.public as TaskFields['public'],
+    public_edit: fields.public_edit as TaskFields['public_edit'],
   };
 }

@@ -1,11 +1,12 @@
 // The tile layer routes of the spec: {orthophoto|dsm|dtm}/tiles.json (TileJSON 2.1.0), .../metadata (what WebODM's
 // map reads before drawing a layer: statistics, colour maps, vegetation indices) and
 // {orthophoto|dsm|dtm}/tiles/{z}/{x}/{y}[@2x][.png] with WebODM's query (size, rescale, color_map, hillshade,
-// formula and bands), read with the task's view permission (`?jwt=` works, as map clients cannot send headers).
-// Tiles carry an ETag and may be cached by the browser.
+// formula and bands), .../bounds, and the task's thumbnail (its orthophoto in small). Read by whoever may read the
+// task: its viewers, and anyone when it is public (`?jwt=` works, as map clients cannot send headers). Tiles carry
+// an ETag and may be cached by the browser.
 import { type Static, Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
-import { currentUser } from '../auth.ts';
+import { ANONYMOUS, OPTIONAL_SECURITY, optionalUser } from '../auth.ts';
 import { HttpError, notFound } from '../errors.ts';
 import type { App } from '../typed-app.ts';
 import { TaskParams } from '../tasks/schema.ts';
@@ -71,15 +72,24 @@ function tileUrl(task: { id: number; project_id: number }, layer: TileLayer, que
 
 type LayerRequest = { project_id: number; task_id: number; layer: TileLayer };
 
+const Bounds = Type.Object({
+  url: Type.String({ description: "The layer's tile URL template" }),
+  bounds: Type.Array(Type.Number(), { description: '[west, south, east, north] in degrees' }),
+});
+
+const ThumbnailQuery = Type.Object({
+  size: Type.Integer({ minimum: 1, maximum: 1024, default: 256, description: 'Pixels of the longer side (at most: a small orthophoto is not enlarged)' }),
+});
+
 export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService): Promise<void> {
   const tags = ['tiles'];
   const base = '/api/projects/:project_id/tasks/:task_id/:layer';
 
   const formulasFor = (query: { formula?: string; bands?: string }) => (asksForIndex(query) ? tiles.formulas() : undefined);
 
-  const pyramidOf = async (request: FastifyRequest) => {
-    const { project_id: projectId, task_id: taskId, layer } = request.params as LayerRequest;
-    const task = await rules.task(currentUser(request), projectId, taskId, 'view');
+  const pyramidOf = async (request: FastifyRequest, layer = (request.params as LayerRequest).layer) => {
+    const { project_id: projectId, task_id: taskId } = request.params as LayerRequest;
+    const { task } = await rules.readable(optionalUser(request), projectId, taskId);
     const folder = rules.folder(task);
     const pyramid = await tiles.pyramids.get(folder.assets, layer);
     if (!pyramid) {
@@ -94,7 +104,9 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
   app.get(
     `${base}/tiles.json`,
     {
+      ...ANONYMOUS,
       schema: {
+        security: OPTIONAL_SECURITY,
         tags,
         summary: "A tile layer's TileJSON",
         params: LayerParams,
@@ -122,7 +134,9 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
   app.get(
     `${base}/metadata`,
     {
+      ...ANONYMOUS,
       schema: {
+        security: OPTIONAL_SECURITY,
         tags,
         summary: "A tile layer's statistics and choices, as WebODM's map reads them; of a vegetation index with formula and bands",
         params: LayerParams,
@@ -145,9 +159,51 @@ export async function tileRoutes(app: App, rules: TaskRules, tiles: TileService)
   );
 
   app.get(
+    `${base}/bounds`,
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: "A tile layer's bounds and tile URL, as WebODM answers them",
+        params: LayerParams,
+        querystring: LayerQuery,
+        response: { 200: Bounds, 403: Type.Ref('Error'), 404: Type.Ref('Error') },
+      },
+    },
+    async (request) => {
+      const { task, pyramid, layer } = await pyramidOf(request);
+      return { url: tileUrl(task, layer, request.query), bounds: pyramid.info.bounds };
+    },
+  );
+
+  app.get(
+    '/api/projects/:project_id/tasks/:task_id/thumbnail',
+    {
+      ...ANONYMOUS,
+      schema: {
+        tags,
+        security: OPTIONAL_SECURITY,
+        summary: "The task's orthophoto in small: PNG, or WebP when the Accept header takes image/webp",
+        params: TaskParams,
+        querystring: ThumbnailQuery,
+        response: { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') },
+      },
+    },
+    async (request, reply) => {
+      const { pyramid } = await pyramidOf(request, 'orthophoto');
+      const format = /image\/webp/.test(request.headers.accept ?? '') ? 'webp' : 'png';
+      const data = await tiles.thumbnail(pyramid, request.query.size, format);
+      return reply.type(`image/${format}`).header('cache-control', 'private, max-age=3600').header('vary', 'Accept').send(data);
+    },
+  );
+
+  app.get(
     `${base}/tiles/:z/:x/:y`,
     {
+      ...ANONYMOUS,
       schema: {
+        security: OPTIONAL_SECURITY,
         tags,
         summary: 'A PNG tile (XYZ scheme), 256 px unless size=512 or @2x',
         params: TileParams,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { notFound } from '../errors.ts';
 import type { TaskFolder } from '../layout.ts';
-import { TILE, type TileLookup, drawFrom, emptyTile } from './images.ts';
+import { TILE, type TileLookup, drawFrom, drawOverview, emptyTile, worldPixel } from './images.ts';
 import type { PlantIndex, TileStyle } from './query.ts';
 import { TileCache } from './cache.ts';
 import { type FormulaList, engineFormulas } from './formulas.ts';
@@ -89,14 +89,10 @@ function readInfo(db: SqliteDatabase.Database): PyramidInfo {
 
 /** The tile's x and y range at zoom z that the WGS84 bounds cover. */
 function tileRange(info: PyramidInfo, z: number) {
-  const n = 2 ** z;
-  const column = (lon: number) => Math.floor(((lon + 180) / 360) * n);
-  const row = (lat: number) => {
-    const rad = (lat * Math.PI) / 180;
-    return Math.floor(((1 - Math.log(Math.tan(rad) + 1 / Math.cos(rad)) / Math.PI) / 2) * n);
-  };
   const [west, south, east, north] = info.bounds;
-  return { x0: column(west), x1: column(east), y0: row(north), y1: row(south) };
+  const [x0, y0] = worldPixel(west, north, z).map((pixel) => Math.floor(pixel / TILE));
+  const [x1, y1] = worldPixel(east, south, z).map((pixel) => Math.floor(pixel / TILE));
+  return { x0, x1, y0, y1 };
 }
 
 /** Zooms served beyond the pyramid's, both ways (as WebODM): enlarged below its deepest, shrunk above its top. */
@@ -264,6 +260,17 @@ export class TileService {
       data = await this.made(`${pyramid.key}:${layer}:${name}`, pyramid, { z, x, y, size });
     }
     return { data: data ?? (await emptyTile(size)), etag };
+  }
+
+  /** The layer as a thumbnail at most `size` px a side, PNG or WebP; kept a while in memory. */
+  async thumbnail(pyramid: OpenPyramid, size: number, format: 'png' | 'webp'): Promise<Buffer> {
+    const key = `${pyramid.key}:thumbnail:${size}.${format}`;
+    const known = this.recent.get(key);
+    if (known) return known;
+    const image = await drawOverview(pyramid.lookup, pyramid.info, size);
+    const data = await (format === 'webp' ? image.webp({ quality: 80 }) : image.png({ compressionLevel: 6 })).toBuffer();
+    this.recent.set(key, data);
+    return data;
   }
 
   close(): void {

@@ -1,11 +1,18 @@
-import type { Task } from '../api.ts';
+import { type Task, taskPath } from '../api.ts';
 import { duration, isActive, statusClass, statusText } from '../format.ts';
 
-/** A task in its project's list: name, photographs, state with its progress, time, and a link to its page. */
+/** A task in its project's list: its orthophoto in small, name, photographs, state with its progress, time, and a
+ * link to its page. */
 export function TaskRow({ task }: { task: Task }) {
   const progress = task.upload_progress < 1 && task.partial ? task.upload_progress : task.running_progress;
+  const thumbnail = task.available_assets.includes('orthophoto.tif');
   return (
     <li class="task-row">
+      {thumbnail ? (
+        <img class="task-thumb" src={`${taskPath(task.project, task.id)}/thumbnail?size=96`} width={48} height={48} alt="" loading="lazy" data-testid="task-thumbnail" />
+      ) : (
+        <span class="task-thumb empty" aria-hidden="true" />
+      )}
       <a href={`/project/${task.project}/task/${task.id}/`} class="task-name">
         {task.name || `Task #${task.id}`}
       </a>

@@ -1,10 +1,11 @@
 // One task: its state and progress, the quality of its result, its console, its downloads, and what can be done
-// with it (map, 3D, cancel, restart from a stage, remove).
+// with it (map, 3D, share, cancel, restart from a stage, remove).
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
-import { type Task, api, taskPath } from '../api.ts';
+import { type Project, type Task, api, taskPath } from '../api.ts';
 import { Confirm } from '../components/confirm.tsx';
 import { Console } from '../components/console.tsx';
+import { ShareTask } from '../components/share-task.tsx';
 import { TaskStatus } from '../../../src/protocol/status.ts';
 import { bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
 
@@ -15,10 +16,12 @@ export function TaskPage({ pid, tid }: { pid: string; tid: string }) {
   const taskId = Number(tid);
   const [task, setTask] = useState<Task | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [canChange, setCanChange] = useState(false);
   const load = () => api<Task>(`${taskPath(projectId, taskId)}/`).then(setTask, (e: Error) => setError(e.message));
 
   useEffect(() => {
     void load();
+    api<Project>(`/api/projects/${projectId}/`).then((project) => setCanChange(project.permissions.includes('change')), () => setCanChange(false));
   }, [projectId, taskId]);
   useEffect(() => {
     if (!task || !isActive(task)) return;
@@ -56,6 +59,7 @@ export function TaskPage({ pid, tid }: { pid: string; tid: string }) {
       <Progress task={task} />
       <Actions task={task} onChanged={load} />
       <Quality task={task} />
+      <ShareTask task={task} canChange={canChange} onChanged={load} />
       <Downloads task={task} />
       <section class="panel">
         <h2>Console</h2>

@@ -7,7 +7,19 @@ import './viewer3d.css';
 
 const metres = (v: number) => `${v.toFixed(2)} m`;
 
-export default function ModelPage({ pid, tid }: { pid: string; tid: string }) {
+/** A link of the panel, back to the pages around the 3D view. */
+export interface PageLink {
+  label: string;
+  href: string;
+}
+
+/** The links of a signed-in user's 3D view: the task's page and its map. */
+const memberLinks = (pid: string, tid: string): PageLink[] => [
+  { label: 'Task', href: `/project/${pid}/task/${tid}/` },
+  { label: 'Map', href: `/map/project/${pid}/task/${tid}/` },
+];
+
+export default function ModelPage({ pid, tid, links = memberLinks(pid, tid) }: { pid: string; tid: string; links?: PageLink[] }) {
   const container = useRef<HTMLDivElement>(null);
   const [session, setSession] = useState<ViewerSession | null>(null);
   const [failure, setFailure] = useState<string | null>(null);
@@ -53,7 +65,7 @@ export default function ModelPage({ pid, tid }: { pid: string; tid: string }) {
           <p class="viewer3d-error">{failure}</p>
         </div>
       ) : (
-        session && state && <Panel session={session} pid={pid} tid={tid} />
+        session && state && <Panel session={session} tid={tid} links={links} />
       )}
     </div>
   );
@@ -75,7 +87,7 @@ function pointerClicks(session: ViewerSession | null, down: { current: { x: numb
   };
 }
 
-function Panel({ session, pid, tid }: { session: ViewerSession; pid: string; tid: string }) {
+function Panel({ session, tid, links }: { session: ViewerSession; tid: string; links: PageLink[] }) {
   const state = session.state.value;
   const [size, setSize] = useState(2);
   const [mode, setMode] = useState<ColourMode>('rgb');
@@ -85,9 +97,16 @@ function Panel({ session, pid, tid }: { session: ViewerSession; pid: string; tid
       <summary>
         <span>{state.task?.name || `Task ${tid}`}</span>
       </summary>
-      <p class="viewer3d-back">
-        <a href={`/project/${pid}/task/${tid}/`}>Task</a> · <a href={`/map/project/${pid}/task/${tid}/`}>Map</a>
-      </p>
+      {links.length > 0 && (
+        <p class="viewer3d-back">
+          {links.map((link, index) => (
+            <span key={link.href}>
+              {index > 0 && ' · '}
+              <a href={link.href}>{link.label}</a>
+            </span>
+          ))}
+        </p>
+      )}
       <p id="viewer3d-status" class="viewer3d-status" aria-live="polite">
         {status(state)}
       </p>
