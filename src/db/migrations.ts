@@ -379,7 +379,7 @@ async function publicAccess(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('tasks').addColumn('potree_scene', 'text', (c) => c.notNull().defaultTo('{}')).execute();
 }
 
-const MIGRATIONS: Record<string, Migration> = {
+export const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
   '0002_task_processing': { up: taskProcessing },
   '0003_leases': { up: leases },

@@ -138,6 +138,11 @@ const MATRIX: Record<string, Row> = {
   'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/tiles/{z}/{x}/{y}': { rule: 'read', ok: 200, call: (c, fx) => onCompleted(`orthophoto/tiles/${fx.tile}.png`)(c, fx) },
   'GET /api/projects/{project_id}/tasks/{task_id}/{layer}/bounds': { rule: 'read', ok: 200, call: onCompleted('orthophoto/bounds') },
   'GET /api/projects/{project_id}/tasks/{task_id}/thumbnail': { rule: 'read', ok: 200, call: onCompleted('thumbnail?size=32') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/textured_model/': { rule: 'read', ok: 200, call: onCompleted('textured_model/') },
+  'POST /api/projects/{project_id}/tasks/{task_id}/{layer}/export': { rule: 'read', ok: 200, call: (c, fx) =>
+    c.post(`${tasksOf(fx)}${fx.completed}/orthophoto/export`, { format: 'gtiff' }) },
+  'GET /api/workers/check/{id}': { rule: 'open', ok: 200, call: (c) => c.get('/api/workers/check/00000000-0000-4000-8000-000000000000') },
+  'GET /api/workers/get/{id}': { rule: 'open', ok: 200, call: (c) => c.get('/api/workers/get/00000000-0000-4000-8000-000000000000') },
   'GET /api/projects/{project_id}/tasks/{task_id}/images/download/{filename}': { rule: 'read', ok: 200, call: async (c, fx) =>
     c.get(`${tasksOf(fx)}${await fx.partialTask()}/images/download/IMG_0000.JPG`) },
   'GET /api/projects/{project_id}/tasks/{task_id}/images/thumbnail/{filename}': { rule: 'read', ok: 200, call: async (c, fx) =>
@@ -192,7 +197,7 @@ describe.each(BACKENDS)('the permission matrix over the whole API (%s)', (backen
     };
     const project = await shared();
     const photos = await makeJpegs(path.join(work, 'photos'), 2);
-    const imported = await postForm(owner, `/api/projects/${project}/tasks/import`, await imageForm([orthophotoZip(work, GRADIENT, 0.5)], { name: 'done' }, 'file'));
+    const imported = await postForm(owner, `/api/projects/${project}/tasks/import`, await imageForm([orthophotoZip(work, GRADIENT, 0.5, true)], { name: 'done' }, 'file'));
     const done = await waitForTask(owner, `/api/projects/${project}/tasks/${imported.body.id}/`, finished);
     expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
     const layer = (await owner.get(`/api/projects/${project}/tasks/${done.id}/orthophoto/tiles.json`)).body;

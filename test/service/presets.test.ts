@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
-import { migrateToLatest } from '../../src/db/migrations.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Migrator } from 'kysely';
+import { openDatabase } from '../../src/db/connect.ts';
+import { MIGRATIONS, migrateToLatest } from '../../src/db/migrations.ts';
 import { BACKENDS, type Client, ISO_TIMESTAMP, type TestService, startService } from './helpers.ts';
 
 // WebODM's system presets, in the order it creates them.
@@ -115,28 +119,6 @@ describe.each(BACKENDS)('presets (%s)', (backend) => {
     expect((await bob.delete('/api/presets/999999/')).status).toBe(404);
   });
 
-  it("replaces the first release's presets with WebODM's, keeping one an administrator changed", async () => {
-    // The database as the first release left it: its presets, one of them changed, and the migration not yet run.
-    const { db } = t.service;
-    await db.deleteFrom('presets').where('system', '=', 1).execute();
-    const starter = (name: string, options: unknown[]) => ({ owner_id: null, name, options: JSON.stringify(options), system: 1 as const, created_at: new Date().toISOString() });
-    await db
-      .insertInto('presets')
-      .values([
-        starter('Default', [{ name: 'dsm', value: true }]),
-        starter('Fast Orthophoto', [{ name: 'fast-orthophoto', value: true }]),
-        starter('Forest', [{ name: 'min-num-features', value: 30000 }]),
-      ])
-      .execute();
-    await sql`delete from kysely_migration where name = '0006_webodm_presets'`.execute(db);
-    await migrateToLatest(db);
-
-    const system = (await alice.get('/api/presets/', { system: true })).body as { name: string; options: unknown[] }[];
-    expect(system.map((p) => p.name).sort()).toEqual([...STARTER].sort());
-    expect(system.find((p) => p.name === 'Default')?.options).toEqual([{ name: 'auto-boundary', value: true }, { name: 'dsm', value: true }]);
-    expect(system.find((p) => p.name === 'Forest')?.options).toEqual([{ name: 'min-num-features', value: 30000 }]);
-  });
-
   it('filters and orders the list', async () => {
     const byName = await alice.get('/api/presets/', { name: 'Forest' });
     expect(byName.body.map((p: { name: string }) => p.name)).toEqual(['Forest']);
@@ -151,5 +133,31 @@ describe.each(BACKENDS)('presets (%s)', (backend) => {
     expect(await names('-name')).toEqual([...ascending].reverse());
     expect((await alice.get('/api/presets/', { ordering: 'owner_id' })).status).toBe(400);
     expect((await alice.get('/api/presets/', { system: 'maybe' })).status).toBe(400);
+  });
+});
+
+describe("the migration to WebODM's presets", () => {
+  it("replaces the first release's presets, keeping one an administrator changed", async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'aeromap-presets-'));
+    const { db } = openDatabase(undefined, dataDir);
+    try {
+      // A database as the first release left it, with one of its presets changed.
+      const { error } = await new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } }).migrateTo('0005_user_quotas');
+      expect(error).toBeUndefined();
+      const before = await db.selectFrom('presets').select(['name', 'options']).orderBy('id').execute();
+      expect(before.map((p) => p.name)).toEqual(['Default', 'Fast Orthophoto', 'DSM + DTM', 'High Resolution', '3D Model', 'Forest', 'Buildings']);
+      await db.updateTable('presets').set({ options: '[{"name":"min-num-features","value":30000}]' }).where('name', '=', 'Forest').execute();
+
+      await migrateToLatest(db);
+      const after = await db.selectFrom('presets').select(['name', 'options', 'system']).orderBy('id').execute();
+      expect(after.map((p) => p.name).sort()).toEqual([...STARTER].sort());
+      expect(after.every((p) => p.system === 1)).toBe(true);
+      const options = (name: string) => JSON.parse(after.find((p) => p.name === name)?.options ?? 'null');
+      expect(options('Default')).toEqual([{ name: 'auto-boundary', value: true }, { name: 'dsm', value: true }]);
+      expect(options('Forest')).toEqual([{ name: 'min-num-features', value: 30000 }]);
+    } finally {
+      await db.destroy();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });

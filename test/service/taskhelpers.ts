@@ -58,9 +58,9 @@ for name in sys.argv[4:]:
 /**
  * An all.zip in ODM's layout with a small orthophoto in UTM (as the engine writes them: red, green, blue and alpha,
  * 8 bits) and its tile pyramid, made by the engine. `rgba` is Python that sets `rgba`, its (4, height, width)
- * values; `resolution` its pixel size in metres.
+ * values; `resolution` its pixel size in metres; `withModel` adds an empty glTF model.
  */
-export function orthophotoZip(dir: string, rgba: string, resolution: number): string {
+export function orthophotoZip(dir: string, rgba: string, resolution: number, withModel = false): string {
   python(
     `import sys, subprocess, zipfile, numpy as np, rasterio
 from rasterio.transform import from_origin
@@ -74,10 +74,15 @@ with rasterio.open(tif, "w", driver="GTiff", width=rgba.shape[2], height=rgba.sh
 subprocess.run([engine, "tiles", tif, mbtiles], check=True, stdout=subprocess.DEVNULL)
 with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
     z.write(tif, "odm_orthophoto/odm_orthophoto.tif")
-    z.write(mbtiles, "odm_orthophoto/odm_orthophoto.mbtiles")`,
+    z.write(mbtiles, "odm_orthophoto/odm_orthophoto.mbtiles")
+    if sys.argv[4] == "model":
+        gltf = b'{"asset":{"version":"2.0"}}' + b" "
+        z.writestr("odm_texturing/odm_textured_model_geo.glb", b"glTF" + (2).to_bytes(4, "little") +
+                   (20 + len(gltf)).to_bytes(4, "little") + len(gltf).to_bytes(4, "little") + b"JSON" + gltf)`,
     dir,
     path.join(path.dirname(ENGINE_PYTHON), 'aeromap-engine'),
     String(resolution),
+    withModel ? 'model' : 'none',
   );
   return path.join(dir, 'all.zip');
 }

@@ -1,8 +1,8 @@
-// WebODM's export routes: POST .../{orthophoto|dsm|dtm|georeferenced_model}/export (view permission, as the
-// task's downloads) answers the asset's download URL when nothing needs doing, else the id of a job to poll with
+// WebODM's export routes: POST .../{orthophoto|dsm|dtm|georeferenced_model}/export (read as the task's downloads:
+// "view", or anyone on a public task) answers the asset's download URL when nothing needs doing, else the id of a job to poll with
 // GET /api/workers/check/{id} and fetch with GET /api/workers/get/{id}.
 import { Type } from '@sinclair/typebox';
-import { type TokenService, currentUser } from '../auth.ts';
+import { ANONYMOUS, OPTIONAL_SECURITY, type TokenService, optionalUser } from '../auth.ts';
 import { notFound } from '../errors.ts';
 import type { App } from '../typed-app.ts';
 import { resolveAssetPath } from '../tasks/assets.ts';
@@ -33,7 +33,9 @@ export async function exportRoutes(app: App, { rules, tiles, jobs }: ExportRoute
   app.post(
     '/api/projects/:project_id/tasks/:task_id/:layer/export',
     {
+      ...ANONYMOUS,
       schema: {
+        security: OPTIONAL_SECURITY,
         tags: ['tasks'],
         summary: 'Export a layer in another format or CRS',
         description:
@@ -46,7 +48,7 @@ export async function exportRoutes(app: App, { rules, tiles, jobs }: ExportRoute
     async (request) => {
       const { project_id: projectId, task_id: taskId } = request.params;
       const layer = request.params.layer as ExportLayer;
-      const task = await rules.task(currentUser(request), projectId, taskId, 'view');
+      const { task } = await rules.readable(optionalUser(request), projectId, taskId);
       const { asset, product } = EXPORT_LAYERS[layer];
       const plan = exportPlan(layer, request.body ?? {});
       const source = ASSETS[asset];
