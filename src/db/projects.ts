@@ -96,10 +96,14 @@ export async function taskIdsOf(db: Kysely<Database>, projectIds: number[]): Pro
   return tasks;
 }
 
-export async function insertProject(db: Kysely<Database>, ownerId: number, name: string, description: string): Promise<number> {
+export async function insertProject(
+  db: Kysely<Database>,
+  ownerId: number,
+  fields: { name: string; description: string; tags: string },
+): Promise<number> {
   const row = await db
     .insertInto('projects')
-    .values({ owner_id: ownerId, name, description, created_at: now() })
+    .values({ owner_id: ownerId, ...fields, created_at: now() })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;

@@ -62,6 +62,8 @@ export interface ProjectsTable {
   created_at: Timestamp;
   /** Hidden and on its way out: its tasks are being removed. */
   deleting: Generated<Flag>;
+  /** Space-separated tags, as WebODM stores them. */
+  tags: Generated<string>;
 }
 
 export interface ProjectUserPermissionsTable {
@@ -119,6 +121,17 @@ export interface TasksTable {
   attempts: Generated<number>;
   /** The node has completed the task and its all.zip is still to be fetched. */
   download_pending: Generated<Flag>;
+  /** Space-separated tags, as WebODM stores them. */
+  tags: Generated<string>;
+  /** Longest side in pixels the photographs are reduced to before processing; -1: not resized. */
+  resize_to: Generated<number>;
+  /** The results' CRS: its EPSG code, or (without one) its WKT; both null before results. */
+  epsg: number | null;
+  wkt: string | null;
+  /** JSON GeoJSON Polygon in WGS84 the results are cropped to; null: none. */
+  crop: string | null;
+  /** The photographs were removed (compact/); the results stay. */
+  compacted: Generated<Flag>;
 }
 
 export interface ProcessingNodesTable {

@@ -29,6 +29,9 @@ export async function insertTask(
     status?: number | null;
     pending_action?: number | null;
     import_url?: string | null;
+    tags?: string;
+    resize_to?: number;
+    crop?: string | null;
   },
 ): Promise<number> {
   const row = await db
@@ -217,6 +220,12 @@ const SHOWN_COLUMNS = [
   'extent',
   'statistics',
   'size',
+  'tags',
+  'resize_to',
+  'epsg',
+  'wkt',
+  'crop',
+  'compacted',
 ] as const satisfies readonly (keyof Task)[];
 const shownColumns = SHOWN_COLUMNS.map((column) => `tasks.${column}` as const);
 const nodeColumns = [
@@ -358,4 +367,29 @@ export async function bumpQueueCount(db: Kysely<Database>, nodeId: number): Prom
     .set((eb) => ({ queue_count: eb('queue_count', '+', 1) }))
     .where('id', '=', nodeId)
     .execute();
+}
+
+/**
+ * A new row that copies a task into a project: its fields and results, not its place on a node (the copy has
+ * no node uuid, so that processing it again starts anew from its own files) nor its lease.
+ */
+export async function insertTaskCopy(db: Kysely<Database>, task: Task, into: { project_id: number; name: string }): Promise<number> {
+  const { id: _id, ...fields } = task;
+  const row = await db
+    .insertInto('tasks')
+    .values({
+      ...fields,
+      ...into,
+      uuid: '',
+      created_at: now(),
+      lease_owner: null,
+      lease_until: null,
+      console_lines: 0,
+      unreachable_since: null,
+      attempts: 0,
+      download_pending: 0,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
 }

@@ -22,6 +22,7 @@ describe.each(BACKENDS)('projects (%s)', (backend) => {
       name: 'Harbour',
       description: 'North pier',
       permissions: ['add', 'change', 'delete', 'view'],
+      tags: [],
     });
     const id = created.body.id;
     expect((await t.admin.get(`/api/projects/${id}/`)).body).toEqual(created.body);
