@@ -7,7 +7,6 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { Task, TaskUpdate } from '../../db/schema.ts';
 import { isImageName } from '../../protocol/files.ts';
-import { TaskOptions } from '../schemas.ts';
 import type { TaskFolder } from '../layout.ts';
 import { filesUnder } from './assets.ts';
 import { storedTags } from '../tags.ts';
@@ -19,7 +18,11 @@ const BACKUP_CONSOLE = 'data/console_output.txt';
 const BackupFields = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 255 })),
   processing_time: Type.Optional(Type.Number()),
-  options: Type.Optional(TaskOptions),
+  options: Type.Optional(
+    Type.Array(Type.Object({ name: Type.String({ minLength: 1, maxLength: 255 }), value: Type.Union([Type.Boolean(), Type.Number(), Type.String()]) }), {
+      maxItems: 1000,
+    }),
+  ),
   created_at: Type.Optional(Type.Number()),
   resize_to: Type.Optional(Type.Integer()),
   tags: Type.Optional(Type.String({ maxLength: 100_000 })),
