@@ -137,6 +137,12 @@ export interface Task {
   extent: number[] | null;
   statistics: Record<string, unknown>;
   size: number;
+  tags: string[];
+  resize_to: number;
+  epsg: number | null;
+  wkt: string | null;
+  crop: { type: 'Polygon'; coordinates: number[][][] } | null;
+  compacted: boolean;
 }
 
 export interface Project {
@@ -146,6 +152,7 @@ export interface Project {
   name: string;
   description: string;
   permissions: string[];
+  tags: string[];
   owner?: number;
   [key: string]: unknown;
 }
