@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely';
 import { findGroupByName } from '../db/groups.ts';
 import { markProjectsDeleting, tasksOf } from '../db/tasks.ts';
 import { checkDuplicable, copyName, duplicateTask } from './tasks/duplicate.ts';
+import { type StorageSettings, admitUpload } from './tasks/storage.ts';
 import {
   deleteProjects,
   insertProject,
@@ -98,11 +99,14 @@ export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids
  * A copy of a project owned by `ownerId`, named "Copy of ...", with copies of all its tasks (their names kept),
  * as WebODM's duplicate makes it; its sharing is not copied. Every task must be finished.
  */
-async function duplicateProject(db: Kysely<Database>, dataDir: string, project: Project, ownerId: number): Promise<number> {
+async function duplicateProject(db: Kysely<Database>, storage: StorageSettings, project: Project, ownerId: number): Promise<number> {
+  const { dataDir } = storage;
   const tasks = await tasksOf(db, project.id).orderBy('id').execute();
   tasks.forEach(checkDuplicable);
   const id = await insertProject(db, ownerId, { name: copyName(project.name), description: project.description, tags: project.tags });
   try {
+    // The copies count against the quota of the copy's owner.
+    await admitUpload(db, storage, id);
     for (const task of tasks) await duplicateTask(db, dataDir, task, { projectId: id, name: task.name });
   } catch (error) {
     await destroyProjects(db, dataDir, [id], true);
@@ -201,7 +205,7 @@ async function resolveGrants(db: Kysely<Database>, owner: string, entries: EditE
   return { users, groups };
 }
 
-export async function projectRoutes(app: App, { db, dataDir }: { db: Kysely<Database>; dataDir: string }) {
+export async function projectRoutes(app: App, { db, dataDir, minFreeBytes }: { db: Kysely<Database> } & StorageSettings) {
   const def = definition(dataDir);
   registerResource(app, db, def);
 
@@ -241,8 +245,9 @@ export async function projectRoutes(app: App, { db, dataDir }: { db: Kysely<Data
         response: {
           200: Type.Object({ success: Type.Boolean(), project: Type.Ref('Project') }),
           400: Type.Ref('Error'),
-          403: Type.Ref('Error'),
+          403: Type.Ref('Error', { description: "Not allowed, or the copy's owner's storage quota is used up" }),
           404: Type.Ref('Error'),
+          507: Type.Ref('Error', { description: "Insufficient Storage: the server's disk is within its reserve (MIN_FREE_DISK_GB)" }),
         },
       },
     },
@@ -250,7 +255,7 @@ export async function projectRoutes(app: App, { db, dataDir }: { db: Kysely<Data
       const ctx = contextOf(db, request);
       const project = await loadVisible(def, ctx, request.params.id);
       await requireProjectPermission(db, ctx.user, project, 'change');
-      const id = await duplicateProject(db, dataDir, project, ctx.user.id);
+      const id = await duplicateProject(db, { dataDir, minFreeBytes }, project, ctx.user.id);
       const [copy] = await present(ctx, [await loadVisible(def, ctx, id)]);
       return { success: true, project: copy };
     },
