@@ -46,7 +46,8 @@ export type BackupEntry = { name: string; file: string } | { name: string; data:
 export async function backupEntries(task: Task, folder: TaskFolder): Promise<BackupEntry[]> {
   const under = async (dir: string, prefix: string) =>
     (await filesUnder(dir).catch(() => [])).map((file) => ({ name: `${prefix}${file.relative}`, file: path.join(dir, file.relative) }));
-  const photos = (await under(folder.images, '')).filter((entry) => !entry.name.includes('/'));
+  // Files being written (".partial-...") are not the task's yet.
+  const photos = (await under(folder.images, '')).filter((entry) => !entry.name.includes('/') && !entry.name.startsWith('.'));
   const hasConsole = await stat(folder.console).then((info) => info.isFile(), () => false);
   const consoleEntry = hasConsole ? [{ name: BACKUP_CONSOLE, file: folder.console }] : [];
   return [
