@@ -7,8 +7,7 @@ import path from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Database, Task } from '../../db/schema.ts';
 import { deleteTask, insertTaskCopy } from '../../db/tasks.ts';
-import { PendingAction } from '../../protocol/status.ts';
-import { isFinished } from '../../protocol/status.ts';
+import { PendingAction, isFinished } from '../../protocol/status.ts';
 import { type TaskFolder, taskFolder } from '../layout.ts';
 import { badRequest } from './intake.ts';
 
