@@ -68,11 +68,14 @@ describe.each(BACKENDS)('backup and restore on %s', (backend) => {
 
   it('restores a processed task and an imported orthophoto in another service, as they were', async () => {
     const projectId = (await source.admin.post('/api/projects/', { name: 'origin' })).body.id;
-    const processed = await completedTask(source.admin, projectId, await makeJpegs(path.join(work, 'images'), 3), {
+    const done = await completedTask(source.admin, projectId, await makeJpegs(path.join(work, 'images'), 3), {
       name: 'Harbour survey',
       tags: '["harbour", ".archived"]',
       options: JSON.stringify([{ name: 'fake-seconds', value: 0.1 }]),
     });
+    const crop = { type: 'Polygon', coordinates: [[[-0.1, 50.8], [-0.09, 50.8], [-0.09, 50.81], [-0.1, 50.8]]] };
+    const processed = (await source.admin.patch(`/api/projects/${projectId}/tasks/${done.id}/`, { crop })).body;
+    expect(processed.crop).toEqual(crop);
     // A real orthophoto in UTM 15N, with the engine's report: extent, statistics and EPSG code.
     const zipDir = path.join(work, 'ortho');
     await rm(zipDir, { recursive: true, force: true });
@@ -104,24 +107,24 @@ with zipfile.ZipFile(sys.argv[1], "a") as z:
       await writeFile(file, backup.bytes);
       const { names, text } = zipContents(file, 'data/backup.json');
       expect(names).toContain('assets/odm_orthophoto/odm_orthophoto.tif');
-      expect(JSON.parse(text)).toMatchObject({ name: task.name, options: task.options, tags: task.tags.join(' '), resize_to: -1 });
+      expect(JSON.parse(text)).toMatchObject({ name: task.name, options: task.options, tags: task.tags.join(' '), resize_to: -1, crop: task.crop });
       expect(JSON.parse(text).created_at).toBeCloseTo(Date.parse(task.created_at) / 1000, 3);
 
       const restored = await postZip(target.admin, `/api/projects/${targetProject}/tasks/import`, file);
       expect(restored.status).toBe(201);
-      const done = await waitForTask(target.admin, `/api/projects/${targetProject}/tasks/${restored.body.id}/`, finished);
-      expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
-      for (const key of ['name', 'available_assets', 'statistics', 'extent', 'options', 'tags', 'epsg', 'wkt', 'images_count', 'created_at', 'processing_time']) {
-        expect(done[key], key).toEqual(task[key]);
+      const back = await waitForTask(target.admin, `/api/projects/${targetProject}/tasks/${restored.body.id}/`, finished);
+      expect(back.status, back.last_error).toBe(TaskStatus.COMPLETED);
+      for (const key of ['name', 'available_assets', 'statistics', 'extent', 'options', 'tags', 'epsg', 'wkt', 'images_count', 'created_at', 'processing_time', 'crop']) {
+        expect(back[key], key).toEqual(task[key]);
       }
       const [before, after] = await Promise.all([
         source.admin.get(`${url}output/`),
-        target.admin.get(`/api/projects/${targetProject}/tasks/${done.id}/output/`),
+        target.admin.get(`/api/projects/${targetProject}/tasks/${back.id}/output/`),
       ]);
       expect(after.body).toBe(before.body);
       const [a, b] = await Promise.all([
         download(source.admin, `${url}download/orthophoto.tif`),
-        download(target.admin, `/api/projects/${targetProject}/tasks/${done.id}/download/orthophoto.tif`),
+        download(target.admin, `/api/projects/${targetProject}/tasks/${back.id}/download/orthophoto.tif`),
       ]);
       expect(b.bytes).toEqual(a.bytes);
     }

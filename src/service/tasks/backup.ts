@@ -10,11 +10,12 @@ import { isImageName } from '../../protocol/files.ts';
 import type { TaskFolder } from '../layout.ts';
 import { filesUnder } from './assets.ts';
 import { storedTags } from '../tags.ts';
+import { type Crop, parseCrop } from './schema.ts';
 
 export const BACKUP_FIELDS = 'data/backup.json';
 const BACKUP_CONSOLE = 'data/console_output.txt';
 
-/** WebODM's backup.json: created_at in seconds since 1970, tags space-separated. */
+/** WebODM's backup.json: created_at in seconds since 1970, tags space-separated, crop a GeoJSON Polygon or null. */
 const BackupFields = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 255 })),
   processing_time: Type.Optional(Type.Number()),
@@ -26,6 +27,8 @@ const BackupFields = Type.Object({
   created_at: Type.Optional(Type.Number()),
   resize_to: Type.Optional(Type.Integer()),
   tags: Type.Optional(Type.String({ maxLength: 100_000 })),
+  // A GeoJSON Polygon, checked by parseCrop.
+  crop: Type.Optional(Type.Unknown()),
 });
 type BackupFields = Static<typeof BackupFields>;
 
@@ -37,6 +40,7 @@ export function backupFields(task: Task): BackupFields {
     created_at: Date.parse(task.created_at) / 1000,
     resize_to: task.resize_to,
     tags: task.tags,
+    crop: task.crop === null ? null : JSON.parse(task.crop),
   };
 }
 
@@ -97,6 +101,12 @@ export async function restoreBackup(extracted: string, folder: TaskFolder): Prom
   const assets = path.join(extracted, 'assets');
   await mkdir(assets, { recursive: true });
   const created = fields.created_at === undefined ? undefined : new Date(fields.created_at * 1000);
+  let crop: Crop | null | undefined;
+  try {
+    crop = parseCrop(fields.crop as Crop | null | undefined);
+  } catch {
+    throw new Error(`${BACKUP_FIELDS}: /crop is not a GeoJSON Polygon in longitude and latitude`);
+  }
   return {
     assets,
     changes: {
@@ -106,6 +116,7 @@ export async function restoreBackup(extracted: string, folder: TaskFolder): Prom
       created_at: created && !Number.isNaN(created.getTime()) ? created.toISOString() : undefined,
       resize_to: fields.resize_to,
       tags: fields.tags === undefined ? undefined : storedTags(fields.tags),
+      crop: crop === undefined ? undefined : crop && JSON.stringify(crop),
       images_count: photos || undefined,
       // A backup without its photographs is of a compacted task.
       compacted: photos === 0 ? 1 : 0,

@@ -93,10 +93,10 @@ export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}
   await rm(folder.allZip, { force: true });
   await save(ctx, {
     ...changes,
+    // As in WebODM: new results drop the crop drawn on the old ones (a backup brings its own).
+    crop: null,
     ...backup?.changes,
     ...crs,
-    // As in WebODM: new results drop the crop drawn on the old ones.
-    crop: null,
     ...settled,
     status: TaskStatus.COMPLETED,
     pending_action: null,
