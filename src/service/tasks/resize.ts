@@ -53,12 +53,13 @@ export async function resizeStep(ctx: StepContext): Promise<number> {
   const { folder, task } = ctx;
   const names = (await readdir(folder.images).catch(() => [] as string[])).sort();
   const photos = names.filter((name) => RESIZABLE.test(name));
-  const report = throttled((fraction) => save(ctx, { resize_progress: Math.min(0.999, fraction) }));
+  // Reported before each photograph, so that no write of a fraction is still on its way when 1 is saved.
+  const report = throttled((fraction) => save(ctx, { resize_progress: fraction }));
   const scales = new Map<string, number>();
   for (const [index, name] of photos.entries()) {
     ctx.signal.throwIfAborted();
+    report(index / photos.length);
     scales.set(name, await resizePhoto(path.join(folder.images, name), task.resize_to));
-    report((index + 1) / photos.length);
   }
   const gcp = names.find((name) => name.toLowerCase().endsWith('.txt') && !NOT_GCP.has(name.toLowerCase()));
   if (gcp && [...scales.values()].some((scale) => scale !== 1)) {
