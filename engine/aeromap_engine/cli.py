@@ -68,6 +68,15 @@ def _cmd_tile_worker(_: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_crs(args: argparse.Namespace) -> int:
+    from .geo import raster_crs
+
+    epsg, wkt = raster_crs(Path(args.raster))
+    json.dump({"epsg": epsg, "wkt": wkt}, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
 def _cmd_formulas(_: argparse.Namespace) -> int:
     from .tiles.formulas import describe
 
@@ -138,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     tiles.set_defaults(func=_cmd_tiles)
     worker = sub.add_parser("tile-worker", help="draw single tiles in other styles, one JSON request per line")
     worker.set_defaults(func=_cmd_tile_worker)
+    crs = sub.add_parser("crs", help="print a raster's CRS as WebODM keeps it: its EPSG code, else its WKT")
+    crs.add_argument("raster")
+    crs.set_defaults(func=_cmd_crs)
     sub.add_parser("formulas", help="print the vegetation indices tiles can be drawn in, and the band letters"
                    ).set_defaults(func=_cmd_formulas)
     _add_export(sub)

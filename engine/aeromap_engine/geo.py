@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pyproj
@@ -70,3 +71,21 @@ def transform(source: pyproj.CRS | str, target: pyproj.CRS | str, xyz: np.ndarra
     key = [c if isinstance(c, str) else c.to_wkt() for c in (source, target)]
     x, y, z = _transformer(key[0], key[1]).transform(xyz[:, 0], xyz[:, 1], xyz[:, 2])
     return np.column_stack([x, y, z])
+
+
+def raster_crs(path: Path) -> tuple[int | None, str | None]:
+    """A georeferenced raster's CRS as WebODM keeps a task's: its EPSG code when it has one, else its WKT; (None,
+    None) for a raster without a CRS."""
+    import rasterio
+
+    from .errors import InputError
+
+    try:
+        with rasterio.open(path) as src:
+            crs = src.crs
+    except rasterio.errors.RasterioIOError as exc:
+        raise InputError(f"cannot read {path.name}: {exc}") from exc
+    if crs is None:
+        return None, None
+    epsg = crs.to_epsg()
+    return (epsg, None) if epsg is not None else (None, crs.to_wkt())

@@ -379,6 +379,29 @@ async function publicAccess(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('tasks').addColumn('potree_scene', 'text', (c) => c.notNull().defaultTo('{}')).execute();
 }
 
+/**
+ * WebODM's task fields tags, resize_to, epsg, wkt, crop and compacted, and project tags. Tags are stored as WebODM
+ * stores them: one text of space-separated tags.
+ */
+async function webodmTaskFields(db: Kysely<any>): Promise<void> {
+  const columns: [string, string, Columns][] = [
+    ['tags', 'text', (c) => c.notNull().defaultTo('')],
+    // The longest side of the photographs in pixels once resized before processing; -1: not resized.
+    ['resize_to', 'integer', (c) => c.notNull().defaultTo(-1)],
+    // The CRS of the results (orthophoto, else DSM, else DTM): its EPSG code, or its WKT when it has no code.
+    ['epsg', 'integer', (c) => c],
+    ['wkt', 'text', (c) => c],
+    // A GeoJSON polygon (WGS84) that the results are shown cropped to; null: none.
+    ['crop', 'text', (c) => c],
+    // The photographs were removed to save space (compact/): the results stay, processing from the start cannot.
+    ['compacted', 'integer', (c) => c.notNull().defaultTo(0)],
+  ];
+  for (const [name, type, build] of columns) {
+    await db.schema.alterTable('tasks').addColumn(name, type as 'text', build).execute();
+  }
+  await db.schema.alterTable('projects').addColumn('tags', 'text', (c) => c.notNull().defaultTo('')).execute();
+}
+
 export const MIGRATIONS: Record<string, Migration> = {
   '0001_initial': { up: initial },
   '0002_task_processing': { up: taskProcessing },
@@ -387,6 +410,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0005_user_quotas': { up: userQuotas },
   '0006_webodm_presets': { up: webodmPresets },
   '0007_public_access': { up: publicAccess },
+  '0008_webodm_task_fields': { up: webodmTaskFields },
 };
 
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {

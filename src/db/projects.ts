@@ -99,13 +99,11 @@ export async function taskIdsOf(db: Kysely<Database>, projectIds: number[]): Pro
 export async function insertProject(
   db: Kysely<Database>,
   ownerId: number,
-  name: string,
-  description: string,
-  sharing: { public?: Flag; public_edit?: Flag } = {},
+  fields: { name: string; description: string; tags: string; public?: Flag; public_edit?: Flag },
 ): Promise<number> {
   const row = await db
     .insertInto('projects')
-    .values({ owner_id: ownerId, name, description, ...sharing, created_at: now() })
+    .values({ owner_id: ownerId, ...fields, created_at: now() })
     .returning('id')
     .executeTakeFirstOrThrow();
   return row.id;

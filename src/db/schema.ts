@@ -66,6 +66,8 @@ export interface ProjectsTable {
   public: Generated<Flag>;
   /** With public: anyone may also save the tasks' 3D scenes. */
   public_edit: Generated<Flag>;
+  /** Space-separated tags, as WebODM stores them. */
+  tags: Generated<string>;
 }
 
 export interface ProjectUserPermissionsTable {
@@ -129,6 +131,17 @@ export interface TasksTable {
   public_edit: Generated<Flag>;
   /** JSON object: the saved Potree scene (camera view, annotations...), WebODM's potree_scene. */
   potree_scene: Generated<string>;
+  /** Space-separated tags, as WebODM stores them. */
+  tags: Generated<string>;
+  /** Longest side in pixels the photographs are reduced to before processing; -1: not resized. */
+  resize_to: Generated<number>;
+  /** The results' CRS: its EPSG code, or (without one) its WKT; both null before results. */
+  epsg: number | null;
+  wkt: string | null;
+  /** JSON GeoJSON Polygon in WGS84 the results are cropped to; null: none. */
+  crop: string | null;
+  /** The photographs were removed (compact/); the results stay. */
+  compacted: Generated<Flag>;
 }
 
 export interface ProcessingNodesTable {

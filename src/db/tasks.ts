@@ -54,6 +54,9 @@ export async function insertTask(
     import_url?: string | null;
     public?: Flag;
     public_edit?: Flag;
+    tags?: string;
+    resize_to?: number;
+    crop?: string | null;
   },
 ): Promise<number> {
   const row = await db
@@ -245,6 +248,12 @@ const SHOWN_COLUMNS = [
   'public',
   'public_edit',
   'potree_scene',
+  'tags',
+  'resize_to',
+  'epsg',
+  'wkt',
+  'crop',
+  'compacted',
 ] as const satisfies readonly (keyof Task)[];
 const shownColumns = SHOWN_COLUMNS.map((column) => `tasks.${column}` as const);
 const nodeColumns = [
@@ -405,4 +414,29 @@ export async function bumpQueueCount(db: Kysely<Database>, nodeId: number): Prom
     .set((eb) => ({ queue_count: eb('queue_count', '+', 1) }))
     .where('id', '=', nodeId)
     .execute();
+}
+
+/**
+ * A new row that copies a task into a project: its fields and results, not its place on a node (the copy has
+ * no node uuid, so that processing it again starts anew from its own files) nor its lease.
+ */
+export async function insertTaskCopy(db: Kysely<Database>, task: Task, into: { project_id: number; name: string }): Promise<number> {
+  const { id: _id, ...fields } = task;
+  const row = await db
+    .insertInto('tasks')
+    .values({
+      ...fields,
+      ...into,
+      uuid: '',
+      created_at: now(),
+      lease_owner: null,
+      lease_until: null,
+      console_lines: 0,
+      unreachable_since: null,
+      attempts: 0,
+      download_pending: 0,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow();
+  return row.id;
 }

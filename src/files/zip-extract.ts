@@ -70,27 +70,49 @@ async function writeEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, file: string, 
   }
 }
 
-/** Reads every entry's header and refuses an archive whose declared contents exceed the limits. */
-async function checkLimits(zipFile: string, limits: ZipLimits): Promise<void> {
+/** Reads every entry's header (yauzl refuses names that are absolute or climb out); `visit` may throw to stop. */
+async function forEachEntry(zipFile: string, visit: (entry: yauzl.Entry) => void): Promise<void> {
   const zip = await openZip(zipFile);
-  let entries = 0;
-  let bytes = 0;
   try {
     await new Promise<void>((resolve, reject) => {
       zip.on('error', reject);
       zip.on('end', () => resolve());
       zip.on('entry', (entry: yauzl.Entry) => {
-        entries++;
-        bytes += entry.uncompressedSize;
-        if (entries > limits.maxEntries) reject(new Error(`more than ${limits.maxEntries} files`));
-        else if (bytes > limits.maxBytes) reject(new Error(`more than ${limits.maxBytes} bytes once extracted`));
-        else zip.readEntry();
+        try {
+          visit(entry);
+        } catch (err) {
+          reject(err);
+          return;
+        }
+        zip.readEntry();
       });
       zip.readEntry();
     });
   } finally {
     zip.close();
   }
+}
+
+/** Refuses an archive whose declared contents exceed the limits. */
+async function checkLimits(zipFile: string, limits: ZipLimits): Promise<void> {
+  let entries = 0;
+  let bytes = 0;
+  await forEachEntry(zipFile, (entry) => {
+    entries++;
+    bytes += entry.uncompressedSize;
+    if (entries > limits.maxEntries) throw new Error(`more than ${limits.maxEntries} files`);
+    if (bytes > limits.maxBytes) throw new Error(`more than ${limits.maxBytes} bytes once extracted`);
+  });
+}
+
+/**
+ * Checks, from the headers alone, that an archive can be read and that none of its entries would land outside
+ * the folder it is extracted to (zip-slip), so that an upload can be refused at once.
+ */
+export async function checkEntryNames(zipFile: string): Promise<void> {
+  await forEachEntry(zipFile, (entry) => {
+    if (!isDirectory(entry) && safeRelativePath(entry.fileName) === null) throw new Error(`unsafe path ${JSON.stringify(entry.fileName)}`);
+  });
 }
 
 /**

@@ -24,7 +24,7 @@ export function isFinished(status: number): boolean {
 }
 
 /** What the service is doing to a task on a user's request (WebODM's `pending_action`). */
-export const PendingAction = { CANCEL: 1, REMOVE: 2, RESTART: 3, RESIZE: 4, IMPORT: 5 } as const;
+export const PendingAction = { CANCEL: 1, REMOVE: 2, RESTART: 3, RESIZE: 4, IMPORT: 5, COMPACT: 6 } as const;
 
 export const PENDING_ACTION_NAMES: Record<number, string> = {
   [PendingAction.CANCEL]: 'Canceling',
@@ -32,4 +32,5 @@ export const PENDING_ACTION_NAMES: Record<number, string> = {
   [PendingAction.RESTART]: 'Restarting',
   [PendingAction.RESIZE]: 'Resizing',
   [PendingAction.IMPORT]: 'Importing',
+  [PendingAction.COMPACT]: 'Compacting',
 };

@@ -187,7 +187,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
   await app.register(async (open: App) => workerRoutes(open, { tokens, jobs: exportJobs }));
   await app.register(async (api: App) => {
     requireUser(api, tokens);
-    await projectRoutes(api, { db, dataDir: config.dataDir });
+    await projectRoutes(api, { db, dataDir: config.dataDir, minFreeBytes: taskSettings.minFreeBytes });
     await presetRoutes(api, { db });
     await processingNodeRoutes(api, { db, refresher });
     await userRoutes(api, { db, dataDir: config.dataDir, passwordIterations: config.passwordIterations, tokens });

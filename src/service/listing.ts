@@ -11,8 +11,8 @@ export type FilterKind = 'integer' | 'string' | 'datetime' | 'boolean';
 
 export type Filter =
   | { kind: FilterKind; column: string }
-  /** A filter that is no plain column comparison, e.g. has_available_options. */
-  | { kind: FilterKind; where: (value: never) => Expression<SqlBool> };
+  /** A filter that is no plain column comparison, e.g. has_available_options; `description` says what it does. */
+  | { kind: FilterKind; where: (value: never) => Expression<SqlBool>; description?: string };
 
 export interface ListSpec {
   filters: Record<string, Filter>;
@@ -41,7 +41,8 @@ function filterSchema(kind: FilterKind, description: string): TSchema {
 export function listQuerySchema(spec: ListSpec): TObject {
   const properties: Record<string, TSchema> = {};
   for (const [name, filter] of Object.entries(spec.filters)) {
-    properties[name] = Type.Optional(filterSchema(filter.kind, `Only items whose ${name} equals this`));
+    const description = ('description' in filter && filter.description) || `Only items whose ${name} equals this`;
+    properties[name] = Type.Optional(filterSchema(filter.kind, description));
   }
   properties.ordering = Type.Optional(
     Type.String({

@@ -3,7 +3,9 @@ import { rm } from 'node:fs/promises';
 import { type Static, Type } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import { findGroupByName } from '../db/groups.ts';
-import { markProjectsDeleting } from '../db/tasks.ts';
+import { markProjectsDeleting, tasksOf } from '../db/tasks.ts';
+import { checkDuplicable, copyName, duplicateTask } from './tasks/duplicate.ts';
+import { type StorageSettings, admitUpload } from './tasks/storage.ts';
 import {
   deleteProjects,
   insertProject,
@@ -23,6 +25,8 @@ import { fieldError } from './errors.ts';
 import { permissionsOn, requireProjectPermission } from './permissions.ts';
 import { type Context, contextOf, loadVisible, registerResource, type ResourceDefinition } from './resource.ts';
 import { Body, Id, IdParams, Success, Timestamp } from './schemas.ts';
+import { TagsField, parseSearch, shownTags, storedTags } from './tags.ts';
+import { projectSearch } from '../db/search.ts';
 import type { App } from './typed-app.ts';
 
 const Permission = Type.Union(PROJECT_PERMISSIONS.map((permission) => Type.Literal(permission)));
@@ -37,6 +41,7 @@ export const ProjectSchema = Type.Object(
     permissions: Type.Array(Permission, { description: "The current user's permissions on the project" }),
     public: Type.Boolean({ description: 'Every task of the project is open to anyone with its link, as a public task is' }),
     public_edit: Type.Boolean({ description: "With public: anyone may also save the tasks' 3D scenes" }),
+    tags: Type.Array(Type.String(), { description: 'Tags; one starting with "." is hidden in the web application' }),
   },
   { $id: 'Project' },
 );
@@ -47,6 +52,7 @@ type ProjectRow = Project & { task_ids: string | null };
 const ProjectBody = Body({
   name: Type.String({ minLength: 1, maxLength: 255 }),
   description: Type.String({ default: '', maxLength: 65536 }),
+  tags: Type.Optional(TagsField),
   public: Type.Optional(Type.Boolean()),
   public_edit: Type.Optional(Type.Boolean()),
 });
@@ -68,6 +74,7 @@ const Grant = Type.Union([UserGrant, GroupGrant]);
 const EditBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   description: Type.Optional(Type.String({ maxLength: 65536 })),
+  tags: Type.Optional(TagsField),
   permissions: Type.Optional(
     Type.Array(
       Type.Object({
@@ -98,6 +105,26 @@ export async function destroyProjects(db: Kysely<Database>, dataDir: string, ids
   await markProjectsDeleting(db, ids.filter((id) => !empty.includes(id)));
 }
 
+/**
+ * A copy of a project owned by `ownerId`, named "Copy of ...", with copies of all its tasks (their names kept),
+ * as WebODM's duplicate makes it; its sharing is not copied. Every task must be finished.
+ */
+async function duplicateProject(db: Kysely<Database>, storage: StorageSettings, project: Project, ownerId: number): Promise<number> {
+  const { dataDir } = storage;
+  const tasks = await tasksOf(db, project.id).orderBy('id').execute();
+  tasks.forEach(checkDuplicable);
+  const id = await insertProject(db, ownerId, { name: copyName(project.name), description: project.description, tags: project.tags });
+  try {
+    // The copies count against the quota of the copy's owner.
+    await admitUpload(db, storage, id);
+    for (const task of tasks) await duplicateTask(db, dataDir, task, { projectId: id, name: task.name });
+  } catch (error) {
+    await destroyProjects(db, dataDir, [id], true);
+    throw error;
+  }
+  return id;
+}
+
 async function present(ctx: Context, rows: ProjectRow[]): Promise<ProjectItem[]> {
   const permissions = await permissionsOn(ctx.db, ctx.user, rows);
   return rows.map((row) => ({
@@ -109,6 +136,7 @@ async function present(ctx: Context, rows: ProjectRow[]): Promise<ProjectItem[]>
     permissions: permissions.get(row.id) ?? [],
     public: row.public === 1,
     public_edit: row.public_edit === 1,
+    tags: shownTags(row.tags),
   }));
 }
 
@@ -128,6 +156,12 @@ function definition(dataDir: string): ResourceDefinition<ProjectRow, ProjectItem
         name: { kind: 'string', column: 'projects.name' },
         description: { kind: 'string', column: 'projects.description' },
         created_at: { kind: 'datetime', column: 'projects.created_at' },
+        search: {
+          kind: 'string',
+          description:
+            'Words in the name of the project or of one of its tasks; #tag (or :tag) a project tag, ##tag a task tag, @user the owner',
+          where: (text: string) => projectSearch(parseSearch(text)),
+        },
       },
       ordering: {
         id: 'projects.id',
@@ -139,10 +173,12 @@ function definition(dataDir: string): ResourceDefinition<ProjectRow, ProjectItem
     },
     scope: (ctx) => visibleProjectsWithTaskIds(ctx.db, { id: ctx.user.id, superuser: ctx.user.superuser }),
     present,
-    create: (ctx, body) => insertProject(ctx.db, ctx.user.id, body.name, body.description, sharing(body)),
+    create: (ctx, body) =>
+      insertProject(ctx.db, ctx.user.id, { name: body.name, description: body.description, tags: storedTags(body.tags ?? []), ...sharing(body) }),
     async update(ctx, project, body) {
       await requireProjectPermission(ctx.db, ctx.user, project, 'change');
-      await updateProject(ctx.db, project.id, { name: body.name, description: body.description, ...sharing(body) });
+      const tags = body.tags === undefined ? undefined : storedTags(body.tags);
+      await updateProject(ctx.db, project.id, { name: body.name, description: body.description, tags, ...sharing(body) });
     },
     async remove(ctx, project) {
       if (ctx.user.superuser || project.owner_id === ctx.user.id) {
@@ -181,7 +217,7 @@ async function resolveGrants(db: Kysely<Database>, owner: string, entries: EditE
   return { users, groups };
 }
 
-export async function projectRoutes(app: App, { db, dataDir }: { db: Kysely<Database>; dataDir: string }) {
+export async function projectRoutes(app: App, { db, dataDir, minFreeBytes }: { db: Kysely<Database> } & StorageSettings) {
   const def = definition(dataDir);
   registerResource(app, db, def);
 
@@ -210,11 +246,39 @@ export async function projectRoutes(app: App, { db, dataDir }: { db: Kysely<Data
   );
 
   app.post(
+    '/api/projects/:id/duplicate/',
+    {
+      schema: {
+        tags: ['projects'],
+        summary: 'Duplicate a project',
+        description:
+          'A new project of the caller\'s, named "Copy of ...", holding copies of all the project\'s tasks (each must be finished). Needs "change".',
+        params: IdParams,
+        response: {
+          200: Type.Object({ success: Type.Boolean(), project: Type.Ref('Project') }),
+          400: Type.Ref('Error'),
+          403: Type.Ref('Error', { description: "Not allowed, or the copy's owner's storage quota is used up" }),
+          404: Type.Ref('Error'),
+          507: Type.Ref('Error', { description: "Insufficient Storage: the server's disk is within its reserve (MIN_FREE_DISK_GB)" }),
+        },
+      },
+    },
+    async (request) => {
+      const ctx = contextOf(db, request);
+      const project = await loadVisible(def, ctx, request.params.id);
+      await requireProjectPermission(db, ctx.user, project, 'change');
+      const id = await duplicateProject(db, { dataDir, minFreeBytes }, project, ctx.user.id);
+      const [copy] = await present(ctx, [await loadVisible(def, ctx, id)]);
+      return { success: true, project: copy };
+    },
+  );
+
+  app.post(
     '/api/projects/:id/edit/',
     {
       schema: {
         tags: ['projects'],
-        summary: "Change a project's name, description and sharing",
+        summary: "Change a project's name, description, tags and sharing",
         description: 'Needs "change". Fields left out keep their value.',
         params: IdParams,
         body: EditBody,
@@ -226,9 +290,10 @@ export async function projectRoutes(app: App, { db, dataDir }: { db: Kysely<Data
       const project = await loadVisible(def, ctx, request.params.id);
       await requireProjectPermission(db, ctx.user, project, 'change');
       const { name, description, permissions } = request.body;
+      const tags = request.body.tags === undefined ? undefined : storedTags(request.body.tags);
       const grants = permissions && (await resolveGrants(db, await ownerName(db, project), permissions));
       await db.transaction().execute(async (trx) => {
-        await updateProject(trx, project.id, { name, description });
+        await updateProject(trx, project.id, { name, description, tags });
         if (grants) await replaceSharing(trx, project.id, grants.users, grants.groups);
       });
       return { success: true };

@@ -75,6 +75,7 @@ const MATRIX: Record<string, Row> = {
   'DELETE /api/projects/{id}/': { rule: 'delete', ok: 204, call: async (c, fx) => c.delete(`/api/projects/${await fx.newProject()}/`) },
   'GET /api/projects/{id}/permissions/': { rule: 'change', ok: 200, call: (c, fx) => c.get(`/api/projects/${fx.project}/permissions/`) },
   'POST /api/projects/{id}/edit/': { rule: 'change', ok: 200, call: (c, fx) => c.post(`/api/projects/${fx.project}/edit/`, { description: 'edited' }) },
+  'POST /api/projects/{id}/duplicate/': { rule: 'change', ok: 200, call: async (c, fx) => c.post(`/api/projects/${await fx.newProject()}/duplicate/`) },
 
   'GET /api/presets/': { rule: 'user', ok: 200, call: (c) => c.get('/api/presets/') },
   'POST /api/presets/': { rule: 'user', ok: 201, call: (c) => c.post('/api/presets/', { name: 'Mine', options: [] }) },
@@ -130,6 +131,9 @@ const MATRIX: Record<string, Row> = {
   'POST /api/projects/{project_id}/tasks/{task_id}/cancel/': { rule: 'change', ok: 200, call: onNew('queuedTask', 'post', 'cancel/') },
   'POST /api/projects/{project_id}/tasks/{task_id}/remove/': { rule: 'delete', ok: 200, call: onNew('partialTask', 'post', 'remove/') },
   'POST /api/projects/{project_id}/tasks/{task_id}/restart/': { rule: 'change', ok: 200, call: onNew('canceledTask', 'post', 'restart/') },
+  'POST /api/projects/{project_id}/tasks/{task_id}/duplicate/': { rule: 'change', ok: 200, call: onNew('canceledTask', 'post', 'duplicate/') },
+  'POST /api/projects/{project_id}/tasks/{task_id}/compact/': { rule: 'delete', ok: 200, call: onNew('canceledTask', 'post', 'compact/') },
+  'GET /api/projects/{project_id}/tasks/{task_id}/backup': { rule: 'read', ok: 200, call: onCompleted('backup') },
   'GET /api/projects/{project_id}/tasks/{task_id}/output/': { rule: 'view', ok: 200, call: onCompleted('output/') },
   'GET /api/projects/{project_id}/tasks/{task_id}/download/{asset}': { rule: 'read', ok: 200, call: onCompleted('download/orthophoto.tif') },
   'GET /api/projects/{project_id}/tasks/{task_id}/assets/{*}': { rule: 'read', ok: 200, call: onCompleted('assets/odm_orthophoto/odm_orthophoto.tif') },

@@ -24,6 +24,7 @@ describe.each(BACKENDS)('projects (%s)', (backend) => {
       permissions: ['add', 'change', 'delete', 'view'],
       public: false,
       public_edit: false,
+      tags: [],
     });
     const id = created.body.id;
     expect((await t.admin.get(`/api/projects/${id}/`)).body).toEqual(created.body);

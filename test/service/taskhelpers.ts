@@ -6,7 +6,8 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import type { Client, Reply } from './helpers.ts';
+import { type RunningNode, startNode } from '../../src/node/index.ts';
+import type { Client, Reply, TestService } from './helpers.ts';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 /** Tests left out of `make test` to keep it within CI's time run with AEROMAP_LONG_TESTS=1 (make test-long). */
@@ -139,3 +140,21 @@ export async function waitForTask(
 export const TaskStatus = { QUEUED: 10, RUNNING: 20, FAILED: 30, COMPLETED: 40, CANCELED: 50 } as const;
 export const finished = (task: { status: number | null; pending_action: number | null }) =>
   task.pending_action === null && [30, 40, 50].includes(task.status ?? 0);
+
+/** A processing node in this process running the quick stand-in engine, registered with the service. */
+export async function fakeNode(t: TestService, dataDir: string): Promise<{ node: RunningNode; nodeId: number }> {
+  const node = await startNode({ dataDir, port: 0, host: '127.0.0.1', token: 'node-secret', enginePath: FAKE_ENGINE, log: () => {} });
+  const created = await t.admin.post('/api/processingnodes/', { hostname: '127.0.0.1', port: node.port, token: 'node-secret' });
+  expect(created.status).toBe(201);
+  await t.service.refresher.refreshAll();
+  return { node, nodeId: created.body.id };
+}
+
+/** A task made from the images by the service's nodes, once COMPLETED. */
+export async function completedTask(client: Client, projectId: number, images: string[], fields: Record<string, string> = {}) {
+  const created = await postForm(client, `/api/projects/${projectId}/tasks/`, await imageForm(images, fields));
+  expect(created.status).toBe(201);
+  const done = await waitForTask(client, `/api/projects/${projectId}/tasks/${created.body.id}/`, finished);
+  expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+  return done;
+}

@@ -336,6 +336,9 @@ describe('web application in Chromium', () => {
     await page.getByLabel('Search projects').fill('2026');
     await card.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete project' }).click();
+    // The search asks the API: under "2026" nothing is left, and without a search there is no project at all.
+    await page.getByText('No project matches').waitFor();
+    await page.getByLabel('Search projects').fill('');
     await page.getByText('No project yet').waitFor();
     expect((await t.admin.get(`/api/projects/${projectId}/`)).status).toBe(404);
     errors.push(...pageErrors);

@@ -153,6 +153,12 @@ export interface Task {
   public: boolean;
   /** With public: anyone may also save its 3D scene. */
   public_edit: boolean;
+  tags: string[];
+  resize_to: number;
+  epsg: number | null;
+  wkt: string | null;
+  crop: { type: 'Polygon'; coordinates: number[][][] } | null;
+  compacted: boolean;
 }
 
 export interface Project {
@@ -162,6 +168,7 @@ export interface Project {
   name: string;
   description: string;
   permissions: string[];
+  tags: string[];
   owner?: number;
   [key: string]: unknown;
 }

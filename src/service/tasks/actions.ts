@@ -1,4 +1,4 @@
-// The user's actions as the scheduler carries them out: cancel, remove and restart, each telling the node
+// The user's actions as the scheduler carries them out: cancel, remove, restart and compact, each telling the node
 // first (best effort: a node that cannot be reached must not keep a task from being canceled or removed).
 import { rm } from 'node:fs/promises';
 import type { Kysely } from 'kysely';
@@ -12,6 +12,7 @@ import {
 } from '../../db/tasks.ts';
 import { NodeError } from '../../nodeclient/index.ts';
 import { TaskStatus } from '../../protocol/status.ts';
+import { folderSize } from './assets.ts';
 import { resetConsole } from './console.ts';
 import { type StepContext, clientOf, fail, nodeName, save, settled, superseded } from './context.ts';
 import { projectFolder } from '../layout.ts';
@@ -38,6 +39,13 @@ export async function cancelStep(ctx: StepContext): Promise<null> {
   const node = await assignedNode(ctx);
   if (node) await tellNode(ctx, node, 'cancel the task', () => clientOf(ctx, node).cancelTask(ctx.task.uuid));
   await save(ctx, { ...settled, status: TaskStatus.CANCELED, pending_action: null, unreachable_since: null });
+  return null;
+}
+
+/** Removes the photographs of a finished task (compact/); its results, and so every download, stay. */
+export async function compactStep(ctx: StepContext): Promise<null> {
+  await rm(ctx.folder.images, { recursive: true, force: true });
+  await save(ctx, { ...settled, pending_action: null, compacted: 1, size: await folderSize(ctx.folder.root) });
   return null;
 }
 
@@ -101,6 +109,9 @@ export async function restartStep(ctx: StepContext): Promise<number | null> {
   }
   if (task.processing_node_id === null && !task.auto_processing_node) {
     return fail(ctx, 'Cannot restart a task that has no processing node.');
+  }
+  if (task.compacted) {
+    return fail(ctx, 'Cannot restart a compacted task from the start: its photographs were removed, and its node no longer has it.');
   }
   const withoutRerun = options.filter((option) => option.name !== 'rerun-from');
   await save(ctx, { ...fresh, uuid: '', upload_progress: 0, options: JSON.stringify(withoutRerun) });

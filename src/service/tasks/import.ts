@@ -1,6 +1,7 @@
-// Importing results processed elsewhere (tasks/import): an all.zip of Aeromap, ODM or WebODM, uploaded (as an
-// application/zip body, or a multipart file, in Dropzone chunks too) or fetched from a URL. The new task shows
-// the download's progress and ends COMPLETED with the assets found, or FAILED with the reason.
+// Importing results processed elsewhere (tasks/import): an all.zip of Aeromap, ODM or WebODM, or a task's backup
+// (backup.ts), uploaded (as an application/zip body, or a multipart file, in Dropzone chunks too) or fetched from
+// a URL. An uploaded zip that cannot be read or would unpack outside its folder is refused at once (400). The new
+// task shows the download's progress and ends COMPLETED with the assets found, or FAILED with the reason.
 import { createWriteStream } from 'node:fs';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
@@ -14,6 +15,7 @@ import type { Database } from '../../db/schema.ts';
 import { deleteTask, insertTask } from '../../db/tasks.ts';
 import { PendingAction, TaskStatus } from '../../protocol/status.ts';
 import { partialName } from '../../files/safe-path.ts';
+import { checkEntryNames } from '../../files/zip-extract.ts';
 import { outboundFetch, refusal } from '../../net/outbound.ts';
 import { HttpError } from '../errors.ts';
 import { type StepContext, fail, save, throttled } from './context.ts';
@@ -132,6 +134,9 @@ async function createImport(
     if (place) {
       await mkdir(folder.work, { recursive: true });
       await place(folder.allZip);
+      await checkEntryNames(folder.allZip).catch((error: Error) => {
+        throw badRequest(`The zip file cannot be imported: ${error.message}.`);
+      });
     }
     await db.updateTable('tasks').set({ partial: 0 }).where('id', '=', id).execute();
   } catch (error) {

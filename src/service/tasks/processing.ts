@@ -14,7 +14,8 @@ import { ignoredOptionsLine } from '../../protocol/options.ts';
 import { PendingAction, TaskStatus } from '../../protocol/status.ts';
 import { type NodeClient, NodeConnectionError, NodeResponseError, NodeServerError } from '../../nodeclient/index.ts';
 import { isOnline } from '../refresher.ts';
-import { cancelStep, removeStep, restartStep } from './actions.ts';
+import { cancelStep, compactStep, removeStep, restartStep } from './actions.ts';
+import { resizeStep } from './resize.ts';
 import { appendConsole } from './console.ts';
 import {
   type ProcessingSettings,
@@ -80,6 +81,10 @@ async function nextStep(ctx: StepContext): Promise<number | null> {
       return restartStep(ctx);
     case PendingAction.IMPORT:
       return importStep(ctx);
+    case PendingAction.COMPACT:
+      return compactStep(ctx);
+    case PendingAction.RESIZE:
+      return resizeStep(ctx);
   }
   if (task.status !== null && task.status !== TaskStatus.QUEUED && task.status !== TaskStatus.RUNNING) return null;
   return processingStep(ctx);

@@ -19,6 +19,7 @@ import { downloadName, filesUnder, resolveAssetPath } from './assets.ts';
 import { readConsole } from './console.ts';
 import { PhotoThumbnailQuery, photoFile, photoThumbnail } from './photos.ts';
 import { mergeScene, withCameraView } from './scene.ts';
+import { type BackupEntry, backupEntries } from './backup.ts';
 import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
 import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
 import type { TaskRules } from './tasks.ts';
@@ -63,12 +64,12 @@ export async function sendFile(request: FastifyRequest, reply: FastifyReply, fil
   return resultHeaders(reply.code(sent.statusCode).headers(sent.headers), filename, inline).send(sent.stream);
 }
 
-/** A folder as a zip built while it is sent, stored (the outputs are compressed already), with its length. */
-async function sendFolderZip(reply: FastifyReply, folder: string, filename: string, exclude?: RegExp) {
+/** Files as a zip built while it is sent, stored (the outputs are compressed already), with its length. */
+async function sendZip(reply: FastifyReply, entries: BackupEntry[], filename: string) {
   const zip = new yazl.ZipFile();
-  for (const file of await filesUnder(folder)) {
-    if (exclude?.test(file.relative)) continue;
-    zip.addFile(`${folder}/${file.relative}`, file.relative, { compress: false });
+  for (const entry of entries) {
+    if ('file' in entry) zip.addFile(entry.file, entry.name, { compress: false });
+    else zip.addBuffer(entry.data, entry.name, { compress: false });
   }
   // yazl passes the total size to this callback (its type declaration omits the argument).
   const size = await new Promise<number>((resolve) =>
@@ -76,6 +77,11 @@ async function sendFolderZip(reply: FastifyReply, folder: string, filename: stri
   );
   if (size >= 0) reply.header('content-length', size);
   return resultHeaders(reply.header('content-type', 'application/zip'), filename, false).send(zip.outputStream);
+}
+
+async function sendFolderZip(reply: FastifyReply, folder: string, filename: string, exclude?: RegExp) {
+  const files = (await filesUnder(folder)).filter((file) => !exclude?.test(file.relative));
+  return sendZip(reply, files.map((file) => ({ name: file.relative, file: `${folder}/${file.relative}` })), filename);
 }
 
 export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
@@ -116,11 +122,16 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         tags,
         summary: "List a project's tasks",
         params: ProjectParams,
-        querystring: Type.Object({ status: Type.Optional(Type.Integer(INT32)) }),
+        querystring: Type.Object({
+          status: Type.Optional(Type.Integer(INT32)),
+          search: Type.Optional(
+            Type.String({ maxLength: 1000, description: 'Words in the task name; #tag (or :tag) a tag of the task' }),
+          ),
+        }),
         response: { 200: Type.Array(Item), ...errors },
       },
     },
-    async (request) => rules.list(currentUser(request), request.params.project_id, request.query.status),
+    async (request) => rules.list(currentUser(request), request.params.project_id, request.query.status, request.query.search),
   );
 
   app.post(
@@ -231,6 +242,12 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         return { success: true };
       },
     );
+  action(
+    'compact',
+    'delete',
+    (task) => rules.compact(task),
+    'Removes the photographs of a finished task to save space; its results (every download) stay, and it can no longer be processed again from the start. Needs "delete".',
+  );
   action('cancel', 'change', (task) => rules.cancel(task), 'Stops processing; the task ends CANCELED. Needs "change".');
   action('remove', 'delete', (task) => rules.remove(task), "Removes the task, the node's copy and all its files. Needs \"delete\".");
   action(
@@ -238,6 +255,46 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
     'change',
     (task, request) => rules.restart(task, (request.body as { options?: unknown } | undefined)?.options),
     'Processes a finished task again, with new options if the body has them (rerun-from among can_rerun_from). Needs "change".',
+  );
+
+  app.post(
+    `${base}/:task_id/duplicate/`,
+    {
+      schema: {
+        tags,
+        summary: 'Duplicate a task',
+        description:
+          'A copy of a finished task in the same project, named "Copy of ...", with its photographs and results. Needs "change".',
+        params: TaskParams,
+        response: { 200: Type.Object({ success: Type.Boolean(), task: Item }), ...storingErrors },
+      },
+    },
+    async (request) => {
+      const copy = await rules.duplicate(await taskOf(request, 'change'));
+      return { success: true, task: await rules.present(copy) };
+    },
+  );
+
+  app.get(
+    `${base}/:task_id/backup`,
+    {
+      ...ANONYMOUS,
+      schema: {
+        security: OPTIONAL_SECURITY,
+        tags,
+        summary: "A task's backup",
+        description:
+          'A zip, in WebODM\'s layout: the photographs, the results under assets/, the console (data/console_output.txt) and the ' +
+          "task's fields (data/backup.json). tasks/import restores it.",
+        params: TaskParams,
+        response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
+      },
+    },
+    async (request, reply) => {
+      const task = await readableOf(request);
+      const entries = await backupEntries(task, rules.folder(task));
+      return sendZip(reply, entries, downloadName(task.name, 'backup.zip'));
+    },
   );
 
   app.get(

@@ -38,11 +38,23 @@ import {
 import { isImageName } from '../../protocol/files.ts';
 import { taskFolder } from '../layout.ts';
 import type { Scene } from './scene.ts';
+import { checkDuplicable, copyName, duplicateTask } from './duplicate.ts';
 import { type StorageSettings, admitUpload } from './storage.ts';
 import { checkOptions, type OptionPair, parseOptions } from './options.ts';
-import { type TaskFields, type TaskItem, parseBoolean, presentTask, rerunStages } from './schema.ts';
+import { type Crop, type TaskFields, type TaskItem, parseBoolean, parseCrop, parseResizeTo, presentTask, rerunStages } from './schema.ts';
+import { matchesTask, parseSearch, storedTags } from '../tags.ts';
 
 export const MIN_IMAGES = 2;
+
+/** A new task's fields, checked. */
+interface Settled {
+  auto: boolean;
+  nodeId: number | null;
+  options: OptionPair[];
+  tags: string;
+  resizeTo: number;
+  crop: Crop | null;
+}
 const FINISHED: number[] = [TaskStatus.FAILED, TaskStatus.COMPLETED, TaskStatus.CANCELED];
 
 export interface TaskRulesSettings extends StorageSettings {
@@ -113,11 +125,15 @@ export class TaskRules {
     return presentTask(row);
   }
 
-  /** A project's tasks (of one status, if given), to a user who sees the project: who sees it may view them. */
-  async list(user: Principal, projectId: number, status: number | undefined): Promise<TaskItem[]> {
+  /**
+   * A project's tasks (of one status, if given; matching a search: words in the name, #tags among the tags), to a
+   * user who sees the project: who sees it may view them.
+   */
+  async list(user: Principal, projectId: number, status: number | undefined, search?: string): Promise<TaskItem[]> {
     const rows = await visibleTasksOf(this.db, user, projectId, status);
     if (!rows) throw notFound();
-    return rows.map(presentTask);
+    const terms = search === undefined ? undefined : parseSearch(search);
+    return (terms ? rows.filter((row) => matchesTask(terms, row)) : rows).map(presentTask);
   }
 
   /** The node a client named: it must exist; a 400 on the field otherwise. */
@@ -135,7 +151,7 @@ export class TaskRules {
   }
 
   /** The settings of a new task from its fields, checked; the node's room is checked once the images are in. */
-  private async settle(fields: TaskFields) {
+  private async settle(fields: TaskFields): Promise<Settled> {
     const auto = parseBoolean(fields.auto_processing_node) ?? true;
     const nodeId = fields.processing_node ?? null;
     if (nodeId === null && !auto) {
@@ -143,7 +159,14 @@ export class TaskRules {
     }
     const options = parseOptions(fields.options ?? []);
     checkOptions(options, await this.candidateNodes(nodeId));
-    return { auto, nodeId, options };
+    return {
+      auto,
+      nodeId,
+      options,
+      tags: storedTags(fields.tags ?? []),
+      resizeTo: parseResizeTo(fields.resize_to) ?? -1,
+      crop: parseCrop(fields.crop) ?? null,
+    };
   }
 
   /** A fixed node must be online and take that many images. */
@@ -157,16 +180,8 @@ export class TaskRules {
     }
   }
 
-  private async insert(projectId: number, fields: TaskFields, settled: { auto: boolean; nodeId: number | null; options: OptionPair[] }) {
-    return insertTask(this.db, {
-      project_id: projectId,
-      name: fields.name ?? '',
-      processing_node_id: settled.nodeId,
-      auto_processing_node: flag(settled.auto),
-      options: JSON.stringify(settled.options),
-      partial: 1,
-      ...sharing(fields),
-    });
+  private async insert(projectId: number, fields: TaskFields, settled: Settled) {
+    return insertTask(this.db, { project_id: projectId, ...this.rowChanges(fields, settled), partial: 1 });
   }
 
   /** An empty task that waits for upload/ and commit/ (WebODM's chunked flow). */
@@ -204,13 +219,21 @@ export class TaskRules {
     }
   }
 
-  private rowChanges(fields: TaskFields, settled: { auto: boolean; nodeId: number | null; options: OptionPair[] }) {
+  /**
+   * A new task's columns from its fields. Photographs to resize wait for the RESIZE action (WebODM's), which the
+   * scheduler runs once the task is committed, before the upload to a node.
+   */
+  private rowChanges(fields: TaskFields, settled: Settled) {
     return {
       name: fields.name ?? '',
       processing_node_id: settled.nodeId,
       auto_processing_node: flag(settled.auto),
       options: JSON.stringify(settled.options),
       ...sharing(fields),
+      tags: settled.tags,
+      resize_to: settled.resizeTo,
+      crop: settled.crop === null ? null : JSON.stringify(settled.crop),
+      pending_action: settled.resizeTo > 0 ? PendingAction.RESIZE : null,
     };
   }
 
@@ -274,9 +297,12 @@ export class TaskRules {
       checkOptions(parsed, await this.candidateNodes(nodeId));
       options = JSON.stringify(parsed);
     }
+    const crop = parseCrop(fields.crop);
     await updateTask(this.db, task.id, {
       name: fields.name,
       options,
+      tags: fields.tags === undefined ? undefined : storedTags(fields.tags),
+      crop: crop === undefined ? undefined : crop && JSON.stringify(crop),
       processing_node_id: nodeId,
       auto_processing_node: flag(auto),
       ...sharing(fields),
@@ -300,6 +326,25 @@ export class TaskRules {
     this.settings.wake();
   }
 
+  /** A copy of a finished task in its project, named "Copy of ..." as in WebODM. */
+  async duplicate(task: Task): Promise<number> {
+    checkDuplicable(task);
+    await admitUpload(this.db, this.settings, task.project_id);
+    return duplicateTask(this.db, this.settings.dataDir, task, { projectId: task.project_id, name: copyName(task.name) });
+  }
+
+  /**
+   * Removes a finished task's photographs to save space (WebODM's compact): its results stay. The scheduler does
+   * it, as WebODM's worker does.
+   */
+  async compact(task: Task): Promise<void> {
+    if (task.partial === 1 || !FINISHED.includes(task.status ?? -1) || task.pending_action !== null) {
+      throw badRequest('Only a task that has completed, failed or been canceled can be compacted.');
+    }
+    await requestAction(this.db, task.id, PendingAction.COMPACT);
+    this.settings.wake();
+  }
+
   async remove(task: Task): Promise<void> {
     await requestAction(this.db, task.id, PendingAction.REMOVE, { partial: 0 });
     this.settings.wake();
@@ -318,6 +363,11 @@ export class TaskRules {
     }
     const chosen = parseOptions(options ?? task.options);
     const rerun = chosen.find((option) => option.name === 'rerun-from');
+    if (task.compacted === 1 && (!rerun || task.uuid === '')) {
+      throw badRequest(
+        'This task was compacted: its photographs are gone, so it can only restart from a later stage (rerun-from) on the node that processed it.',
+      );
+    }
     if (rerun && task.processing_node_id !== null) {
       const node = await this.namedNode(task.processing_node_id);
       if (!rerunStages(node.available_options).includes(String(rerun.value))) {
@@ -352,5 +402,8 @@ function textFieldsToTaskFields(fields: Record<string, string>): TaskFields {
     partial: fields.partial,
     public: fields.public as TaskFields['public'],
     public_edit: fields.public_edit as TaskFields['public_edit'],
+    tags: fields.tags,
+    resize_to: fields.resize_to,
+    crop: fields.crop,
   };
 }

@@ -1,8 +1,9 @@
 import { type Task, taskPath } from '../api.ts';
 import { duration, isActive, statusClass, statusText } from '../format.ts';
+import { Tags } from './tags.tsx';
 
-/** A task in its project's list: its orthophoto in small, name, photographs, state with its progress, time, and a
- * link to its page. */
+/** A task in its project's list: its orthophoto in small, name, tags, photographs, state with its progress, time,
+ * and a link to its page. */
 export function TaskRow({ task }: { task: Task }) {
   const progress = task.upload_progress < 1 && task.partial ? task.upload_progress : task.running_progress;
   const thumbnail = task.available_assets.includes('orthophoto.tif');
@@ -16,6 +17,7 @@ export function TaskRow({ task }: { task: Task }) {
       <a href={`/project/${task.project}/task/${task.id}/`} class="task-name">
         {task.name || `Task #${task.id}`}
       </a>
+      <Tags tags={task.tags} label={`Tags of ${task.name}`} />
       <span class="muted">{task.images_count} photographs</span>
       <span class={`badge ${statusClass(task)}`}>{statusText(task)}</span>
       {isActive(task) && task.status === 20 && <progress max={1} value={progress} aria-label={`Progress of ${task.name}`} />}

@@ -1,15 +1,19 @@
-// The projects the user sees, with their tasks: search, create, rename, share, delete, and a new task.
+// The projects the user sees, with their tasks: search (WebODM's syntax, by the API), create, edit (tags too),
+// share, delete, a new task, and the import of results or of a task's backup.
 import { useEffect, useState } from 'preact/hooks';
 import { type Project, type Task, api, listAll } from '../api.ts';
 import { Confirm } from '../components/confirm.tsx';
 import { FormModal } from '../components/form-modal.tsx';
 import { NewTask } from '../components/new-task.tsx';
 import { ShareDialog } from '../components/share-dialog.tsx';
+import { Tags, parseTags } from '../components/tags.tsx';
 import { TaskRow } from '../components/task-row.tsx';
 import { isActive } from '../format.ts';
 import { type PendingUpload, pendingUploads } from '../upload.ts';
 
 const POLL_MS = 3000;
+/** The pause after the last key before the search is sent. */
+const SEARCH_DELAY_MS = 300;
 
 export function Dashboard() {
   const [projects, setProjects] = useState<Project[] | null>(null);
@@ -17,18 +21,29 @@ export function Dashboard() {
   const [search, setSearch] = useState('');
   const [creating, setCreating] = useState(false);
 
-  const load = () => listAll<Project>('/api/projects/?ordering=-created_at').then(setProjects, (e: Error) => setError(e.message));
+  const term = search.trim();
+  const load = () =>
+    listAll<Project>(`/api/projects/?ordering=-created_at${term ? `&search=${encodeURIComponent(term)}` : ''}`).then(setProjects, (e: Error) =>
+      setError(e.message),
+    );
   useEffect(() => {
-    void load();
-  }, []);
+    const timer = setTimeout(load, term ? SEARCH_DELAY_MS : 0);
+    return () => clearTimeout(timer);
+  }, [term]);
 
-  const term = search.trim().toLowerCase();
-  const shown = (projects ?? []).filter((p) => !term || p.name.toLowerCase().includes(term) || p.description.toLowerCase().includes(term));
+  const shown = projects ?? [];
   return (
     <div class="page">
       <div class="toolbar">
         <h1 class="grow">Projects</h1>
-        <input type="search" aria-label="Search projects" placeholder="Search projects" value={search} onInput={(e) => setSearch(e.currentTarget.value)} />
+        <input
+          type="search"
+          aria-label="Search projects"
+          title="Words in project or task names; #tag a project tag, ##tag a task tag, @user an owner"
+          placeholder="Search, #tag, @owner"
+          value={search}
+          onInput={(e) => setSearch(e.currentTarget.value)}
+        />
         <button type="button" class="primary" onClick={() => setCreating(true)}>
           New project
         </button>
@@ -39,8 +54,8 @@ export function Dashboard() {
         </p>
       )}
       {projects === null && !error && <p class="muted">Loading…</p>}
-      {projects !== null && projects.length === 0 && <p>No project yet. Create one, then add a task with your photographs.</p>}
-      {projects !== null && projects.length > 0 && shown.length === 0 && <p>No project matches “{search}”.</p>}
+      {projects !== null && projects.length === 0 && !term && <p>No project yet. Create one, then add a task with your photographs.</p>}
+      {projects !== null && projects.length === 0 && term && <p>No project matches “{search}”.</p>}
       {shown.map((project) => (
         <ProjectCard key={project.id} project={project} onChanged={load} />
       ))}
@@ -58,11 +73,14 @@ export function Dashboard() {
   );
 }
 
-function ProjectForm({ title, project, onSave, onClose }: { title: string; project?: Project; onSave: (body: { name: string; description: string }) => Promise<void>; onClose: () => void }) {
+type ProjectBody = { name: string; description: string; tags: string[] };
+
+function ProjectForm({ title, project, onSave, onClose }: { title: string; project?: Project; onSave: (body: ProjectBody) => Promise<void>; onClose: () => void }) {
   const [name, setName] = useState(project?.name ?? '');
   const [description, setDescription] = useState(project?.description ?? '');
+  const [tags, setTags] = useState((project?.tags ?? []).join(' '));
   return (
-    <FormModal title={title} onSave={() => onSave({ name, description })} onClose={onClose}>
+    <FormModal title={title} onSave={() => onSave({ name, description, tags: parseTags(tags) })} onClose={onClose}>
       <label>
         Name
         <input name="name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} autofocus />
@@ -71,13 +89,44 @@ function ProjectForm({ title, project, onSave, onClose }: { title: string; proje
         Description
         <textarea name="description" rows={3} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
       </label>
+      <label>
+        Tags <span class="muted">(separated by spaces; one starting with “.” is hidden)</span>
+        <input name="tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+      </label>
+    </FormModal>
+  );
+}
+
+/** Imports an all.zip of results (Aeromap, ODM, WebODM) or a task's backup into the project as a new task. */
+function ImportForm({ projectId, onClose, onDone }: { projectId: number; onClose: () => void; onDone: () => Promise<unknown> }) {
+  const [file, setFile] = useState<File | null>(null);
+  const [name, setName] = useState('');
+  const send = async () => {
+    if (!file) throw new Error('Choose a zip file.');
+    const form = new FormData();
+    if (name) form.append('name', name);
+    form.append('file', file, file.name);
+    await api(`/api/projects/${projectId}/tasks/import`, { method: 'POST', body: form });
+    await onDone();
+  };
+  return (
+    <FormModal title="Import a task" saveLabel="Import" onSave={send} onClose={onClose}>
+      <p class="muted">An all.zip of results, or a task's backup (which brings back its photographs, console, options and tags).</p>
+      <label>
+        Zip file
+        <input type="file" name="file" accept=".zip,application/zip" required onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
+      </label>
+      <label>
+        Name <span class="muted">(a backup keeps its own)</span>
+        <input name="name" maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      </label>
     </FormModal>
   );
 }
 
 function ProjectCard({ project, onChanged }: { project: Project; onChanged: () => Promise<unknown> }) {
   const [tasks, setTasks] = useState<Task[] | null>(null);
-  const [dialog, setDialog] = useState<'rename' | 'share' | 'delete' | null>(null);
+  const [dialog, setDialog] = useState<'rename' | 'share' | 'delete' | 'import' | null>(null);
   const [adding, setAdding] = useState(false);
   const [resume, setResume] = useState<PendingUpload | undefined>(() => pendingUploads().find((u) => u.projectId === project.id));
   const [error, setError] = useState<string | null>(null);
@@ -101,10 +150,16 @@ function ProjectCard({ project, onChanged }: { project: Project; onChanged: () =
         <div class="grow">
           <h2 id={`project-${project.id}`}>{project.name}</h2>
           {project.description && <p class="muted">{project.description}</p>}
+          <Tags tags={project.tags} label={`Tags of ${project.name}`} />
         </div>
         {can('add') && (
           <button type="button" class="primary" onClick={() => setAdding(true)} disabled={adding}>
             New task
+          </button>
+        )}
+        {can('change') && (
+          <button type="button" onClick={() => setDialog('import')}>
+            Import
           </button>
         )}
         {mappable && (
@@ -177,6 +232,7 @@ function ProjectCard({ project, onChanged }: { project: Project; onChanged: () =
         />
       )}
       {dialog === 'share' && <ShareDialog project={project} onClose={() => setDialog(null)} />}
+      {dialog === 'import' && <ImportForm projectId={project.id} onClose={() => setDialog(null)} onDone={loadTasks} />}
       {dialog === 'delete' && (
         <Confirm
           title="Delete project"

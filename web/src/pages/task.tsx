@@ -1,11 +1,12 @@
-// One task: its state and progress, the quality of its result, its console, its downloads, and what can be done
-// with it (map, 3D, share, cancel, restart from a stage, remove).
+// One task: its state, tags and progress, the quality of its result, its console, its downloads, and what can be
+// done with it (map, 3D, share, cancel, restart from a stage, duplicate, backup, compact, remove).
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
 import { type Project, type Task, api, taskPath } from '../api.ts';
 import { Confirm } from '../components/confirm.tsx';
 import { Console } from '../components/console.tsx';
 import { ShareTask } from '../components/share-task.tsx';
+import { TagsEditor } from '../components/tags.tsx';
 import { TaskStatus } from '../../../src/protocol/status.ts';
 import { bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
 
@@ -56,7 +57,7 @@ export function TaskPage({ pid, tid }: { pid: string; tid: string }) {
           {task.last_error}
         </p>
       )}
-      <Progress task={task} />
+      <Progress task={task} onChanged={load} />
       <Actions task={task} onChanged={load} />
       <Quality task={task} />
       <ShareTask task={task} canChange={canChange} onChanged={load} />
@@ -69,7 +70,11 @@ export function TaskPage({ pid, tid }: { pid: string; tid: string }) {
   );
 }
 
-function Progress({ task }: { task: Task }) {
+function Progress({ task, onChanged }: { task: Task; onChanged: () => Promise<unknown> }) {
+  const saveTags = async (tags: string[]) => {
+    await api(`${taskPath(task.project, task.id)}/`, { method: 'PATCH', body: { tags } });
+    await onChanged();
+  };
   // Photographs are resized only when a task asks for it: the bar would otherwise sit at 0 %.
   const bars: [string, number][] = [
     ['Upload', task.upload_progress],
@@ -79,8 +84,12 @@ function Progress({ task }: { task: Task }) {
   return (
     <section class="panel">
       <dl class="facts">
+        <dt>Tags</dt>
+        <dd>
+          <TagsEditor tags={task.tags} onSave={saveTags} />
+        </dd>
         <dt>Photographs</dt>
-        <dd>{task.images_count}</dd>
+        <dd>{task.compacted ? `${task.images_count} (removed by Compact; the results stay)` : task.images_count}</dd>
         <dt>Processing time</dt>
         <dd>{task.processing_time > 0 ? duration(task.processing_time) : '–'}</dd>
         <dt>Node</dt>
@@ -205,8 +214,11 @@ function Downloads({ task }: { task: Task }) {
 
 function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unknown> }) {
   const { route } = useLocation();
-  const [confirm, setConfirm] = useState<'cancel' | 'remove' | null>(null);
-  const [from, setFrom] = useState('');
+  const [confirm, setConfirm] = useState<'cancel' | 'remove' | 'compact' | null>(null);
+  // A compacted task has no photographs left: it restarts only from a later stage, on the node that has it.
+  const stages = task.compacted && task.uuid === '' ? [] : task.can_rerun_from.filter(Boolean).slice(task.compacted ? 1 : 0);
+  const [chosen, setFrom] = useState('');
+  const from = task.compacted && !stages.includes(chosen) ? (stages[0] ?? '') : chosen;
   const [error, setError] = useState<string | null>(null);
   const base = taskPath(task.project, task.id);
   const act = async (action: string, body?: unknown) => {
@@ -214,6 +226,15 @@ function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unk
     try {
       await api(`${base}/${action}/`, { method: 'POST', body });
       await onChanged();
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  const duplicate = async () => {
+    setError(null);
+    try {
+      const { task: copy } = await api<{ task: Task }>(`${base}/duplicate/`, { method: 'POST' });
+      route(`/project/${copy.project}/task/${copy.id}/`);
     } catch (err) {
       setError((err as Error).message);
     }
@@ -239,13 +260,13 @@ function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unk
           Cancel
         </button>
       )}
-      {ended && task.pending_action === null && (
+      {ended && task.pending_action === null && (!task.compacted || stages.length > 0) && (
         <span class="row">
           <label class="inline">
             Restart from
             <select value={from} onChange={(e) => setFrom(e.currentTarget.value)} aria-label="Restart from stage">
-              <option value="">the beginning</option>
-              {task.can_rerun_from.filter(Boolean).map((stage) => (
+              {!task.compacted && <option value="">the beginning</option>}
+              {stages.map((stage) => (
                 <option key={stage} value={stage}>
                   {stage}
                 </option>
@@ -257,6 +278,21 @@ function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unk
           </button>
         </span>
       )}
+      {ended && task.pending_action === null && (
+        <button type="button" onClick={duplicate}>
+          Duplicate
+        </button>
+      )}
+      {ended && (
+        <a class="button" href={`${base}/backup`} download>
+          Backup
+        </a>
+      )}
+      {ended && task.pending_action === null && !task.compacted && (
+        <button type="button" onClick={() => setConfirm('compact')}>
+          Compact
+        </button>
+      )}
       <button type="button" class="danger" onClick={() => setConfirm('remove')} disabled={task.pending_action === 2}>
         Remove
       </button>
@@ -267,6 +303,15 @@ function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unk
       )}
       {confirm === 'cancel' && (
         <Confirm title="Cancel task" message="Stop processing this task? It can be restarted later." action="Cancel task" onCancel={() => setConfirm(null)} onConfirm={() => (setConfirm(null), act('cancel'))} />
+      )}
+      {confirm === 'compact' && (
+        <Confirm
+          title="Compact task"
+          message={`Delete the photographs of “${task.name}” to save space? Its results and downloads stay, but it can no longer be processed again from the start.`}
+          action="Compact task"
+          onCancel={() => setConfirm(null)}
+          onConfirm={() => (setConfirm(null), act('compact'))}
+        />
       )}
       {confirm === 'remove' && (
         <Confirm
