@@ -133,10 +133,10 @@ with zipfile.ZipFile(sys.argv[1], "a") as z:
     expect(names).toEqual(expect.arrayContaining(['IMG_0000.JPG', 'IMG_0002.JPG', 'data/console_output.txt']));
     expect(processed.images_count).toBe(3);
 
-    // Read access: a stranger sees nothing, the anonymous are asked to sign in.
+    // Read access as the task's downloads: a stranger and the anonymous see nothing of a task that is not public.
     const { client: stranger } = await source.createUser(`stranger-${backend}`);
     expect((await stranger.get(`/api/projects/${projectId}/tasks/${processed.id}/backup`)).status).toBe(404);
-    expect((await source.anonymous.get(`/api/projects/${projectId}/tasks/${processed.id}/backup`)).status).toBe(403);
+    expect((await source.anonymous.get(`/api/projects/${projectId}/tasks/${processed.id}/backup`)).status).toBe(404);
   });
 
   it('refuses a backup that climbs out of its folder (400) and fails one with wrong fields', async () => {
