@@ -21,7 +21,7 @@ from aeromap_engine.errors import InputError
 from aeromap_engine.project import Project
 from aeromap_engine.sfm.cameras import CameraKind, calibrated_kind, odm_camera, with_calibrations
 from aeromap_engine.sfm.database import PositionPrior
-from aeromap_engine.sfm.planar import NotPlanar, Ties, planar_poses
+from aeromap_engine.sfm.planar import NotPlanar, MatchedPoints, planar_poses
 from aeromap_engine.sfm.posed import Orientation, attitude_rotation
 from test_sfm import DATASET, SFM, exif_utm, make_project, model_centres, stats
 
@@ -152,7 +152,7 @@ def test_a_calibration_applies_by_id_or_to_the_only_camera_of_its_size() -> None
 
 
 def made_up_survey(relief_m: float, tilt_deg: float = 0.0, seed: int = 3
-                   ) -> tuple[Ties, dict[str, PositionPrior], dict[str, np.ndarray], dict[str, float]]:
+                   ) -> tuple[MatchedPoints, dict[str, PositionPrior], dict[str, np.ndarray], dict[str, float]]:
     """Three flight lines of five nadir cameras 40 m over ground whose heights vary by `relief_m` (a sine
     over 60 m), the middle line turned half a turn, each camera tilted by up to `tilt_deg`; the matches are
     the ground points two cameras see, in normalised coordinates with 1 px of noise at a 2000 px focal length.
@@ -185,7 +185,7 @@ def made_up_survey(relief_m: float, tilt_deg: float = 0.0, seed: int = 3
             if both.sum() >= 30:
                 pairs.append((i, j, seen[a][1][both][:200], seen[names[j]][1][both][:200]))
     priors = {n: PositionPrior(centres[n] + rng.normal(0, 0.3, 3), 1.0, 1.0) for n in names}
-    return Ties(names, list(range(1, len(names) + 1)), np.full(len(names), 2000.0), pairs), priors, centres, headings
+    return MatchedPoints(names, np.full(len(names), 2000.0), pairs), priors, centres, headings
 
 
 def test_planar_poses_of_flat_ground_are_the_true_ones() -> None:
@@ -210,7 +210,7 @@ def test_planar_poses_need_gps_and_one_connected_survey() -> None:
     ties, priors, _, _ = made_up_survey(relief_m=0.0)
     with pytest.raises(NotPlanar, match="2 of 15 photographs have a GPS position"):
         planar_poses(ties, {n: priors[n] for n in ties.names[:2]})
-    alone = Ties(ties.names, ties.image_ids, ties.focal_px, [p for p in ties.pairs if 0 not in p[:2]])
+    alone = MatchedPoints(ties.names, ties.focal_px, [p for p in ties.pairs if 0 not in p[:2]])
     with pytest.raises(NotPlanar, match="1 of 15 photographs share no verified match"):
         planar_poses(alone, priors)
 

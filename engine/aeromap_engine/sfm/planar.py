@@ -38,10 +38,9 @@ MAX_FIX_ERROR_M = 50.0  # a fix farther than this from where the mosaic puts its
 
 
 @dataclass(frozen=True)
-class Ties:
+class MatchedPoints:
     """The verified matches of a matching database, in normalised image coordinates."""
     names: list[str]  # image names, by index
-    image_ids: list[int]
     focal_px: np.ndarray  # (n,) focal length of each image's camera, for misfits in pixels
     pairs: list[tuple[int, int, np.ndarray, np.ndarray]]  # (i, j, (m, 2) points of i, (m, 2) points of j)
 
@@ -57,7 +56,7 @@ class NotPlanar(Exception):
     """The survey does not suit a planar reconstruction; the message says what was measured."""
 
 
-def read_ties(database: pycolmap.Database, only: set[str]) -> Ties:
+def read_matched_points(database: pycolmap.Database, only: set[str]) -> MatchedPoints:
     """The database's verified matches between the images named in `only` (all when empty), at most
     MAX_MATCHES_PER_PAIR a pair (a seeded draw)."""
     images = sorted((image for image in database.read_all_images() if not only or image.name in only),
@@ -81,20 +80,20 @@ def read_ties(database: pycolmap.Database, only: set[str]) -> Ties:
         first, second = (index[i] for i in ids)
         pairs.append((first, second, normalised[first][matches[:, 0]], normalised[second][matches[:, 1]]))
     focal = np.array([cameras[image.camera_id].mean_focal_length() for image in images])
-    return Ties([image.name for image in images], [image.image_id for image in images], focal, pairs)
+    return MatchedPoints([image.name for image in images], focal, pairs)
 
 
-def planar_poses(ties: Ties, priors: dict[str, PositionPrior]) -> PlanarPoses:
+def planar_poses(matches: MatchedPoints, priors: dict[str, PositionPrior]) -> PlanarPoses:
     """Each photograph's pose from the mosaic of its matches (see the module's description); raises NotPlanar
     with the measured cause when the photographs cannot be laid on one plane."""
-    n = len(ties.names)
-    located = [i for i, name in enumerate(ties.names) if name in priors]
+    n = len(matches.names)
+    located = [i for i, name in enumerate(matches.names) if name in priors]
     if len(located) < MIN_LOCATED:
         raise NotPlanar(f"{len(located)} of {n} photographs have a GPS position; a planar reconstruction needs "
                         f"at least {MIN_LOCATED} to place the mosaic")
-    if (apart := n - largest_component(n, ties.pairs)) > 0:
+    if (apart := n - largest_component(n, matches.pairs)) > 0:
         raise NotPlanar(f"{apart} of {n} photographs share no verified match with the others")
-    rows = _match_rows(ties)
+    rows = _match_rows(matches)
     weights = np.ones(len(rows.first))
     for _ in range(ROBUST_ROUNDS):
         mosaic = _solve(n, rows, weights)
@@ -106,13 +105,13 @@ def planar_poses(ties: Ties, priors: dict[str, PositionPrior]) -> PlanarPoses:
     if not (sizes > 0).all():
         raise NotPlanar("the mosaic of the matches folds over: the photographs do not look straight down at one "
                         "plane")
-    misfit_px = float(np.median(residuals / sizes[rows.first] * ties.focal_px[rows.first]))
+    misfit_px = float(np.median(residuals / sizes[rows.first] * matches.focal_px[rows.first]))
     if misfit_px > MAX_PLANE_MISFIT_PX:
         raise NotPlanar(f"matched points lie a median {misfit_px:.0f} px apart when the photographs are laid on one "
                         f"ground plane (at most {MAX_PLANE_MISFIT_PX:.0f} px for a planar reconstruction): the "
                         f"ground has relief or the views are not nadir")
     placed = robust_similarity(np.c_[x[located], y[located], np.zeros(len(located))],
-                               np.array([priors[ties.names[i]].position for i in located]),
+                               np.array([priors[matches.names[i]].position for i in located]),
                                MAX_FIX_ERROR_M, mode="level")
     if placed is None:
         raise NotPlanar("the GPS positions cannot place the mosaic (all at one point)")
@@ -121,9 +120,9 @@ def planar_poses(ties: Ties, priors: dict[str, PositionPrior]) -> PlanarPoses:
     turn = float(np.arctan2(matrix[1, 0], matrix[0, 0]))
     centres = apply(placed.transform, np.c_[x, y, np.zeros(n)])
     heights = scale * sizes
-    ground = float(np.median([priors[ties.names[i]].position[2] - heights[i] for i in located]))
+    ground = float(np.median([priors[matches.names[i]].position[2] - heights[i] for i in located]))
     poses, height_by_name = {}, {}
-    for i, name in enumerate(ties.names):
+    for i, name in enumerate(matches.names):
         world_from_camera = nadir_rotation(np.arctan2(b[i], a[i]) + turn)
         centre = np.array([centres[i, 0], centres[i, 1], ground + heights[i]])
         poses[name] = pycolmap.Rigid3d(pycolmap.Rotation3d(world_from_camera.T), -world_from_camera.T @ centre)
@@ -156,11 +155,11 @@ class _Rows:
     v: np.ndarray
 
 
-def _match_rows(ties: Ties) -> _Rows:
-    first = np.concatenate([np.full(len(p), i) for i, _, p, _ in ties.pairs])
-    second = np.concatenate([np.full(len(q), j) for _, j, _, q in ties.pairs])
-    u = np.concatenate([p for _, _, p, _ in ties.pairs])
-    v = np.concatenate([q for _, _, _, q in ties.pairs])
+def _match_rows(matches: MatchedPoints) -> _Rows:
+    first = np.concatenate([np.full(len(p), i) for i, _, p, _ in matches.pairs])
+    second = np.concatenate([np.full(len(q), j) for _, j, _, q in matches.pairs])
+    u = np.concatenate([p for _, _, p, _ in matches.pairs])
+    v = np.concatenate([q for _, _, _, q in matches.pairs])
     return _Rows(first, second, u, v)
 
 

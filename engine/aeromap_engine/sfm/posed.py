@@ -25,7 +25,7 @@ from ..photo import Photo
 from .alignment import adjust_with_priors
 from .database import PositionPrior
 from .mapping import MIN_REGISTRATION_INLIERS, SEED, MappingSettings
-from .planar import NotPlanar, Ties, planar_poses, read_ties
+from .planar import NotPlanar, MatchedPoints, planar_poses, read_matched_points
 
 # The first triangulation starts from poses that may be a few degrees and metres off (GPS noise, tilts the poses
 # do not know): rays are joined within this angle, and observations kept within this reprojection error, until
@@ -53,18 +53,18 @@ def map_posed(database: Path, work_dir: Path, settings: MappingSettings, photos:
                               "ground control points without force-gps)")
         database_handle = pycolmap.Database.open(database)
         try:
-            ties = read_ties(database_handle, set(settings.images))
+            matches = read_matched_points(database_handle, set(settings.images))
         finally:
             database_handle.close()
-        photos = [p for p in photos if p.filename in set(ties.names)]
+        photos = [p for p in photos if p.filename in set(matches.names)]
         if settings.algorithm == "planar":
-            planar = planar_poses(ties, priors)
+            planar = planar_poses(matches, priors)
             log.info("Planar mosaic: matches laid on one ground plane within a median %.1f px; cameras %.1f m "
                      "above it (median)", planar.misfit_px, float(np.median(list(planar.heights_m.values()))))
             poses = planar.poses
         else:
             poses = metadata_poses(photos, priors)
-            check_attitudes(ties, poses)
+            check_attitudes(matches, poses)
         return map_from_poses(database, work_dir, settings, poses, priors)
     except (PosesFailed, NotPlanar) as failure:
         log.warning("%s cannot be used: %s. Mapping incrementally instead", NAMES[settings.algorithm], failure)
@@ -120,7 +120,7 @@ def attitude_rotation(orientation: Orientation) -> np.ndarray:
     return turn @ look_down @ tilt @ spin
 
 
-def check_attitudes(ties: Ties, poses: dict[str, pycolmap.Rigid3d]) -> None:
+def check_attitudes(matches: MatchedPoints, poses: dict[str, pycolmap.Rigid3d]) -> None:
     """Raise PosesFailed naming the photographs whose stated heading disagrees with their matches. For each
     verified pair: the turn about the optical axis between the two stated attitudes against the turn of the 2D
     similarity that lays the pair's matched points on one another (an essential matrix would not do: over flat
@@ -128,12 +128,12 @@ def check_attitudes(ties: Ties, poses: dict[str, pycolmap.Rigid3d]) -> None:
     aside, and its pairs with it, until every other one's pairs agree: a wrong heading makes all its pairs
     disagree, and no others. Tilts that are wrong show after the adjustment, in `checked`."""
     pair_angles: dict[tuple[int, int], float] = {}
-    for i, j, first, second in ties.pairs:
+    for i, j, first, second in matches.pairs:
         similarity, _ = cv2.estimateAffinePartial2D(first.astype(np.float32), second.astype(np.float32),
                                                     method=cv2.RANSAC, ransacReprojThreshold=0.01)
         if similarity is None:
             continue
-        stated = poses[ties.names[j]].rotation.matrix() @ poses[ties.names[i]].rotation.matrix().T
+        stated = poses[matches.names[j]].rotation.matrix() @ poses[matches.names[i]].rotation.matrix().T
         turn = np.arctan2(similarity[1, 0], similarity[0, 0]) - np.arctan2(stated[1, 0], stated[0, 0])
         pair_angles[(i, j)] = float(abs(np.degrees(np.angle(np.exp(1j * turn)))))
     wrong: dict[str, float] = {}
@@ -145,10 +145,10 @@ def check_attitudes(ties: Ties, poses: dict[str, pycolmap.Rigid3d]) -> None:
         worst, angles = max(by_image.items(), key=lambda item: float(np.median(item[1])))
         if np.median(angles) <= MAX_ATTITUDE_DISAGREEMENT_DEG:
             break
-        wrong[ties.names[worst]] = float(np.median(angles))
+        wrong[matches.names[worst]] = float(np.median(angles))
         pair_angles = {pair: angle for pair, angle in pair_angles.items() if worst not in pair}
     if wrong:
-        raise PosesFailed(f"the stated camera angles of {len(wrong)} of {len(ties.names)} photographs disagree "
+        raise PosesFailed(f"the stated camera angles of {len(wrong)} of {len(matches.names)} photographs disagree "
                           f"with their matches by a median {np.median(list(wrong.values())):.0f} degrees "
                           f"({_some(sorted(wrong))}; at most {MAX_ATTITUDE_DISAGREEMENT_DEG:.0f})")
 
