@@ -49,8 +49,9 @@ def map_posed(database: Path, work_dir: Path, settings: MappingSettings, photos:
     maps incrementally."""
     try:
         if not priors:
-            raise PosesFailed("it needs the photographs' GPS positions as priors, and none are used (no GPS, or "
-                              "ground control points without force-gps)")
+            raise PosesFailed("it needs the photographs' GPS positions as priors, and this mapping uses none (no "
+                              "GPS, ground control points without force-gps, or GPS that contradicts the "
+                              "photographs' layout)")
         database_handle = pycolmap.Database.open(database)
         try:
             matches = read_matched_points(database_handle, set(settings.images))
