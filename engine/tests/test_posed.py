@@ -67,10 +67,11 @@ def test_planar_ground_lies_on_odms_published_cloud(planar_run: tuple[Project, s
     distance, nearest = cKDTree(theirs[:, :2]).query(ours[:, :2])
     close = distance < 0.5
     heights = ours[close, 2] - theirs[nearest[close], 2]
-    # Both are placed by the same photographs' GPS, whose heights agree within decimetres; a bowl or a tilt from
-    # a wrong mosaic would spread the differences over metres.
+    # Both are placed by the same photographs' GPS; ours takes its heights from the barometer levelled on the GPS
+    # altitudes, which puts the whole survey (incremental or planar, all 18 photographs) 0.6 to 0.8 m above ODM's
+    # cloud. A bowl or a tilt from a wrong mosaic would spread the differences over metres.
     assert close.mean() > 0.8
-    assert abs(np.median(heights)) < 1.0 and np.percentile(np.abs(heights - np.median(heights)), 90) < 0.5
+    assert abs(np.median(heights)) < 1.5 and np.percentile(np.abs(heights - np.median(heights)), 90) < 0.5
 
 
 def test_triangulation_from_the_gimbal_angles(tmp_path: Path, engine_log) -> None:
