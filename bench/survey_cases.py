@@ -291,7 +291,12 @@ def ortho_misfit(a: Path, b: Path) -> str:
     """How far two orthophotos of one survey disagree locally once one 2D similarity lays b on a: b is resampled
     onto a's grid through it, and each textured patch's remaining shift is found by phase correlation; in a's
     pixels (its GSD)."""
-    first, second = _read_gray(a), _read_gray(b)
+    return gray_misfit(_read_gray(a), _read_gray(b))
+
+
+def gray_misfit(first: tuple, second: tuple) -> str:
+    """ortho_misfit of two images read as _read_gray reads them (b's "world" may be its own pixel grid, as
+    for a render that is not georeferenced: the similarity then takes its scale too)."""
     similarity = _world_similarity(first, second)
     gray, valid, to_world = first
     a_to_b = np.linalg.inv(second[2]) @ np.linalg.inv(similarity) @ to_world

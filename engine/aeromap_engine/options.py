@@ -6,6 +6,7 @@ on the option, so that a changed option re-runs the pipeline from there (as ODM 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +79,8 @@ class Option:
             return float(value)
         if value is None:
             return ""
+        if isinstance(value, (dict, list)):  # a JSON value sent as itself, not as text (cameras)
+            return json.dumps(value)
         return str(value)
 
     def to_nodeodm(self) -> dict[str, Any]:

@@ -45,6 +45,20 @@ class Project:
         return self.root / "geo.txt"
 
     @property
+    def ancillary_dir(self) -> Path:
+        """The files other than photographs uploaded with a task (image_groups.txt, ...): the node keeps them here."""
+        return self.root / "gcp"
+
+    def uploaded_file(self, name: str) -> Path | None:
+        """The file an option names: a bare file name (no folder, so that no option reaches outside the project)
+        uploaded with the task, found in ancillary_dir, then images_dir, then the project's root; None when it
+        is not a bare name or no such file is there."""
+        if not name or name in (".", "..") or Path(name).name != name or "\\" in name:
+            return None
+        found = (folder / name for folder in (self.ancillary_dir, self.images_dir, self.root))
+        return next((path for path in found if path.is_file()), None)
+
+    @property
     def images_json(self) -> Path:
         """The photographs that passed the dataset stage and their metadata (ODM's format)."""
         return self.root / "images.json"

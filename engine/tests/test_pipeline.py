@@ -46,6 +46,9 @@ def test_values_are_converted_and_checked() -> None:
         resolve(pipeline.all_options(), [{"name": "max-concurrency", "value": "0"}])
     with pytest.raises(OptionsError):
         resolve(pipeline.all_options(), [{"name": "end-with", "value": "nowhere"}])
+    cameras = {"v2 dji fc300s 4000 2250 brown 0.5556": {"focal_x": 0.7, "focal_y": 0.7}}
+    opts, _ = resolve(pipeline.all_options(), [{"name": "cameras", "value": cameras}])
+    assert json.loads(opts.cameras) == cameras  # a JSON object sent as itself is kept as JSON text
 
 
 def test_resume_skips_finished_stages_and_rerun_from_repeats_them(project: Project) -> None:

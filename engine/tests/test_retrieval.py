@@ -106,6 +106,17 @@ def test_only_images_without_position_or_oblique_use_retrieval() -> None:
     assert not uses_retrieval(np.full((60, 2), np.nan), 0, np.zeros(60, bool))  # small sets: every pair
 
 
+def test_matcher_order_pairs_the_images_near_in_capture_order() -> None:
+    positions = np.c_[np.arange(30.0) * 10, np.zeros(30)]  # one line, 10 m apart
+    order = [int(i) for i in np.random.default_rng(2).permutation(30)]  # captured in no order along it
+    usual = set(candidate_pairs(positions, order, 3))
+    wider = set(candidate_pairs(positions, order, 3, order_neighbors=5))
+    in_order = sequence_pairs(order, 5)
+    assert in_order <= wider and not in_order <= usual
+    assert wider - usual <= in_order  # nothing else added
+    assert set(candidate_pairs(positions, order, 3, order_neighbors=1)) == usual  # never fewer than 2 each way
+
+
 def test_pairs_verified_from_too_far_apart_are_contradicted() -> None:
     """A grid 20 m apart whose verified pairs are neighbours, plus a pair 200 m apart matched on repeated
     texture: only that one is rejected, and not when one of its photographs is oblique."""

@@ -379,10 +379,15 @@ def test_keypoints_land_on_full_resolution_pixels() -> None:
 def test_sfm_options_are_declared_for_the_opensfm_stage() -> None:
     specs = {o.name: o for o in pipeline.all_options()}
     for name in ("feature-quality", "min-num-features", "matcher-neighbors", "sfm-algorithm", "use-exif",
-                 "gps-accuracy", "camera-lens", "use-fixed-camera-params", "force-gps", "gps-z-offset"):
+                 "gps-accuracy", "camera-lens", "use-fixed-camera-params", "force-gps", "gps-z-offset",
+                 "matcher-order", "cameras"):
         assert specs[name].stage == "opensfm"
+    for name in ("sm-no-align", "split-image-groups"):
+        assert specs[name].stage == "split"
     assert specs["feature-quality"].default == "high" and specs["min-num-features"].default == 10000
-    assert set(specs["sfm-algorithm"].choices) == {"incremental", "global"}
+    assert set(specs["sfm-algorithm"].choices) == {"incremental", "global", "planar", "triangulation"}
+    assert specs["matcher-order"].default == 0 and specs["sm-no-align"].default is False
+    assert specs["cameras"].type == specs["split-image-groups"].type == "string"
 
 
 def test_layout_uncertainty_matches_plane_fits_to_noisy_heights() -> None:

@@ -100,3 +100,22 @@ def test_a_survey_no_larger_than_split_is_not_split(split_run) -> None:
     assert not project.submodels_dir.exists()  # the earlier run's submodels are gone with its split
     assert (project.state_dir / "opensfm.done").exists()
     assert json.loads(project.stats_file.read_text())["reconstruction"]["images_registered"] == 18
+
+
+@pytest.mark.long
+def test_image_groups_make_the_submodels_and_sm_no_align_leaves_them_unaligned(split_run: Project,
+                                                                                engine_log) -> None:
+    project = split_run
+    names = sorted(p.name for p in project.image_files())
+    groups = {name: "first" if i < 9 else "second" for i, name in enumerate(names)}
+    project.ancillary_dir.mkdir(exist_ok=True)
+    (project.ancillary_dir / "image_groups.txt").write_text("".join(f"{n} {g}\n" for n, g in groups.items()))
+    options = [o for o in OPTIONS if o["name"] != "split"] + [
+        {"name": "split-image-groups", "value": "image_groups.txt"}, {"name": "sm-no-align", "value": True}]
+    with engine_log() as captured:
+        pipeline.run(project, options)
+        text = captured.text
+    plan = json.loads(project.submodel_plan.read_text())["submodels"]
+    assert sorted(sorted(s["core"]) for s in plan) == [names[:9], names[9:]]  # the groups, not k-means' cut
+    assert "Submodels left where their own GPS placed them (sm-no-align)" in text and "Aligned submodel" not in text
+    assert project.path("odm_orthophoto", "odm_orthophoto.tif").exists()

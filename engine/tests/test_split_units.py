@@ -11,8 +11,9 @@ from aeromap_engine.errors import InputError
 from aeromap_engine.sfm.blocks import MAPPING_BYTES_PER_KEYPOINT, block_images, plan_blocks
 from aeromap_engine.sfm.groups import joined
 from aeromap_engine.split.align import align_submodels, camera_centres, join_refusal, registered_names
-from aeromap_engine.split.plan import most_core, plan_submodels, submodel_count, within_cap
-from aeromap_engine.stages.split import failing_first
+from aeromap_engine.project import Project
+from aeromap_engine.split.plan import most_core, plan_groups, plan_submodels, read_groups, submodel_count, within_cap
+from aeromap_engine.stages.split import failing_first, image_groups
 
 
 def deregister(model: pycolmap.Reconstruction, names: list[str]) -> None:
@@ -217,3 +218,30 @@ def test_a_check_failed_in_one_submodel_is_the_surveys() -> None:
     assert [c for c in chosen if not c.passed] == [apart]
     assert "4 images in 1 separate group placed by their GPS alone" in apart.message
     assert failing_first([[tied], [tied]]) == [tied]
+
+
+def test_image_groups_make_the_submodels_grown_by_the_overlap() -> None:
+    names, xy = grid_positions(6, 2, 10.0)  # two rows of six, 10 m apart
+    groups = read_groups("# image groups\n" + "".join(f"{n} {'west' if i % 6 < 3 else 'east'}\n"
+                                                          for i, n in enumerate(names)) + "\n")
+    plan = plan_groups(names, xy, groups, overlap_m=10.5)
+    assert [set(s.core) for s in plan] == [{n for n in names if groups[n] == g} for g in ("west", "east")]
+    west = plan[0]
+    # Grown by the column next to it, and no farther.
+    assert set(west.images) - set(west.core) == {names[3], names[9]}
+
+
+def test_image_groups_file_errors_are_refused(tmp_path) -> None:
+    project = Project(tmp_path)
+    (tmp_path / "gcp").mkdir()
+    (tmp_path / "gcp" / "image_groups.txt").write_text("a.jpg 1\nb.jpg 1 extra\n")
+    with pytest.raises(InputError, match="line 2 is not"):
+        image_groups(project, "image_groups.txt", ["a.jpg", "b.jpg"])
+    (tmp_path / "gcp" / "image_groups.txt").write_text("a.jpg 1\nz.jpg 2\n")
+    with pytest.raises(InputError, match="gives no group for 1 of 2 images \\(b.jpg\\)"):
+        image_groups(project, "image_groups.txt", ["a.jpg", "b.jpg"])
+    for name in ("missing.txt", "../gcp/image_groups.txt", "/etc/passwd", ".."):
+        with pytest.raises(InputError, match="no uploaded file named"):
+            image_groups(project, name, ["a.jpg"])
+    (tmp_path / "gcp" / "image_groups.txt").write_text("a.jpg 1\nb.jpg 2\nz.jpg 2\n")
+    assert image_groups(project, "image_groups.txt", ["a.jpg", "b.jpg"]) == {"a.jpg": "1", "b.jpg": "2"}

@@ -24,7 +24,8 @@ camera positions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pycolmap
@@ -49,7 +50,8 @@ class CameraKind:
     projection: str  # ODM's projection name written to cameras.json
     colmap_model: str
     focal_ratio: float
-    focal_known: bool  # stated by the metadata, not the default guess
+    focal_known: bool  # stated by the metadata (or a given calibration), not the default guess
+    calibration: tuple[float, ...] = ()  # COLMAP parameters from a given cameras.json; the metadata's when empty
 
     @property
     def odm_id(self) -> str:
@@ -59,7 +61,10 @@ class CameraKind:
 
     def initial_camera(self) -> pycolmap.Camera:
         focal = self.focal_ratio * max(self.width, self.height)
-        return pycolmap.Camera.create_from_model_name(0, self.colmap_model, focal, self.width, self.height)
+        camera = pycolmap.Camera.create_from_model_name(0, self.colmap_model, focal, self.width, self.height)
+        if self.calibration:
+            camera.params = list(self.calibration)
+        return camera
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,48 @@ def odm_camera(camera: pycolmap.Camera, projection: str) -> dict[str, float | in
     else:
         out.update(k3=p["k3"], k4=p["k4"])
     return out
+
+
+def with_calibrations(kinds: list[CameraKind], cameras: dict[str, Any]) -> list[CameraKind]:
+    """The camera kinds, each that `cameras` (ODM's cameras.json form, as odm_camera writes it) calibrates
+    starting from that calibration: the entry whose key is the kind's id (case aside), else the one entry of the
+    same image size when only one has it. Raises ValueError naming what is wrong with an entry that applies."""
+    by_id = {str(key).lower(): value for key, value in cameras.items()}
+    chosen: dict[CameraKind, CameraKind] = {}
+    for kind in dict.fromkeys(kinds):
+        same_size = [v for v in cameras.values()
+                     if isinstance(v, dict) and (v.get("width"), v.get("height")) == (kind.width, kind.height)]
+        entry = by_id.get(kind.odm_id) or (same_size[0] if len(same_size) == 1 else None)
+        chosen[kind] = kind if entry is None else calibrated_kind(kind, entry)
+    return [chosen[kind] for kind in kinds]
+
+
+def calibrated_kind(kind: CameraKind, entry: Any) -> CameraKind:
+    """The kind with the lens model and COLMAP parameters of a cameras.json entry (the inverse of odm_camera)."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"the entry for {kind.odm_id} is not an object")
+    projection = entry.get("projection_type", kind.projection)
+    if projection not in LENS_MODELS:
+        raise ValueError(f"projection_type {projection!r} is not one of {', '.join(LENS_MODELS)}")
+    size = float(max(kind.width, kind.height))
+    try:
+        value = {name: float(entry.get(name, 0.0)) for name in ("c_x", "c_y", "k1", "k2", "k3", "k4", "p1", "p2")}
+        fx = float(entry.get("focal_x", entry.get("focal", 0.0)))
+        fy = float(entry.get("focal_y", entry.get("focal", fx)))
+    except (TypeError, ValueError):
+        raise ValueError(f"the entry for {kind.odm_id} holds a value that is not a number") from None
+    if not (0 < fx < 100 and 0 < fy < 100) or not all(np.isfinite(list(value.values()))):
+        raise ValueError(f"the entry for {kind.odm_id} needs a focal length (focal, or focal_x and focal_y) "
+                         f"as a positive ratio of the larger image side")
+    cx, cy = kind.width / 2.0 + value["c_x"] * size, kind.height / 2.0 + value["c_y"] * size
+    params = {
+        "perspective": (fx * size, cx, cy, value["k1"], value["k2"]),
+        "fisheye": (fx * size, cx, cy, value["k1"], value["k2"]),
+        "brown": (fx * size, fy * size, cx, cy, value["k1"], value["k2"], value["p1"], value["p2"]),
+        "fisheye_opencv": (fx * size, fy * size, cx, cy, value["k1"], value["k2"], value["k3"], value["k4"]),
+    }[projection]
+    return replace(kind, projection=projection, colmap_model=LENS_MODELS[projection], focal_known=True,
+                   calibration=tuple(params))
 
 
 def frame_border(width: int, height: int, samples: int) -> np.ndarray:

@@ -1,4 +1,6 @@
-"""Camera poses and sparse points from the verified matches: COLMAP's incremental or global (GLOMAP) mapper."""
+"""Camera poses and sparse points from the verified matches: COLMAP's incremental or global (GLOMAP) mapper.
+The planar and triangulation algorithms start from known poses instead (posed.py), and come here when those
+fail."""
 
 from __future__ import annotations
 
@@ -11,14 +13,14 @@ import pycolmap
 from ..log import log
 from .cameras import Refinement
 
-SFM_ALGORITHMS = ("incremental", "global")
+SFM_ALGORITHMS = ("incremental", "global", "planar", "triangulation")
 MIN_REGISTRATION_INLIERS = 15
 SEED = 1  # fixed, so that runs on the same data differ only by the order of parallel sums
 
 
 @dataclass(frozen=True)
 class MappingSettings:
-    algorithm: str  # one of SFM_ALGORITHMS
+    algorithm: str  # one of SFM_ALGORITHMS; reconstruct maps planar and triangulation incrementally
     threads: int
     refine: Refinement
     use_position_priors: bool

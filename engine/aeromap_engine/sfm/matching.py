@@ -65,7 +65,7 @@ def matched(ctx: "StageContext", survey: Survey, timings: dict[str, float]) -> I
             camera_kinds, kept = build_database(ctx, database, photos, survey.kinds, mapping_priors, retrieval)
         with timed("matching", timings):
             pairs = candidate_pairs(positions[:, :2], capture_order(photos), options.matcher_neighbors,
-                                    signatures(kept) if retrieval else None, oblique)
+                                    signatures(kept) if retrieval else None, oblique, options.matcher_order)
             del kept  # up to 128 kB an image, of no use once paired
             named = [(photos[i].filename, photos[j].filename) for i, j in pairs]
             match_pairs(database, named, Path(scratch) / "pairs.txt", threads, lambda f: ctx.progress(0.3 + 0.25 * f))

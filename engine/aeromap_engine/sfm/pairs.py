@@ -30,7 +30,8 @@ Pair = tuple[int, int]
 
 
 def candidate_pairs(positions: np.ndarray, capture_order: list[int], neighbors: int,
-                    signatures: np.ndarray | None = None, oblique: np.ndarray | None = None) -> list[Pair]:
+                    signatures: np.ndarray | None = None, oblique: np.ndarray | None = None,
+                    order_neighbors: int = 0) -> list[Pair]:
     """Sorted pairs (i < j) of image indices.
 
     positions: (N, 2) horizontal camera positions in metres, NaN where unknown.
@@ -39,13 +40,15 @@ def candidate_pairs(positions: np.ndarray, capture_order: list[int], neighbors: 
     signatures: (N, K) image signatures (retrieval.signatures) when uses_retrieval; images without a position
         (every image when fewer than 3 have one) and oblique ones are paired with their most similar images.
     oblique: (N,) whether each photograph looks far from straight down.
+    order_neighbors: photographs before and after each in capture order paired with it (matcher-order), beside
+        the SEQUENCE_NEIGHBORS always paired.
     """
     n = len(positions)
     k = neighbors or AUTO_NEIGHBORS
     if exhaustive(positions, neighbors):
         return all_pairs(n)
     located = _located(positions)
-    pairs = sequence_pairs(capture_order, SEQUENCE_NEIGHBORS)
+    pairs = sequence_pairs(capture_order, max(SEQUENCE_NEIGHBORS, order_neighbors))
     if len(located) >= 3:
         pairs |= nearest_pairs(positions[located], k, located)
         if neighbors == 0:

@@ -28,6 +28,7 @@ from .frame import WorldFrame, flight_names
 from .georeference import georeference, gps_residuals
 from .groups import elsewhere, image_names, merge
 from .mapping import MappingSettings, reconstruct
+from .posed import POSED_ALGORITHMS, map_posed
 from .rolling import Shot, correct_image, velocities
 from .survey import Survey
 from .ties import Ties
@@ -60,7 +61,7 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
     for attempt in (1, 2):
         with timed("mapping", timings):
             models, algorithm = mapped(ctx, database, work_dir / f"models{attempt}", settings, blocks, progress,
-                                       share)
+                                       share, survey)
         if not models or models[0].num_reg_images() < 2:
             raise InputError("The images are too weakly tied to reconstruct anything: no pair of images could be "
                              f"matched and triangulated ({weak_ties})")
@@ -116,8 +117,16 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
 
 
 def mapped(ctx: "StageContext", database: Path, work_dir: Path, settings: MappingSettings,
-           blocks: Sequence[Submodel], progress: Callable[[], None], share: Callable[[float], None]
+           blocks: Sequence[Submodel], progress: Callable[[], None], share: Callable[[float], None], survey: Survey
            ) -> tuple[list[pycolmap.Reconstruction], str]:
+    """The models mapped by settings.algorithm, and the algorithm that made them: the incremental mapper's where
+    known poses (planar, triangulation) did not give a model worth keeping (posed.py warns why)."""
+    if settings.algorithm in POSED_ALGORITHMS:
+        model = map_posed(database, work_dir, settings, survey.photos,
+                          survey.priors if settings.use_position_priors else {})
+        if model is not None:
+            return [model], settings.algorithm
+        settings = replace(settings, algorithm="incremental")
     if blocks:
         joined = map_in_blocks(database, ctx.project.images_dir, work_dir, settings, list(blocks), share)
         if joined is not None:

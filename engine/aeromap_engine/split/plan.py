@@ -1,6 +1,7 @@
-"""Which photographs go into which submodel: clusters of about `split` photographs by GPS position, each grown by
-the photographs within `split-overlap` metres of it so that neighbouring submodels share views to be aligned on
-and ground to be blended across (ODM's split and split-overlap)."""
+"""Which photographs go into which submodel: clusters of about `split` photographs by GPS position, or the groups
+an image groups file names (split-image-groups), each grown by the photographs within `split-overlap` metres of
+it so that neighbouring submodels share views to be aligned on and ground to be blended across (ODM's split and
+split-overlap)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,35 @@ def plan_submodels(names: list[str], xy: np.ndarray, per_submodel: int, overlap_
     _, labels = kmeans2(xy.astype(np.float64), count, minit="++", seed=SEED)
     clusters = [np.flatnonzero(labels == k) for k in range(count)]
     clusters = within_cap([c for c in clusters if len(c)], xy, most_core(per_submodel))
+    return grown(names, xy, clusters, overlap_m)
+
+
+def plan_groups(names: list[str], xy: np.ndarray, groups: dict[str, str], overlap_m: float) -> list[Submodel]:
+    """Submodels whose own photographs are the groups given (photograph name -> group name, for every one of
+    `names`), each grown by the photographs within `overlap_m` of it."""
+    by_group: dict[str, list[int]] = {}
+    for index, name in enumerate(names):
+        by_group.setdefault(groups[name], []).append(index)
+    return grown(names, xy, [np.array(members) for members in by_group.values()], overlap_m)
+
+
+def read_groups(text: str) -> dict[str, str]:
+    """An image groups file (ODM's image_groups.txt): one "file_name group_name" per line; blank lines and
+    lines starting with # are skipped. Raises ValueError naming the first line that is not of that form."""
+    groups: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) != 2:
+            raise ValueError(f"line {number} is not \"file_name group_name\": {line.strip()[:80]!r}")
+        groups[fields[0]] = fields[1]
+    return groups
+
+
+def grown(names: list[str], xy: np.ndarray, clusters: list[np.ndarray], overlap_m: float) -> list[Submodel]:
+    """The submodels owning `clusters` (indices into `names`), largest first, each grown by every photograph
+    closer than `overlap_m` to one of its own."""
     clusters = sorted(clusters, key=lambda c: (-len(c), int(c.min())))
     tree = cKDTree(xy)
     submodels = []

@@ -45,9 +45,18 @@ OPTIONS: list[Option] = [
     Option("matcher-neighbors", "int", 0,
            "Match each image with this many nearest images by GPS position. 0 chooses automatically (nearest "
            "images plus the triangulation graph of the positions).", "opensfm", minimum=0),
+    Option("matcher-order", "int", 0,
+           "Also match each image with this many images before and after it in capture order (by capture time, "
+           "else file name), beside its nearest by GPS: for flights whose positions are poor or missing. 0 pairs "
+           "the 2 before and after only, as always.", "opensfm", minimum=0),
     Option("sfm-algorithm", "enum", "incremental",
            "Structure from motion method: incremental adds the images one at a time (robust); global solves all "
-           "camera poses at once (faster on large sets).", "opensfm", choices=SFM_ALGORITHMS),
+           "camera poses at once (faster on large sets); planar lays the photographs on one ground plane from "
+           "their matches and GPS, then triangulates and adjusts once (fast; for flat fields flown at one height "
+           "with nadir photographs and GPS); triangulation starts from the poses the images' metadata state "
+           "(GPS plus gimbal yaw, pitch and roll, as DJI records them). Planar and triangulation map "
+           "incrementally instead, with a warning saying why, where their poses do not fit the photographs.",
+           "opensfm", choices=SFM_ALGORITHMS),
     Option("use-exif", "bool", False,
            "Georeference with the images' GPS even when a gcp_list.txt is present.", "opensfm"),
     Option("force-gps", "bool", False,
@@ -77,6 +86,11 @@ OPTIONS: list[Option] = [
     Option("rolling-shutter-readout", "float", 0.0,
            "The sensor's readout time in milliseconds for rolling-shutter. 0 uses 30 ms, typical of small drone "
            "cameras; measure or look up your camera's for best results.", "opensfm", minimum=0),
+    Option("cameras", "string", "",
+           "Camera calibrations to start from instead of the metadata's, in the form of cameras.json (which "
+           "every run writes): its content, or the name of such a file uploaded with the images. Each entry "
+           "applies to the camera whose id it has, or to the only camera of its image size; bundle adjustment "
+           "refines it as usual unless use-fixed-camera-params holds it.", "opensfm"),
     Option("use-fixed-camera-params", "bool", False,
            "Keep the initial camera calibration instead of refining it during bundle adjustment; can help "
            "against bowl-shaped deformation.", "opensfm"),

@@ -37,7 +37,7 @@ from ..sfm.record import finish, record_model
 from ..sfm.solve import solve
 from ..sfm.survey import Survey, read_survey
 from ..split.align import align_submodels
-from ..split.plan import Submodel, plan_submodels, submodel_count
+from ..split.plan import Submodel, plan_groups, plan_submodels, read_groups, submodel_count
 from ..split.runner import SubmodelRun, node_urls, run_locally, run_on_nodes
 
 if TYPE_CHECKING:
@@ -56,6 +56,14 @@ OPTIONS: list[Option] = [
            "URL of a processing node (NodeODM protocol, for example http://host:3000?token=...) or of a "
            "ClusterODM that processes the submodels; several nodes comma-separated, taken in turn. Empty: this "
            "node processes them one after another.", "split"),
+    Option("sm-no-align", "bool", False,
+           "Leave each submodel where its own photographs' GPS put it instead of aligning it to its neighbours on "
+           "the photographs they share: faster, for surveys whose GPS is precise (RTK), but where it is not the "
+           "products step at the cutlines by the GPS's error.", "split"),
+    Option("split-image-groups", "string", "",
+           "An image groups file (uploaded with the images, for example image_groups.txt) that makes the "
+           "submodels: one line per image, its file name and its group's name. Each group is a submodel, grown "
+           "by the images within split-overlap metres of it, instead of clusters of split images.", "split"),
 ]
 WEIGHT = 0.1  # when it splits, the pipeline gives it the weights of the stages the submodels run
 
@@ -100,7 +108,9 @@ def run(ctx: "StageContext") -> None:
     entries = read_json(project.images_json, [])
     if project.submodels_dir.exists():
         shutil.rmtree(project.submodels_dir)  # an earlier run's submodels; the options may have changed since
-    if not splits(options, len(entries)):
+    groups = image_groups(project, options.split_image_groups, [e["filename"] for e in entries]) \
+        if options.split_image_groups else None
+    if groups is None and not splits(options, len(entries)):
         return
     urls = node_urls(options.sm_cluster)  # a URL that cannot be used fails the run now, not after the SfM
     survey = read_survey(ctx)
@@ -108,8 +118,12 @@ def run(ctx: "StageContext") -> None:
     if missing:
         raise InputError(f"split needs a GPS position for every image to cut the survey by place; "
                          f"{len(missing)} have none ({', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})")
-    plan = plan_submodels([p.filename for p in survey.photos], survey.positions[:, :2], options.split,
-                          options.split_overlap)
+    names = [p.filename for p in survey.photos]
+    if groups is not None:
+        plan = plan_groups(names, survey.positions[:, :2], groups, options.split_overlap)
+        log.info("Submodels from the image groups of %s: %d groups", options.split_image_groups, len(plan))
+    else:
+        plan = plan_submodels(names, survey.positions[:, :2], options.split, options.split_overlap)
     if len(plan) == 1:
         return
     for sub in plan:
@@ -118,6 +132,41 @@ def run(ctx: "StageContext") -> None:
     sfm = ctx.part(0.0, SFM_SHARE)
     with matched(sfm.part(0.0, 0.6), survey, timings) as matching:
         parts = map_submodels(sfm.part(0.6, 1.0), matching, survey, plan, timings)
+    if options.sm_no_align:
+        log.info("Submodels left where their own GPS placed them (sm-no-align)")
+    else:
+        align(parts)
+    for part in parts:
+        write_submodel(ctx, part, matching.camera_kinds, timings)
+    write_survey_model(ctx, survey, parts, matching.camera_kinds, timings)
+    write_plan(project, parts)
+    process_submodels(ctx, parts, urls)
+
+
+def image_groups(project: "Project", name: str, images: list[str]) -> dict[str, str]:
+    """Each image's group from the image groups file the split-image-groups option names (split/plan.py
+    read_groups); InputError where the file is missing or malformed, or leaves an image without a group."""
+    path = project.uploaded_file(name)
+    if path is None:
+        raise InputError(f"split-image-groups: no uploaded file named {name!r} (give the file name of an image "
+                         f"groups file uploaded with the images, such as image_groups.txt)")
+    try:
+        groups = read_groups(path.read_text(encoding="utf-8", errors="replace"))
+    except ValueError as malformed:
+        raise InputError(f"split-image-groups: {name}: {malformed}") from None
+    ungrouped = [image for image in images if image not in groups]
+    if ungrouped:
+        raise InputError(f"split-image-groups: {name} gives no group for {len(ungrouped)} of {len(images)} images "
+                         f"({', '.join(ungrouped[:5])}{', ...' if len(ungrouped) > 5 else ''})")
+    unknown = sorted(set(groups) - set(images))
+    if unknown:
+        log.warning("split-image-groups: %s names %d files that are not among the images, ignored: %s", name,
+                    len(unknown), ", ".join(unknown[:5]))
+    return {image: groups[image] for image in images}
+
+
+def align(parts: list[SubmodelModel]) -> None:
+    """Each submodel moved onto its neighbours by the views they share (split/align.py)."""
     try:
         joins = align_submodels([p.model for p in parts], [p.submodel.name for p in parts])
     except InputError as refused:
@@ -125,11 +174,6 @@ def run(ctx: "StageContext") -> None:
     for j in joins:
         log.info("Aligned %s to %s on %d shared images: camera centres agree within %.3f m (RMS; at most %.3f m)",
                  parts[j.source].submodel.name, parts[j.target].submodel.name, j.shared, j.residual_m, j.bound_m)
-    for part in parts:
-        write_submodel(ctx, part, matching.camera_kinds, timings)
-    write_survey_model(ctx, survey, parts, matching.camera_kinds, timings)
-    write_plan(project, parts)
-    process_submodels(ctx, parts, urls)
 
 
 @dataclass(frozen=True)
