@@ -10,7 +10,7 @@ import { WEBODM_PRESETS } from '../../src/db/migrations.ts';
 import { type RunningNode, defaultEnginePath, startNode } from '../../src/node/index.ts';
 import { type EngineOption, validateOptions } from '../../src/protocol/options.ts';
 import { type TestService, startService } from './helpers.ts';
-import { brightonCopies, imageForm, postForm, waitForTask } from './taskhelpers.ts';
+import { TaskStatus, brightonCopies, finished, imageForm, postForm, waitForTask } from './taskhelpers.ts';
 
 const engineOptions = JSON.parse(execFileSync(defaultEnginePath(), ['options'], { encoding: 'utf8' })) as EngineOption[];
 const known = new Set(engineOptions.map((option) => option.name));
@@ -76,5 +76,26 @@ describe("WebODM's presets", () => {
       },
       90_000,
     );
+
+    it('Field maps Brighton Beach with the planar algorithm it names', async () => {
+      const field = WEBODM_PRESETS.find((preset) => preset.name === 'Field');
+      const names = ['DJI_0020.JPG', 'DJI_0021.JPG', 'DJI_0022.JPG', 'DJI_0025.JPG', 'DJI_0026.JPG', 'DJI_0027.JPG'];
+      const photos = await brightonCopies(path.join(work, 'field'), names, 800);
+      const url = `/api/projects/${projectId}/tasks/`;
+      const created = await postForm(t.admin, url, await imageForm(photos, { name: 'Field', options: JSON.stringify(field?.options) }));
+      expect(created.status).toBe(201);
+      const done = await waitForTask(t.admin, `${url}${created.body.id}/`, finished, 480_000);
+      expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+      expect(done.statistics.reconstruction).toMatchObject({ sfm_algorithm: 'planar', images_registered: names.length });
+      expect(done.available_assets).toContain('orthophoto.tif');
+      // Brighton Beach, Duluth (Minnesota): the map lies there.
+      const [west, south, east, north] = done.extent;
+      expect(west).toBeGreaterThan(-92.0);
+      expect(east).toBeLessThan(-91.98);
+      expect(south).toBeGreaterThan(46.83);
+      expect(north).toBeLessThan(46.85);
+      const output = (await t.admin.get(`${url}${created.body.id}/output/`)).body as string;
+      expect(output).not.toContain('Mapping incrementally instead');
+    }, 500_000);
   });
 });
