@@ -21,6 +21,8 @@ export interface TaskFolder {
   assetsOld: string;
   /** Dropzone-style chunked uploads, one file per upload id. */
   chunks: string;
+  /** A resize under way: the photographs' sizes and the GCP list as they were before it (resize.ts). */
+  resizePlan: string;
   /** Tiles drawn in styles of the users' choosing, by layer and style; emptied when new assets arrive. */
   tileCache: string;
 }
@@ -62,6 +64,7 @@ export function taskFolder(dataDir: string, projectId: number, taskId: number): 
     assetsNext: path.join(work, 'assets.next'),
     assetsOld: path.join(work, 'assets.old'),
     chunks: path.join(work, 'chunks'),
+    resizePlan: path.join(work, 'resize.json'),
     tileCache: path.join(root, 'tile-cache'),
   };
 }

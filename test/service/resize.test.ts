@@ -1,11 +1,14 @@
 // resize_to as WebODM does it: the RESIZE action (4) reduces the photographs before they go to a node (longest
 // side to resize_to, EXIF and XMP kept), resize_progress going from 0 to 1, and the GCP list's pixel positions
-// scaled with them. Real DJI photographs; the node's own copy of them is what is checked.
+// scaled with them, once, also when a resize cut short resumes. Real DJI photographs; the node's own copy of them
+// is what is checked.
+import { existsSync } from 'node:fs';
 import { readFile, readdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningNode } from '../../src/node/index.ts';
+import { resizeFolder } from '../../src/service/tasks/resize.ts';
 import { BACKENDS, type TestService, startService } from './helpers.ts';
 import { TaskStatus, brightonCopies, fakeNode, finished, imageForm, postForm, python, waitForTask } from './taskhelpers.ts';
 
@@ -94,5 +97,30 @@ describe.each(BACKENDS)('resize_to on %s', (backend) => {
     // Without resize_to nothing is resized.
     const plain = await t.admin.post(`/api/projects/${projectId}/tasks/`, { partial: true });
     expect(plain.body).toMatchObject({ resize_to: -1, pending_action: null });
+  });
+});
+
+describe('a resize cut short', () => {
+  it('resumes from the sizes the photographs had first, and scales the GCP list once', async () => {
+    const work = await mkdtemp(path.join(tmpdir(), 'aeromap-resize-cut-'));
+    try {
+      const images = path.join(work, 'images');
+      const photos = await brightonCopies(images, NAMES, 800);
+      await writeFile(path.join(images, 'gcp_list.txt'), `EPSG:4326\n-0.1 50.8 10 400 300 ${NAMES[0]} gcp1\n-0.1 50.8 10 100 200 ${NAMES[2]} gcp1\n`);
+      const plan = path.join(work, 'work', 'resize.json');
+      // The first run stops after one photograph, as a service that stops half-way.
+      const stop = new AbortController();
+      const cut = resizeFolder(images, plan, 400, (fraction) => fraction > 0 && stop.abort(), stop.signal);
+      await expect(cut).rejects.toThrow();
+      expect(photoFacts(photos).map((facts) => Math.max(...facts.size))).toEqual([400, 800, 800]);
+      await resizeFolder(images, plan, 400, () => {}, new AbortController().signal);
+      expect(photoFacts(photos).map((facts) => Math.max(...facts.size))).toEqual([400, 400, 400]);
+      expect(await readFile(path.join(images, 'gcp_list.txt'), 'utf8')).toBe(
+        `EPSG:4326\n-0.1 50.8 10 200 150 ${NAMES[0]} gcp1\n-0.1 50.8 10 50 100 ${NAMES[2]} gcp1\n`,
+      );
+      expect(existsSync(plan)).toBe(false);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
   });
 });

@@ -1,8 +1,10 @@
 // WebODM's RESIZE action: before a task goes to a node, its photographs are reduced so that their longest side
 // is `resize_to` pixels (Lanczos, never enlarged), their EXIF, XMP and colour profile kept, each replaced by a
-// rename so that a step cut half-way leaves whole files (it resumes: reduced photographs are skipped). Pixel
-// positions in the GCP list are scaled with their photograph. `resize_progress` goes from 0 to 1.
-import { readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+// rename so that a step cut half-way leaves whole files. Pixel positions in the GCP list are scaled with their
+// photograph. What the folder held first (each photograph's longest side, the GCP list) is written down before
+// anything changes, so that a step that resumes scales the list from the first sizes, whatever was reduced
+// already. `resize_progress` goes from 0 to 1.
+import { mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { partialName } from '../../files/safe-path.ts';
@@ -13,11 +15,10 @@ const RESIZABLE = /\.(jpe?g|png|tiff?)$/i;
 /** .txt files that travel with the photographs but hold no pixel positions. */
 const NOT_GCP = new Set(['geo.txt', 'image_groups.txt']);
 
-/** Reduces one photograph in place; answers the scale applied (1: already small enough). */
-export async function resizePhoto(file: string, size: number): Promise<number> {
+/** Reduces one photograph in place, unless its longest side is within `size` already. */
+export async function resizePhoto(file: string, size: number): Promise<void> {
   const { width = 0, height = 0, format } = await sharp(file).metadata();
-  const longest = Math.max(width, height);
-  if (longest <= size) return 1;
+  if (Math.max(width, height) <= size) return;
   const tmp = partialName(path.dirname(file));
   try {
     let image = sharp(file).resize({ width: size, height: size, fit: 'inside', kernel: 'lanczos3' }).keepMetadata();
@@ -29,7 +30,31 @@ export async function resizePhoto(file: string, size: number): Promise<number> {
   } finally {
     await rm(tmp, { force: true });
   }
-  return size / longest;
+}
+
+/** The folder before the resize: each photograph's longest side, and the GCP list's name and text. */
+interface ResizePlan {
+  longest: Record<string, number>;
+  gcp: { name: string; text: string } | null;
+}
+
+/** The plan written by an earlier run of the step, or a new one, written down before any photograph changes. */
+async function resizePlan(file: string, images: string): Promise<ResizePlan> {
+  const known = await readFile(file, 'utf8').then((text) => JSON.parse(text) as ResizePlan, () => null);
+  if (known) return known;
+  const names = (await readdir(images).catch(() => [] as string[])).sort();
+  const longest: Record<string, number> = {};
+  for (const name of names.filter((n) => RESIZABLE.test(n))) {
+    const { width = 0, height = 0 } = await sharp(path.join(images, name)).metadata();
+    longest[name] = Math.max(width, height);
+  }
+  const gcpName = names.find((name) => name.toLowerCase().endsWith('.txt') && !NOT_GCP.has(name.toLowerCase()));
+  const plan: ResizePlan = { longest, gcp: gcpName ? { name: gcpName, text: await readFile(path.join(images, gcpName), 'utf8') } : null };
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = partialName(path.dirname(file));
+  await writeFile(tmp, JSON.stringify(plan));
+  await rename(tmp, file);
+  return plan;
 }
 
 /**
@@ -49,25 +74,32 @@ export function scaleGcpList(text: string, scales: Map<string, number>): string 
   return [header, ...scaled].join('\n');
 }
 
+/**
+ * Reduces the photographs of `images` (and scales its GCP list), from the plan at `planFile` when an earlier run
+ * left one; `progress` is told the share done before each photograph.
+ */
+export async function resizeFolder(images: string, planFile: string, size: number, progress: (fraction: number) => void, signal: AbortSignal) {
+  const plan = await resizePlan(planFile, images);
+  const photos = Object.keys(plan.longest);
+  for (const [index, name] of photos.entries()) {
+    progress(index / photos.length);
+    signal.throwIfAborted();
+    await resizePhoto(path.join(images, name), size);
+  }
+  const scales = new Map(photos.map((name) => [name, Math.min(1, size / plan.longest[name])]));
+  if (plan.gcp && [...scales.values()].some((scale) => scale !== 1)) {
+    const tmp = partialName(images);
+    await writeFile(tmp, scaleGcpList(plan.gcp.text, scales));
+    await rename(tmp, path.join(images, plan.gcp.name));
+  }
+  await rm(planFile, { force: true });
+}
+
 export async function resizeStep(ctx: StepContext): Promise<number> {
   const { folder, task } = ctx;
-  const names = (await readdir(folder.images).catch(() => [] as string[])).sort();
-  const photos = names.filter((name) => RESIZABLE.test(name));
   // Reported before each photograph, so that no write of a fraction is still on its way when 1 is saved.
   const report = throttled((fraction) => save(ctx, { resize_progress: fraction }));
-  const scales = new Map<string, number>();
-  for (const [index, name] of photos.entries()) {
-    ctx.signal.throwIfAborted();
-    report(index / photos.length);
-    scales.set(name, await resizePhoto(path.join(folder.images, name), task.resize_to));
-  }
-  const gcp = names.find((name) => name.toLowerCase().endsWith('.txt') && !NOT_GCP.has(name.toLowerCase()));
-  if (gcp && [...scales.values()].some((scale) => scale !== 1)) {
-    const file = path.join(folder.images, gcp);
-    const tmp = partialName(folder.images);
-    await writeFile(tmp, scaleGcpList(await readFile(file, 'utf8'), scales));
-    await rename(tmp, file);
-  }
+  await resizeFolder(folder.images, folder.resizePlan, task.resize_to, report, ctx.signal);
   await save(ctx, { ...settled, pending_action: null, resize_progress: 1, size: await folderSize(folder.root) });
   return 0;
 }
