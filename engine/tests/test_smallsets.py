@@ -130,7 +130,7 @@ def test_a_crop_that_would_leave_nothing_is_not_made(engine_log) -> None:
     xy = np.random.default_rng(5).uniform((0, 0), (30, 30), size=(400, 2))
     deep = AreaSettings(cell=1.0, closing=2.0, max_hole=100.0, min_part=10.0, crop=40.0)
     with engine_log() as captured:
-        area = cropped_area(occupancy(xy, (0, 0, 30, 30), deep), deep, None)
+        area = cropped_area(occupancy(xy, (0, 0, 30, 30), deep), deep, None, None)
         assert "would leave nothing" in captured.text
     assert area.area > 900 and area.contains(xy).all()
 

@@ -132,7 +132,8 @@ print(a.shape[2], len(np.unique(seen, axis=0)) > 1000)`;
   });
 
   it('checks the view permission, and answers for unknown jobs as WebODM does', async () => {
-    expect((await t.anonymous.post(`${base}/orthophoto/export`, {})).status).toBe(403);
+    // A task that is not public is nobody else's to export, signed in or not.
+    expect((await t.anonymous.post(`${base}/orthophoto/export`, {})).status).toBe(404);
     const other = await t.createUser('stranger');
     expect((await other.client.post(`${base}/orthophoto/export`, {})).status).toBe(404);
     expect((await t.anonymous.get('/api/workers/check/bogus')).body).toEqual({ ready: false });

@@ -81,7 +81,7 @@ export async function workerRoutes(app: App, { tokens, jobs }: { tokens: TokenSe
         summary: 'Whether a job is done',
         description: 'ready false while it runs (and for an id no job has), ready true when done, with error when it failed.',
         params: JobParams,
-        response: { 200: JobState, 400: Type.Ref('Error'), 403: Type.Ref('Error') },
+        response: { 200: JobState, 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error', { description: 'An id no job could have' }) },
       },
     },
     async (request) => jobs.state(request.params.id),
@@ -96,7 +96,12 @@ export async function workerRoutes(app: App, { tokens, jobs }: { tokens: TokenSe
         description: 'The file, as an attachment named `filename`; {"error": "Task not ready"} until it is, or the reason it failed.',
         params: JobParams,
         querystring: Type.Object({ filename: Type.Optional(Type.String({ maxLength: 255 })) }),
-        response: { 400: Type.Ref('Error'), 403: Type.Ref('Error') },
+        response: {
+          200: Type.Object({ error: Type.String() }, { description: 'The file; as JSON, why there is none (yet)' }),
+          400: Type.Ref('Error'),
+          403: Type.Ref('Error'),
+          404: Type.Ref('Error', { description: 'An id no job could have' }),
+        },
       },
     },
     async (request, reply) => {
