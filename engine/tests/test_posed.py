@@ -74,6 +74,7 @@ def test_planar_ground_lies_on_odms_published_cloud(planar_run: tuple[Project, s
     assert abs(np.median(heights)) < 1.5 and np.percentile(np.abs(heights - np.median(heights)), 90) < 0.5
 
 
+@pytest.mark.long
 def test_triangulation_from_the_gimbal_angles(tmp_path: Path, engine_log) -> None:
     project = make_project(tmp_path, names=OUTER)
     with engine_log() as captured:
