@@ -583,6 +583,23 @@ def test_a_settling_receiver_places_the_model_and_is_named() -> None:
     assert np.median(np.linalg.norm(placed - truth, axis=1)[14:]) < 2.5
 
 
+def test_a_line_flown_the_other_way_a_few_metres_aside_still_describes_the_layout() -> None:
+    """Half a metre of noise, and two of the five lines (the serpentine's return legs) 2.5 m back along their
+    direction, as a lagging receiver puts them: the similarity may leave them out of the placement, but they
+    are within their 10 m accuracy and far less than the 20 m between photographs, so the fixes describe the
+    layout; the same fixes moved to the next photograph along the line (a geotagging offset) do not."""
+    rng = np.random.default_rng(13)
+    names, truth, model = survey_layout(rng)
+    fixes = truth + np.column_stack([rng.normal(scale=0.5, size=(40, 2)), np.zeros(40)])
+    returning = [i for i in range(40) if (i // 8) in (1, 3)]
+    fixes[returning, 0] += 2.5  # return legs fly towards -x: a late fix lies behind, towards +x
+    _, verdict = placed_by_gps(names, model, fixes)
+    assert verdict.layout_matches and set(verdict.wild) <= set(verdict.close)
+    shifted = np.roll(truth, 1, axis=0) + np.column_stack([rng.normal(scale=0.5, size=(40, 2)), np.zeros(40)])
+    _, wrong = placed_by_gps(names, model, shifted)
+    assert not wrong.layout_matches
+
+
 def test_a_constant_offset_moves_the_model_and_keeps_its_shape() -> None:
     """Every fix 25 m east of its camera: the similarity carries the offset (no fix disagrees, the shape is the
     model's), which is what GPS alone can say."""

@@ -40,6 +40,10 @@ class GpsVerdict:
     located: int  # registered images with a fix
     wild: list[str]  # those whose fix disagrees with the model's layout
     settling: list[str]  # the wild ones explained by a receiver settling at the start of a flight
+    # The other wild ones within their stated accuracy and a share of the spacing of the fixes: the similarity
+    # left them out, as a line flown the other way with a lagging receiver sits a metre or two aside, but they
+    # describe the layout as well as the receiver can (fixes given to the wrong photographs err by the spacing).
+    close: list[str]
     accuracy_m: float  # the largest stated horizontal accuracy of the fixes
     spacing_m: float  # median horizontal distance between a fix and its nearest neighbour
     median_residual_m: float  # median horizontal distance between the other cameras and their fixes
@@ -50,8 +54,9 @@ class GpsVerdict:
 
     @property
     def agreeing(self) -> int:
-        """Fixes that describe the photographs' layout: those the similarity fits and a settling receiver's."""
-        return self.located - len(self.wild) + len(self.settling)
+        """Fixes that describe the photographs' layout: those the similarity fits, a settling receiver's, and
+        those within their accuracy."""
+        return self.located - len(self.wild) + len(self.settling) + len(self.close)
 
     @property
     def layout_matches(self) -> bool:
@@ -73,8 +78,12 @@ def judge_fixes(distances: dict[str, float], priors: dict[str, PositionPrior], w
     fixes = np.array([priors[n].position[:2] for n in distances]).reshape(-1, 2)
     residuals = [d for n, d in distances.items() if n not in wild]
     accuracy = max((priors[n].horizontal_stddev for n in distances), default=0.0)
-    return GpsVerdict(len(distances), list(wild), settling_fixes(flights, distances, set(wild)), accuracy,
-                      fix_spacing(fixes), float(np.median(residuals)) if residuals else 0.0)
+    spacing = fix_spacing(fixes)
+    settling = settling_fixes(flights, distances, set(wild))
+    close = [n for n in wild if n not in settling
+             and distances[n] <= min(priors[n].horizontal_stddev, SPACING_SHARE * spacing)]
+    return GpsVerdict(len(distances), list(wild), settling, close, accuracy, spacing,
+                      float(np.median(residuals)) if residuals else 0.0)
 
 
 def horizontal_distances(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], names: list[str]
