@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -75,18 +78,70 @@ def datasets() -> Path:
     return datasets_dir()
 
 
-@pytest.fixture(scope="session")
-def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """BRIGHTON_SIX downscaled to 1000 px through structure from motion (features at the full 1000 px), once per
-    test process: the reconstruction that the products', meshing, texturing and report suites copy and build on.
-    Never changed in place."""
-    root = tmp_path_factory.mktemp("sparse")
-    (root / "images").mkdir()
+def clone(source: Project, target: Path) -> Project:
+    """A copy of a project to run more stages or other options in, leaving the source as it was."""
+    shutil.copytree(source.root, target, symlinks=True)
+    return Project(target)
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Project]) -> Project:
+    """The project `build` makes in the folder it is given, made once for the whole run: pytest-xdist's workers
+    share the parent of their temporary folders, where the first to need it builds under a lock and the others wait
+    for it. Never changed in place: tests clone it."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return build(factory.mktemp(name) / "p")
+    folder = factory.getbasetemp().parent / f"shared-{name}"
+    folder.mkdir(exist_ok=True)
+    with (folder / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / "built").exists():
+            shutil.rmtree(folder / "p", ignore_errors=True)  # a build that failed part-way
+            build(folder / "p")
+            (folder / "built").touch()
+    return Project(folder / "p")
+
+
+# The structure from motion of the suites built on `sparse`: at a quarter of the full size, "ultra" keeps enough
+# features to tie the photographs together.
+ULTRA = [{"name": "feature-quality", "value": "ultra"}]
+
+
+def _sparse(root: Path) -> Project:
+    (root / "images").mkdir(parents=True)
     for name in BRIGHTON_SIX:
         with Image.open(datasets_dir() / "brighton_beach" / "images" / f"{name}.JPG") as image:
             small = image.resize((image.width // 4, image.height // 4), Image.Resampling.LANCZOS)
             small.save(root / "images" / f"{name}.JPG", quality=92, exif=image.info["exif"],
                        xmp=image.info.get("xmp"))
     project = Project(root)
-    pipeline.run(project, [{"name": "feature-quality", "value": "ultra"}, {"name": "end-with", "value": "opensfm"}])
+    pipeline.run(project, ULTRA + [{"name": "end-with", "value": "opensfm"}])
     return project
+
+
+@pytest.fixture(scope="session")
+def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """BRIGHTON_SIX downscaled to 1000 px through structure from motion (features at the full 1000 px): the
+    reconstruction that the products', meshing, texturing and report suites build on."""
+    return built_once(tmp_path_factory, "sparse", _sparse)
+
+
+@pytest.fixture(scope="session")
+def meshed(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """`sparse` on to the dense cloud and the default mesh (2.5D)."""
+    def build(root: Path) -> Project:
+        project = clone(sparse, root)
+        pipeline.run(project, ULTRA + [{"name": "end-with", "value": "odm_meshing"}])
+        return project
+    return built_once(tmp_path_factory, "meshed", build)
+
+
+@pytest.fixture(scope="session")
+def products(meshed: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """A full run at default options but the textured model (the meshing and texturing suites run it), with DSM,
+    DTM and the PNG orthophoto."""
+    def build(root: Path) -> Project:
+        project = clone(meshed, root)
+        pipeline.run(project, ULTRA + [{"name": name, "value": True}
+                                       for name in ("skip-3dmodel", "dsm", "dtm", "orthophoto-png")])
+        return project
+    return built_once(tmp_path_factory, "products", build)

@@ -35,6 +35,7 @@ def copr(tmp_path_factory: pytest.TempPathFactory, engine_log) -> tuple[Project,
         return project, captured.text
 
 
+@pytest.mark.long
 def test_control_points_alone_georeference_copr(copr: tuple[Project, str]) -> None:
     """The control points place the survey in their UTM zone, fitting it horizontally to the metre that their
     published coordinates hold; gcp00, which the file marks on one photograph only, is named."""
@@ -49,6 +50,7 @@ def test_control_points_alone_georeference_copr(copr: tuple[Project, str]) -> No
     assert stats["quality"]["verdict"] == "doubtful"
 
 
+@pytest.mark.long
 def test_copr_heights_are_reported_without_a_datum(copr: tuple[Project, str]) -> None:
     """Heights all 0.0 are no survey: a warning, a doubtful check, and a model still levelled on their plane
     (the vertical residuals of a roughly flat site stay small)."""

@@ -92,6 +92,7 @@ def layout_error(project: Project) -> np.ndarray:
     return np.linalg.norm(apply(similarity_about_vertical(source, target), source) - target, axis=1)
 
 
+@pytest.mark.long
 def test_a_settling_receiver_is_reported_not_refused(tmp_path: Path, engine_log) -> None:
     """The first five fixes of the flight 60, 50, 40, 30 and 20 m off in one direction (a consumer receiver
     settling after take-off) and 8 m RMS of noise on the rest: every photograph is kept, the survey's shape is
@@ -116,6 +117,7 @@ def test_a_settling_receiver_is_reported_not_refused(tmp_path: Path, engine_log)
     assert stats(project)["quality"]["verdict"] != "failed"
 
 
+@pytest.mark.long
 def test_two_wild_fixes_are_dropped_with_one_mapping(tmp_path: Path, engine_log) -> None:
     """Two of twelve fixes (two flight lines) 80 m off: the survey is mapped once (a second mapping without them
     made the same model), both photographs stay where they were taken and their fixes are reported as
@@ -254,6 +256,7 @@ def test_a_cloud_above_its_cameras_fails_clearly(tmp_path: Path) -> None:
     assert stats(project)["quality"]["verdict"] == "failed"
 
 
+@pytest.mark.long
 def test_photographs_of_another_place_are_left_out(tmp_path: Path) -> None:
     """Nine Brighton photographs mixed with a few of a synthetic survey flown 17 km away (its own camera, its own GPS):
     the other place is a group of its own, left out and named; the model and its GPS check hold Brighton alone,

@@ -20,15 +20,8 @@ from aeromap_engine.mesh.measure import point_distances
 from aeromap_engine.mesh.model import Mesh
 from aeromap_engine.project import Project
 from aeromap_engine.io.geojson import read_survey_area
-from test_products import clone, options
-
-
-@pytest.fixture(scope="module")
-def meshed(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """The dense cloud and the default mesh (2.5D)."""
-    project = clone(sparse, tmp_path_factory.mktemp("meshed") / "p")
-    pipeline.run(project, options(end_with="odm_meshing"))
-    return project
+from conftest import clone
+from test_products import options
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ quickly (lowest dense quality, 20 cm rasters)."""
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import struct
 from pathlib import Path
@@ -33,6 +32,7 @@ from aeromap_engine.options import resolve
 from aeromap_engine.project import Project
 from aeromap_engine.sfm.export import control_points_geojson
 from aeromap_engine.tiles.pyramid import coarser_tiles
+from conftest import clone
 
 UTM = "EPSG:32630"
 
@@ -194,11 +194,6 @@ QUICK = {"skip-3dmodel": True, "pc-quality": "lowest", "orthophoto-resolution": 
 def options(**values: object) -> list[dict]:
     merged = {**QUICK, **{name.replace("_", "-"): value for name, value in values.items()}}
     return BASE + [{"name": name, "value": value} for name, value in merged.items()]
-
-
-def clone(source: Project, target: Path) -> Project:
-    shutil.copytree(source.root, target, symlinks=True)
-    return Project(target)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ the car park and the sea), built once per test process by the engine's own datas
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import cv2
@@ -30,11 +29,11 @@ from aeromap_engine.io.geotiff import RasterFormat, TiledRaster
 from aeromap_engine.io.ply import read_ply, write_ply
 from aeromap_engine.project import Project
 from aeromap_engine.stages import odm_dem, odm_orthophoto
-from conftest import BRIGHTON_SIX
+from conftest import BRIGHTON_SIX, ULTRA, clone
 
 SUBSET = BRIGHTON_SIX
 # Every run repeats the SfM options of the fixture, so that no stage before openmvs is run again.
-BASE = [{"name": "feature-quality", "value": "ultra"}]
+BASE = ULTRA
 
 
 def options(**values: object) -> list[dict]:
@@ -44,19 +43,6 @@ def options(**values: object) -> list[dict]:
 def products_options(**values: object) -> list[dict]:
     """The products' runs leave the textured model out: test_meshing and test_texturing run it."""
     return options(skip_3dmodel=True, **values)
-
-
-def clone(source: Project, target: Path) -> Project:
-    shutil.copytree(source.root, target, symlinks=True)
-    return Project(target)
-
-
-@pytest.fixture(scope="module")
-def products(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """A full run at default options (but the textured model) plus DSM, DTM and the PNG orthophoto."""
-    project = clone(sparse, tmp_path_factory.mktemp("products") / "p")
-    pipeline.run(project, products_options(dsm=True, dtm=True, orthophoto_png=True))
-    return project
 
 
 @pytest.fixture()

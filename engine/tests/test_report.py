@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from aeromap_engine.report.statistics import (DATE_FORMAT, EMPTY_CLOUD, UNKNOWN,
                                               capture_dates, duration_text, point_cloud_statistics,
                                               track_length_histogram, value_at_level)
 from aeromap_engine.stages import odm_report
-from conftest import BRIGHTON_SIX, datasets_dir
+from conftest import BRIGHTON_SIX, clone, datasets_dir
 from test_sfm import exif_lonlat_alt
 
 DATASET = datasets_dir() / "brighton_beach" / "images"
@@ -38,11 +37,6 @@ BASE = [{"name": "feature-quality", "value": "ultra"}, {"name": "skip-3dmodel", 
 
 def options(**values: object) -> list[dict]:
     return BASE + [{"name": name.replace("_", "-"), "value": value} for name, value in values.items()]
-
-
-def clone(source: Project, target: Path) -> Project:
-    shutil.copytree(source.root, target, symlinks=True)
-    return Project(target)
 
 
 def stats(project: Project) -> dict:
@@ -75,13 +69,6 @@ def webodm_statistics(data: dict) -> dict:
     return {"points": points, "gsd": data.get("odm_processing_statistics", {}).get("average_gsd"),
             "area": processing.get("area"), "start_date": processing.get("start_date"),
             "end_date": processing.get("end_date")}
-
-
-@pytest.fixture(scope="module")
-def products(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    project = clone(sparse, tmp_path_factory.mktemp("products") / "p")
-    pipeline.run(project, options(dsm=True, dtm=True, end_with="odm_report"))
-    return project
 
 
 # --- the stage on a real reconstruction ------------------------------------------------------------------------

@@ -209,6 +209,7 @@ def shuffled_without_gps(tmp_path_factory: pytest.TempPathFactory, engine_log) -
         return ShuffledSurvey(project, photograph_of, captured.lines)
 
 
+@pytest.mark.long
 def test_brighton_without_gps_registers_every_image(shuffled_without_gps: ShuffledSurvey) -> None:
     lines = shuffled_without_gps.log_lines
     found = next(line for line in lines if line.startswith("Image retrieval found"))
@@ -220,6 +221,7 @@ def test_brighton_without_gps_registers_every_image(shuffled_without_gps: Shuffl
     assert reconstruction["georef_source"] == "none"
 
 
+@pytest.mark.long
 def test_no_gps_and_shuffled_capture_order(shuffled_without_gps: ShuffledSurvey) -> None:
     """The model has the survey's shape: a similarity puts the cameras within a metre of their photographs'
     fixes, each within the fixes' own accuracy."""

@@ -40,6 +40,7 @@ def progress_of(output: str) -> list[float]:
             if line.startswith(PROGRESS_PREFIX)]
 
 
+@pytest.mark.long
 def test_split_survey_is_processed_in_submodels_and_merged(split_run: Project, capfd: pytest.CaptureFixture) -> None:
     project = split_run
     pipeline.run(project, OPTIONS)
@@ -93,6 +94,7 @@ def test_split_survey_is_processed_in_submodels_and_merged(split_run: Project, c
         assert stats["dem"]["dsm"] == {"width": dsm.width, "height": dsm.height}
 
 
+@pytest.mark.long
 def test_a_survey_no_larger_than_split_is_not_split(split_run) -> None:
     project = split_run
     pipeline.run(project, [o for o in OPTIONS if o["name"] != "split"] + [{"name": "split", "value": 18},

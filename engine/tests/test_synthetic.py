@@ -513,6 +513,7 @@ def test_dsm_on_gps_alone(gps_run: Project, survey: SurveyTruth) -> None:
     assert errors.dsm_error_gsd <= 3.0
 
 
+@pytest.mark.long
 def test_dsm_and_orthophoto_on_gps_without_gimbal_or_barometer(exif_only_run: Project, survey: SurveyTruth) -> None:
     """Without the XMP, the heights are the GPS's own (3.3 m of noise each) and no gimbal angle says where the
     vertical is: fitted to the heights, the model leaned with their noise by about 5.6 degrees (DSM 18 GSD off,

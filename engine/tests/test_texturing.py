@@ -21,7 +21,8 @@ from aeromap_engine.io.meshply import read_mesh_ply
 from aeromap_engine.mesh.model import TexturedMesh
 from aeromap_engine.project import Project
 from aeromap_engine.tiles3d.pnts import decode_pnts
-from test_products import clone, options
+from conftest import clone
+from test_products import options
 from test_texture_math import surface_colours
 from test_tiles3d import MM, check_tileset, matrix, tiles, to_crs
 
@@ -29,9 +30,9 @@ MODEL = "odm_textured_model_geo"
 
 
 @pytest.fixture(scope="module")
-def textured(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+def textured(meshed: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
     """Default options (the 2.5D mesh, GLB on) up to the orthophoto, which the texture is checked against."""
-    project = clone(sparse, tmp_path_factory.mktemp("textured") / "p")
+    project = clone(meshed, tmp_path_factory.mktemp("textured") / "p")
     pipeline.run(project, options(end_with="odm_orthophoto"))
     return project
 

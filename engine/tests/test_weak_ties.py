@@ -53,6 +53,7 @@ def thermal(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return project
 
 
+@pytest.mark.long
 def test_thermal_canopy_is_placed_at_its_gps(thermal: Project) -> None:
     figures = stats(thermal)
     rec = figures["reconstruction"]
@@ -67,6 +68,7 @@ def test_thermal_canopy_is_placed_at_its_gps(thermal: Project) -> None:
     assert figures["ties"]["overlapping_pairs"] >= 60
 
 
+@pytest.mark.long
 def test_thermal_orthophoto_covers_both_strips(thermal: Project) -> None:
     """Every placed frame's nadir point (its GPS fix) lies on the orthophoto, and so does the ground between
     the strips and the frames."""

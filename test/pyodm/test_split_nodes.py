@@ -34,9 +34,9 @@ def heights_on(path: Path, like: rasterio.DatasetReader) -> np.ndarray:
 def test_split_survey_through_two_nodes_merges_without_a_step(start_node, tmp_path: Path) -> None:
     workers = [start_node(engine=None), start_node(engine=None)]
     parent = start_node("--allow-private-urls", engine=None)  # the workers listen on loopback
-    images = small_copies(tmp_path / "images", sorted(p.name for p in IMAGES.iterdir()), width=1600)
+    images = small_copies(tmp_path / "images", sorted(p.name for p in IMAGES.iterdir()), width=1000)
     options = {"split": 10, "split-overlap": 40, "sm-cluster": ",".join(w.url for w in workers), "dsm": True,
-               "pc-quality": "low", "orthophoto-resolution": 8, "dem-resolution": 8}
+               "pc-quality": "low", "orthophoto-resolution": 10, "dem-resolution": 10}
     task = parent.client().create_task(images, options, name="split")
     task.wait_for_completion(interval=1)
     output = task.output()
@@ -75,7 +75,7 @@ def test_split_survey_through_two_nodes_merges_without_a_step(start_node, tmp_pa
         own_differs.append(differs)
     # On the cutline the submodels, aligned on their shared photographs, agree to within a few GSD where both saw
     # the ground: their dense clouds come from two separate runs, each with the lens calibration its own
-    # photographs refined, which leaves them 8 to 18 cm apart in height here (GSD 3.6 cm). The merge must hide
+    # photographs refined, which leaves them several GSD (5.8 cm here) apart in height. The merge must hide
     # that (the step check below).
     band = (np.abs(gap) < 5) & np.isfinite(parts[0]) & np.isfinite(parts[1])
     assert band.sum() > 1000

@@ -131,7 +131,7 @@ describe('tasks across crashes of the service', () => {
 
   it('completes a task whose upload to the node was cut by SIGKILL', async () => {
     const files = [path.join(work, 'A.JPG'), path.join(work, 'B.JPG'), path.join(work, 'C.JPG')];
-    for (const file of files) await bigJpeg(file, 160);
+    for (const file of files) await bigJpeg(file, 96);
     const created = await postForm(admin, `/api/projects/${projectId}/tasks/`, await imageForm(files, { name: 'upload' }));
     expect(created.status).toBe(201);
     const done = await crashWhen(created.body.id, (task) => task.upload_progress > 0 && task.upload_progress < 1);
@@ -153,12 +153,12 @@ describe('tasks across crashes of the service', () => {
 
   it('completes a task whose result download was cut by SIGKILL, resuming the download', async () => {
     const images = await makeJpegs(path.join(work, 'download'), 2);
-    const options = JSON.stringify([{ name: 'fake-output-mb', value: 700 }]);
+    const options = JSON.stringify([{ name: 'fake-output-mb', value: 400 }]);
     const created = await postForm(admin, `/api/projects/${projectId}/tasks/`, await imageForm(images, { name: 'download', options }));
     const done = await crashWhen(created.body.id, (task) => task.running_progress > 0.9 && task.running_progress < 1);
     expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
     const ortho = path.join(work, 'data', 'media', 'project', String(projectId), 'task', String(done.id), 'assets', 'odm_orthophoto', 'odm_orthophoto.tif');
-    expect((await stat(ortho)).size).toBe(700 * 2 ** 20);
+    expect((await stat(ortho)).size).toBe(400 * 2 ** 20);
     expect(await readdir(path.join(path.dirname(path.dirname(path.dirname(ortho))), 'work')).catch(() => [])).toEqual([]);
   }, 180_000);
 

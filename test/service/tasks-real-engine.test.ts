@@ -18,6 +18,9 @@ const OPTIONS = [
   { name: 'orthophoto-png', value: true },
   // At a quarter of the full size, "ultra" keeps enough features to tie the images together.
   { name: 'feature-quality', value: 'ultra' },
+  // A lighter dense cloud and mesh: the engine's suite checks their quality, this file the flow and the assets.
+  { name: 'pc-quality', value: 'low' },
+  { name: 'mesh-size', value: 50000 },
 ];
 
 /** Opens each downloaded asset with the library its format calls for and reports what it holds. */
