@@ -57,7 +57,8 @@ test-engine: $(ENGINE_STAMP)
 # The tests left out of `make test` to keep it within CI's time (see README).
 test-long: install
 	$(PY) -m pytest -n 3 --dist loadfile -m long engine/tests
-	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/tasks-real-engine.test.ts -t "Ctrl-C|second node"
+	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/tasks-real-engine.test.ts test/service/presets-engine.test.ts \
+	  -t "Ctrl-C|second node|Field maps"
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install

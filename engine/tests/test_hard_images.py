@@ -209,6 +209,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Project, Project]:
     return jpeg, tiff
 
 
+@pytest.mark.long
 def test_16bit_tiffs_reconstruct_like_the_jpegs(runs: tuple[Project, Project]) -> None:
     jpeg, tiff = runs
     reconstruction = tiff.read_stats()["reconstruction"]
@@ -237,6 +238,7 @@ def test_16bit_tiffs_reconstruct_like_the_jpegs(runs: tuple[Project, Project]) -
     assert read_ply(tiff.root / "opensfm" / "sparse.ply").rgb.std() > 20
 
 
+@pytest.mark.long
 def test_the_old_reading_saw_nearly_nothing_in_these_tiffs(runs: tuple[Project, Project]) -> None:
     """Negative control: the same TIFFs read the old way are near-uniform frames."""
     _, tiff = runs

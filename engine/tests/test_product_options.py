@@ -259,6 +259,7 @@ def test_optimize_disk_space_deletes_the_dense_cloud_only(extras: Project, tmp_p
                                       skip_report=True, optimize_disk_space=True, rerun_from="odm_filterpoints"))
 
 
+@pytest.mark.long
 def test_without_the_options_none_of_their_files(extras: Project, tmp_path: Path) -> None:
     """A re-run without them leaves none of the files the first run made, and the report is back."""
     project = clone(extras, tmp_path / "p")

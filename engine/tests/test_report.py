@@ -149,6 +149,7 @@ def test_stats_json_has_the_sections_webodm_reads(products: Project) -> None:
     assert data["dataset"]["images_usable"] == len(SUBSET)  # the engine's own sections are kept
 
 
+@pytest.mark.long
 def test_without_elevation_models_no_dem_previews(products: Project, tmp_path: Path) -> None:
     project = clone(products, tmp_path / "p")
     pipeline.run(project, options(end_with="odm_report"))  # dsm and dtm off: the models are removed

@@ -388,6 +388,7 @@ def test_control_points_on_a_line_leave_the_roll_to_the_cameras(gps_project: Pro
     assert max(np.linalg.norm(after[n] - before[n]) for n in before) < 2.0
 
 
+@pytest.mark.long
 def test_force_gps_maps_with_the_gps_beside_control_points(gps_project: Project, tmp_path: Path,
                                                           engine_log) -> None:
     """With force-gps the GPS positions hold the cameras while the control points georeference: the cameras
