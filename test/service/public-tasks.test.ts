@@ -160,6 +160,52 @@ describe.each(BACKENDS)('public tasks (%s)', (backend) => {
     expect((await download(t.anonymous, `${base}/thumbnail/IMG_0001.JPG`)).status).toBe(404);
   });
 
+  it("frames and marks a photograph as WebODM's image viewer asks: centre, zoom and circled points", async () => {
+    // 300 x 200, black on the left half and white on the right.
+    const file = path.join(t.dataDir, 'work', 'halves.jpg');
+    const halves = Buffer.alloc(300 * 200 * 3);
+    for (let i = 0; i < 300 * 200; i++) if (i % 300 >= 150) halves.fill(255, i * 3, i * 3 + 3);
+    await sharp(halves, { raw: { width: 300, height: 200, channels: 3 } }).jpeg({ quality: 95 }).toFile(file);
+    const task = (await callers.owner.post(`${tasks()}/`, { partial: true, name: 'halves' })).body.id;
+    expect((await postForm(callers.owner, `${tasks()}/${task}/upload/`, await imageForm([file]))).status).toBe(200);
+    const view = async (query: string) => {
+      const reply = await download(callers.owner, `${tasks()}/${task}/images/thumbnail/halves.jpg?${query}`);
+      expect(reply.status, `${query}: ${reply.bytes.toString().slice(0, 200)}`).toBe(200);
+      const { data, info } = await sharp(reply.bytes).raw().toBuffer({ resolveWithObject: true });
+      /** Mean of the channel `c` over columns [x0, x1) of the whole height, 0 to 255. */
+      const mean = (x0: number, x1: number, c = 0) => {
+        let sum = 0;
+        for (let y = 0; y < info.height; y++) for (let x = x0; x < x1; x++) sum += data[(y * info.width + x) * info.channels + c];
+        return sum / (info.height * (x1 - x0));
+      };
+      return { info, mean, pixel: (x: number, y: number) => [...data.subarray((y * info.width + x) * info.channels, (y * info.width + x) * info.channels + 3)] };
+    };
+    const whole = await view('size=300');
+    expect([whole.info.width, whole.info.height]).toEqual([300, 200]);
+    expect(whole.mean(0, 140)).toBeLessThan(10);
+    expect(whole.mean(160, 300)).toBeGreaterThan(245);
+    // zoom 2 shows half the width about the centre: the right half only, or the left.
+    expect((await view('center_x=0.75&zoom=2')).mean(0, 300)).toBeGreaterThan(245);
+    expect((await view('center_x=0.25&zoom=2')).mean(0, 300)).toBeLessThan(10);
+    // A centre past the edge: the white quarter at the left, black beyond the photograph.
+    const past = await view('center_x=1.25');
+    expect(past.mean(0, 70)).toBeGreaterThan(245);
+    expect(past.mean(80, 300)).toBeLessThan(10);
+    // A red circle of 10 % of the longer side (30 px) about the white half's centre: red on it, white inside.
+    const marked = await view('draw_point=0.75,0.5&point_color=ff0000&point_radius=10');
+    const [r, g, b] = marked.pixel(225 + 30, 100);
+    expect(r).toBeGreaterThan(200);
+    expect(Math.max(g, b)).toBeLessThan(80);
+    expect(marked.pixel(225, 100).every((v) => v > 245)).toBe(true);
+    // Two points: the second's colour is its own.
+    const two = await view('draw_point=0.75,0.5&draw_point=0.25,0.5&point_color=ff0000&point_color=%2300ff00&point_radius=10&point_radius=10');
+    expect(two.pixel(75 + 30, 100)[1]).toBeGreaterThan(200);
+    for (const bad of ['zoom=7', 'center_x=2', 'draw_point=0.5', 'draw_point=a,b', 'point_radius=-1']) {
+      const reply = await callers.owner.get(`${tasks()}/${task}/images/thumbnail/halves.jpg?${bad}`);
+      expect(reply.status, bad).toBe(400);
+    }
+  });
+
   it('keeps a Potree scene per task, saved by "change" or, on a public task with public_edit, by anyone', async () => {
     await setPublic({ public: false, public_edit: false });
     const scene = `${tasks()}/${completed}/3d/scene`;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { type NodeOption, changedOptions, defaultValue, domainBounds, inputKind, parseValue } from '../../web/src/options.ts';
 import { type User, levelOf, membershipChanges, permissionsOf } from '../../web/src/pages/admin-logic.ts';
+import { ASSETS } from '../../src/protocol/files.ts';
+import { ASSET_LABELS, assetLabel } from '../../web/src/format.ts';
 
 const option = (type: string, value: string, domain: unknown = ''): NodeOption => ({ name: 'x', type, value, domain, help: '' });
 
@@ -68,5 +70,13 @@ describe('group membership', () => {
       { id: 2, groups: [6] },
       { id: 3, groups: [6, 5] },
     ]);
+  });
+});
+
+describe('downloads list', () => {
+  it('names every asset a task may offer in words, not by its file name', () => {
+    const unnamed = Object.keys(ASSETS).filter((asset) => !(asset in ASSET_LABELS));
+    expect(unnamed).toEqual([]);
+    expect(assetLabel('orthophoto.kmz')).toBe('Orthophoto (KMZ, Google Earth)');
   });
 });

@@ -51,3 +51,32 @@ export function bytes(n: number): string {
 }
 
 export const percent = (fraction: number) => `${Math.round(Math.max(0, Math.min(1, fraction)) * 100)} %`;
+
+/** What the downloads list calls each asset of src/protocol/files.ts. */
+export const ASSET_LABELS: Record<string, string> = {
+  'all.zip': 'All assets (zip)',
+  'orthophoto.tif': 'Orthophoto (GeoTIFF)',
+  'orthophoto.png': 'Orthophoto (PNG)',
+  'orthophoto.mbtiles': 'Orthophoto (MBTiles)',
+  'orthophoto.kmz': 'Orthophoto (KMZ, Google Earth)',
+  'cutline.gpkg': 'Orthophoto seamlines (GeoPackage)',
+  'orthophoto_tiles.zip': 'Orthophoto tiles (zip)',
+  'dsm.tif': 'Surface model (GeoTIFF)',
+  'dtm.tif': 'Terrain model (GeoTIFF)',
+  'dsm_tiles.zip': 'Surface model tiles (zip)',
+  'dtm_tiles.zip': 'Terrain model tiles (zip)',
+  'georeferenced_model.laz': 'Point cloud (LAZ)',
+  'georeferenced_model.las': 'Point cloud (LAS)',
+  'georeferenced_model.ply': 'Point cloud (PLY)',
+  'georeferenced_model.csv': 'Point cloud (CSV)',
+  'textured_model.zip': 'Textured model (zip)',
+  'textured_model.glb': 'Textured model (GLB)',
+  '3d_tiles_model.zip': 'Textured model (3D Tiles)',
+  '3d_tiles_pointcloud.zip': 'Point cloud (3D Tiles)',
+  'cameras.json': 'Cameras (JSON)',
+  'shots.geojson': 'Camera positions (GeoJSON)',
+  'report.pdf': 'Report (PDF)',
+  'ground_control_points.geojson': 'Ground control points (GeoJSON)',
+};
+
+export const assetLabel = (asset: string): string => ASSET_LABELS[asset] ?? asset;

@@ -17,7 +17,7 @@ import type { App } from '../typed-app.ts';
 import { ASSETS } from '../../protocol/files.ts';
 import { downloadName, filesUnder, resolveAssetPath } from './assets.ts';
 import { readConsole } from './console.ts';
-import { PhotoThumbnailQuery, photoFile, photoThumbnail } from './photos.ts';
+import { PhotoThumbnailQuery, photoFile, photoThumbnail, photoViewOf } from './photos.ts';
 import { mergeScene, withCameraView } from './scene.ts';
 import { type BackupEntry, backupEntries } from './backup.ts';
 import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
@@ -410,7 +410,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
     async (request, reply) => {
       const task = await readableOf(request);
       const file = await photoFile(rules.folder(task).images, request.params.filename);
-      const data = await photoThumbnail(file, request.query.size, request.query.quality);
+      const data = await photoThumbnail(file, request.query.size, request.query.quality, photoViewOf(request.query));
       return reply.type('image/jpeg').header('content-disposition', 'inline').header('cache-control', 'private, max-age=3600').send(data);
     },
   );

@@ -8,7 +8,7 @@ import { Console } from '../components/console.tsx';
 import { ShareTask } from '../components/share-task.tsx';
 import { TagsEditor } from '../components/tags.tsx';
 import { TaskStatus } from '../../../src/protocol/status.ts';
-import { bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
+import { assetLabel, bytes, duration, isActive, percent, statusClass, statusText } from '../format.ts';
 
 const POLL_MS = 2000;
 
@@ -174,26 +174,6 @@ function Quality({ task }: { task: Task }) {
   );
 }
 
-const ASSET_LABELS: Record<string, string> = {
-  'all.zip': 'All assets (zip)',
-  'orthophoto.tif': 'Orthophoto (GeoTIFF)',
-  'orthophoto.png': 'Orthophoto (PNG)',
-  'orthophoto.mbtiles': 'Orthophoto (MBTiles)',
-  'dsm.tif': 'Surface model (GeoTIFF)',
-  'dtm.tif': 'Terrain model (GeoTIFF)',
-  'georeferenced_model.laz': 'Point cloud (LAZ)',
-  'georeferenced_model.las': 'Point cloud (LAS)',
-  'georeferenced_model.ply': 'Point cloud (PLY)',
-  'georeferenced_model.csv': 'Point cloud (CSV)',
-  'textured_model.zip': 'Textured model (zip)',
-  'textured_model.glb': 'Textured model (GLB)',
-  '3d_tiles_model.zip': 'Textured model (3D Tiles)',
-  '3d_tiles_pointcloud.zip': 'Point cloud (3D Tiles)',
-  'cameras.json': 'Cameras (JSON)',
-  'shots.geojson': 'Camera positions (GeoJSON)',
-  'report.pdf': 'Report (PDF)',
-};
-
 function Downloads({ task }: { task: Task }) {
   if (!task.available_assets.length) return null;
   return (
@@ -203,7 +183,7 @@ function Downloads({ task }: { task: Task }) {
         {task.available_assets.map((asset) => (
           <li key={asset}>
             <a href={`${taskPath(task.project, task.id)}/download/${asset}`} download={asset}>
-              {ASSET_LABELS[asset] ?? asset}
+              {assetLabel(asset)}
             </a>
           </li>
         ))}
