@@ -188,7 +188,7 @@ def test_boundary_is_listed_as_nodeodm_lists_it() -> None:
 # --- on a real survey ------------------------------------------------------------------------------------------
 
 BASE = [{"name": "feature-quality", "value": "ultra"}]  # the fixture's, so that structure from motion is not re-run
-QUICK = {"skip-3dmodel": True, "pc-quality": "lowest", "orthophoto-resolution": 20, "dem-resolution": 20}
+QUICK = {"skip-3dmodel": True, "orthophoto-resolution": 20, "dem-resolution": 20}
 
 
 def options(**values: object) -> list[dict]:
@@ -197,9 +197,10 @@ def options(**values: object) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def extras(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """A quick run with the optional products on, the report off and intermediate files deleted."""
-    project = clone(sparse, tmp_path_factory.mktemp("extras") / "p")
+def extras(products: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """The shared products' run again, coarser, with the optional products on, the report off and intermediate
+    files deleted (only the elevation models and the stages after them run again)."""
+    project = clone(products, tmp_path_factory.mktemp("extras") / "p")
     pipeline.run(project, options(dsm=True, dtm=True, orthophoto_kmz=True, orthophoto_cutline=True, tiles=True,
                                   skip_report=True, optimize_disk_space=True))
     return project
@@ -279,7 +280,7 @@ def test_skip_orthophoto(extras: Project, tmp_path: Path) -> None:
     assert project.dem("dsm").exists() and project.tiles_dir("dsm").is_dir()
 
 
-def test_boundary_crops_every_product(sparse: Project, extras: Project, tmp_path: Path) -> None:
+def test_boundary_crops_every_product(meshed: Project, extras: Project, tmp_path: Path) -> None:
     """The western half of the surveyed area's bounding box, given in WGS84: the cloud, the area and the
     orthophoto's opaque pixels all stay within it."""
     georef = Georef.load(extras)
@@ -290,7 +291,7 @@ def test_boundary_crops_every_product(sparse: Project, extras: Project, tmp_path
     lon, lat = Transformer.from_crs(georef.crs, "EPSG:4326", always_xy=True).transform(half[:, 0], half[:, 1])
     ring = [[float(a), float(b)] for a, b in zip(lon, lat)]
     boundary = json.dumps({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring + ring[:1]]}})
-    project = clone(sparse, tmp_path / "p")
+    project = clone(meshed, tmp_path / "p")
     pipeline.run(project, options(dsm=True, boundary=boundary, auto_boundary=True, skip_report=True))
     middle = (xmin + xmax) / 2
     cropped = SurveyArea.from_geometry(read_geometry(project.bounds_file))
