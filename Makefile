@@ -52,7 +52,7 @@ test-ts: install $(CHROMIUM)
 
 # One worker more than a 2-core machine has: a test's single-threaded phases would otherwise leave a core idle.
 test-engine: $(ENGINE_STAMP)
-	$(PY) -m pytest -n 3 --dist loadfile -m "not long" engine/tests
+	$(PY) -m pytest -n 3 --dist loadfile -m "not long" --durations=20 engine/tests
 
 # The tests left out of `make test` to keep it within CI's time (see README).
 test-long: install

@@ -165,6 +165,7 @@ def recall(found: set[tuple[int, int]], truth: set[tuple[int, int]]) -> float:
     return len(found & truth) / len(truth)
 
 
+@pytest.mark.long
 def test_brighton_retrieval_finds_overlapping_pairs(brighton_descriptors: list[np.ndarray]) -> None:
     utm = exif_utm(NAMES)
     xy = np.array([utm[n][:2] for n in NAMES])

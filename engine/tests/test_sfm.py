@@ -251,6 +251,7 @@ def test_without_gps_every_product_in_the_local_frame(local_project: tuple[Proje
     assert project.path("odm_report", "report.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+@pytest.mark.long
 def test_without_gps_the_report_says_none(local_project: tuple[Project, str], tmp_path: Path) -> None:
     """The report of a survey without any position (its orthophoto draped on the sparse points): no georeference,
     no ground sampling distance, no GPS errors."""
@@ -335,6 +336,7 @@ def test_ground_control_points_georeference_without_gps(gps_project: Project, tm
 TURNED = {"DJI_0020.JPG": 6, "DJI_0021.JPG": 6, "DJI_0022.JPG": 8, "DJI_0025.JPG": 6, "DJI_0026.JPG": 8}
 
 
+@pytest.mark.long
 def test_control_points_marked_upright_on_turned_photographs(gps_project: Project, tmp_path: Path,
                                                              engine_log) -> None:
     """Photographs whose EXIF orientation turns them (five of six, as a kite camera held sideways writes them),

@@ -137,6 +137,8 @@ describe('web application in Chromium', () => {
     await page.getByText(/^Options \(/).click();
     // At a quarter of the full size, "ultra" keeps enough features to tie the photographs together.
     await page.getByLabel('feature-quality', { exact: true }).selectOption('ultra');
+    // A lighter dense cloud: the engine's suite checks its quality, this file what the application shows of it.
+    await page.getByLabel('pc-quality', { exact: true }).selectOption('low');
     await screenshot(page, 'new-task-desktop');
     await page.getByRole('button', { name: /Upload and process/ }).click();
     await page.getByRole('link', { name: 'Shore' }).waitFor({ timeout: 60_000 });
@@ -144,7 +146,7 @@ describe('web application in Chromium', () => {
     const task = (await t.admin.get(`/api/projects/${projectId}/tasks/`)).body[0];
     taskId = task.id;
     expect(task.images_count).toBe(6);
-    expect(task.options).toEqual(expect.arrayContaining([{ name: 'dsm', value: true }, { name: 'dtm', value: true }, { name: 'feature-quality', value: 'ultra' }]));
+    expect(task.options).toEqual(expect.arrayContaining([{ name: 'dsm', value: true }, { name: 'dtm', value: true }, { name: 'feature-quality', value: 'ultra' }, { name: 'pc-quality', value: 'low' }]));
 
     await page.getByRole('link', { name: 'Shore' }).click();
     await page.getByTestId('task-status').waitFor();
