@@ -238,6 +238,7 @@ def test_a_group_without_gps_is_left_out_and_named(tmp_path: Path, engine_log) -
     assert quality["verdict"] == "doubtful" and not quality["checks"]["images_registered"]["passed"]
 
 
+@pytest.mark.long
 def test_a_cloud_above_its_cameras_fails_clearly(tmp_path: Path) -> None:
     """A ghost copy of a fifth of the dense cloud 300 m up (a model folded onto itself: as dense as the rest, so
     no outlier filter takes it) is a surface no camera

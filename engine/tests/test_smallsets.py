@@ -5,7 +5,6 @@ orthophoto over the photographs' ground; the area and the orthophoto's guard are
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from aeromap_engine.ortho.coverage import Coverage, check_coverage, measure_cove
 from aeromap_engine.ortho.footprint import ground_outlines
 from aeromap_engine.project import Project
 from aeromap_engine.stages.odm_filterpoints import cropped_area
+from conftest import clone
 
 # The datasets sit beside the checkout, which may be a worktree nested a level deeper.
 DATASET = next(folder / "shared" / "datasets" / "brighton_beach" / "images" for folder in Path(__file__).resolve().parents
@@ -47,8 +47,7 @@ def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 
 def finished(sparse: Project, target: Path, **values: object) -> Project:
-    shutil.copytree(sparse.root, target, symlinks=True)
-    project = Project(target)
+    project = clone(sparse, target)
     pipeline.run(project, [{"name": "skip-3dmodel", "value": True}]
                  + [{"name": name.replace("_", "-"), "value": value} for name, value in values.items()])
     return project

@@ -121,6 +121,7 @@ def covisible_groups(model: pycolmap.Reconstruction, min_shared: int) -> int:
     return len({root(image_id) for image_id in group})
 
 
+@pytest.mark.long
 def test_a_survey_larger_than_one_mapping_holds_is_mapped_in_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                     engine_log, capfd: pytest.CaptureFixture) -> None:
     """With room to map the keypoints of all the photographs but one at once (each has its budget of 3000), the
