@@ -101,7 +101,8 @@ describe('aeromap process', () => {
     expect(resumed.stdout).toContain('images registered      4 of 4');
   }, 240_000);
 
-  describe('on a node', () => {
+  // The engine on a node through the CLI: process-node.test.ts drives the same client against a node over TLS.
+  describe.runIf(LONG)('on a node', () => {
     let node: RunningNode;
     beforeAll(async () => {
       node = await startNode({ dataDir: path.join(work, 'node'), port: 0, host: '127.0.0.1', token: 'node-token', log: () => {} });

@@ -118,6 +118,7 @@ def test_the_texture_agrees_with_the_orthophoto(textured: Project) -> None:
     assert correlation > 0.9 and difference < 9
 
 
+@pytest.mark.long
 def test_the_3d_mesh_textured_in_one_material(variant: Project) -> None:
     """use-3dmesh with texturing-single-material: the Poisson mesh, its texture in one atlas, still in place."""
     pipeline.run(variant, options(use_3dmesh=True, texturing_single_material=True, end_with="mvs_texturing"))
