@@ -59,19 +59,27 @@ for name in sys.argv[4:]:
 /**
  * An all.zip in ODM's layout with a small orthophoto in UTM (as the engine writes them: red, green, blue and alpha,
  * 8 bits) and its tile pyramid, made by the engine. `rgba` is Python that sets `rgba`, its (4, height, width)
- * values; `resolution` its pixel size in metres; `withModel` adds an empty glTF model.
+ * values; `resolution` its pixel size in metres; `withModel` adds an empty glTF model. With `bands` 'rgbn' the four
+ * bands are red, green, blue and near infrared instead, named by their descriptions (Red, Green, Blue, NIR) as a
+ * multispectral camera's orthophoto names them.
  */
-export function orthophotoZip(dir: string, rgba: string, resolution: number, withModel = false): string {
+export function orthophotoZip(dir: string, rgba: string, resolution: number, withModel = false, bands: 'rgba' | 'rgbn' = 'rgba'): string {
   python(
     `import sys, subprocess, zipfile, numpy as np, rasterio
+from rasterio.enums import ColorInterp
 from rasterio.transform import from_origin
 d, engine, resolution = sys.argv[1], sys.argv[2], float(sys.argv[3])
 tif, mbtiles = f"{d}/odm_orthophoto.tif", f"{d}/odm_orthophoto.mbtiles"
 ${rgba}
+nir = sys.argv[5] == "rgbn"
 with rasterio.open(tif, "w", driver="GTiff", width=rgba.shape[2], height=rgba.shape[1], count=4, dtype="uint8",
                    crs="EPSG:32615", transform=from_origin(576000, 4565000, resolution, resolution), photometric="RGB",
-                   alpha="YES") as out:
+                   **({} if nir else {"alpha": "YES"})) as out:
     out.write(rgba)
+    if nir:
+        out.colorinterp = [ColorInterp.red, ColorInterp.green, ColorInterp.blue, ColorInterp.undefined]
+        for number, description in enumerate(["Red", "Green", "Blue", "NIR"], 1):
+            out.set_band_description(number, description)
 subprocess.run([engine, "tiles", tif, mbtiles], check=True, stdout=subprocess.DEVNULL)
 with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
     z.write(tif, "odm_orthophoto/odm_orthophoto.tif")
@@ -84,6 +92,7 @@ with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
     path.join(path.dirname(ENGINE_PYTHON), 'aeromap-engine'),
     String(resolution),
     withModel ? 'model' : 'none',
+    bands,
   );
   return path.join(dir, 'all.zip');
 }

@@ -1,8 +1,10 @@
-// The list of layers per task: a visibility checkbox, opacity, and for elevation models the colour ramp,
-// hillshade and legend.
+// The list of layers per task: a visibility checkbox, opacity, for elevation models the colour ramp, hillshade
+// and legend, and for the orthophoto its Plant Health section.
 import type { Task } from '../api.ts';
 import { LAYER_KINDS, type LayerKind, type LayerSettings, type TileJson, isElevation } from './layers.ts';
-import { RAMPS, legendTicks, rampByName, rampGradient } from './ramps.ts';
+import { Legend } from './legend.tsx';
+import { PlantPanel } from './plant-panel.tsx';
+import { RAMPS, rampByName, rampGradient } from './ramps.ts';
 
 export interface LayerEntry {
   tilejson?: TileJson;
@@ -93,28 +95,27 @@ function LayerControl({ task, kind, entry, onChange }: { task: Task; kind: Layer
                   Hillshade
                 </label>
               </div>
-              {entry.tilejson?.value_range && <Legend ramp={settings.ramp} range={entry.tilejson.value_range} />}
+              {entry.tilejson?.value_range && <ElevationLegend ramp={settings.ramp} range={entry.tilejson.value_range} />}
             </>
           )}
+          {kind === 'orthophoto' && <PlantPanel task={task} style={settings.plant} describedBy={`${id}-name`} onChange={(plant) => onChange({ plant })} />}
         </div>
       )}
     </div>
   );
 }
 
-function Legend({ ramp, range: [min, max] }: { ramp: string; range: [number, number] }) {
+function ElevationLegend({ ramp, range }: { ramp: string; range: [number, number] }) {
   const definition = rampByName(ramp);
-  const ticks = legendTicks(min, max, 5);
+  const [min, max] = range.map((value) => value.toFixed(1));
   return (
-    <figure class="map-legend" data-testid="legend">
-      <div class="map-legend-bar" style={{ background: rampGradient(definition) }} role="img" aria-label={`${definition.label} colour ramp from ${min.toFixed(1)} m to ${max.toFixed(1)} m`} />
-      <div class="map-legend-ticks" aria-hidden="true">
-        {ticks.map(({ value, at }) => (
-          <span key={value} style={{ left: `${at * 100}%` }}>{value}</span>
-        ))}
-      </div>
-      <figcaption class="muted">Elevation, m ({min.toFixed(1)} – {max.toFixed(1)})</figcaption>
-    </figure>
+    <Legend
+      gradient={rampGradient(definition)}
+      range={range}
+      description={`${definition.label} colour ramp from ${min} m to ${max} m`}
+      caption={`Elevation, m (${min} – ${max})`}
+      testId="legend"
+    />
   );
 }
 

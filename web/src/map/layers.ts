@@ -1,5 +1,6 @@
 // The map layers of a task, as the tile API offers them, and the tile URLs for a layer's current settings.
 import type { Task } from '../api.ts';
+import { type PlantStyle, plantQuery } from './plant.ts';
 import { DEFAULT_RAMP } from './ramps.ts';
 
 export type LayerKind = 'orthophoto' | 'dsm' | 'dtm';
@@ -25,11 +26,13 @@ export interface LayerSettings {
   opacity: number;
   ramp: string;
   hillshade: boolean;
+  /** Orthophoto only: drawn as a vegetation index (Plant Health) rather than in its own colours. */
+  plant: PlantStyle | null;
 }
 
 export function defaultSettings(kind: LayerKind): LayerSettings {
   // The orthophoto is what people open a map for; elevation layers would hide it, so they start hidden.
-  return { visible: kind === 'orthophoto', opacity: 1, ramp: DEFAULT_RAMP, hillshade: false };
+  return { visible: kind === 'orthophoto', opacity: 1, ramp: DEFAULT_RAMP, hillshade: false, plant: null };
 }
 
 export const isElevation = (kind: LayerKind) => kind !== 'orthophoto';
@@ -55,6 +58,8 @@ export function tileUrl(tilejson: TileJson, kind: LayerKind, settings: LayerSett
     if (tilejson.value_range) url.searchParams.set('rescale', tilejson.value_range.join(','));
     if (settings.hillshade) url.searchParams.set('hillshade', String(HILLSHADE_EXAGGERATION));
     else url.searchParams.delete('hillshade');
+  } else if (settings.plant) {
+    for (const [name, value] of Object.entries(plantQuery(settings.plant))) url.searchParams.set(name, value);
   }
   // URL encodes { and } of the template; MapLibre needs them literal.
   return url.toString().replace(/%7B/g, '{').replace(/%7D/g, '}');

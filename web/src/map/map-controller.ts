@@ -129,9 +129,8 @@ export class MapController {
     if (!this.map.getLayer(id)) return;
     this.map.setLayoutProperty(id, 'visibility', settings.visible ? 'visible' : 'none');
     this.map.setPaintProperty(id, 'raster-opacity', settings.opacity);
-    if (settings.ramp !== previous.ramp || settings.hillshade !== previous.hillshade) {
-      (this.map.getSource(id) as RasterTileSource).setTiles([tileUrl(tilejson, kind, settings)]);
-    }
+    const tiles = tileUrl(tilejson, kind, settings);
+    if (tiles !== tileUrl(tilejson, kind, previous)) (this.map.getSource(id) as RasterTileSource).setTiles([tiles]);
     this.touch();
   }
 

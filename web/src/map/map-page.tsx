@@ -101,11 +101,14 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
     });
   }
 
+  // Read from the ref, and written to it at once: a change may come from a request answered after other changes.
   function changeLayer(taskId: number, kind: LayerKind, change: Partial<LayerSettings>) {
-    const entry = layers[layerKey(taskId, kind)];
+    const key = layerKey(taskId, kind);
+    const entry = layersRef.current[key];
     if (!entry?.tilejson) return;
     const settings = { ...entry.settings, ...change };
     controller?.updateRaster(taskId, kind, entry.tilejson, settings, entry.settings);
+    layersRef.current = { ...layersRef.current, [key]: { ...entry, settings } };
     updateEntry(taskId, kind, { settings });
   }
 

@@ -41,6 +41,11 @@ export function legendTicks(min: number, max: number, count = 5): { value: numbe
   return ticks;
 }
 
+/** The legend's labels over [min, max]: legendTicks' values, with the unit when there is one ("30 °C"). */
+export function legendLabels(min: number, max: number, unit = '', count = 5): { text: string; at: number }[] {
+  return legendTicks(min, max, count).map(({ value, at }) => ({ text: unit ? `${value} ${unit}` : String(value), at }));
+}
+
 function niceStep(raw: number): number {
   const power = 10 ** Math.floor(Math.log10(raw));
   const fraction = raw / power;

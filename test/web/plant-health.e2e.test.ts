@@ -1,0 +1,135 @@
+// The map's Plant Health section in Chromium, against the real service and engine: a multispectral orthophoto
+// (red, green, blue and near infrared, named by their band descriptions) imported as a task; NDVI drawn with its
+// histogram; a formula the bands cannot feed refused in words; the range moved with the keys and by dragging a
+// handle, each time asking for new tiles. The screenshot goes to dist/screenshots.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
+import { type TestService, startService } from '../service/helpers.ts';
+import { TaskStatus, finished, imageForm, orthophotoZip, postForm, waitForTask } from '../service/taskhelpers.ts';
+import { accessibilityFailures, launchBrowser, openPage, screenshot } from './browser.ts';
+
+/**
+ * 100 m square at 0.5 m: crop in the west half (near infrared rising southwards: NDVI from 0.56 to 0.71), bare soil
+ * in the east half (NDVI from 0 to 0.14).
+ */
+const FIELD = `rows = np.linspace(0, 1, 200)[:, None]
+rgba = np.empty((4, 200, 200), np.uint8)
+rgba[:3, :, :100] = np.array([40, 120, 40], np.uint8)[:, None, None]
+rgba[3, :, :100] = (140 + 100 * rows).astype(np.uint8)
+rgba[:3, :, 100:] = np.array([120, 110, 90], np.uint8)[:, None, None]
+rgba[3, :, 100:] = np.random.default_rng(7).integers(120, 160, (200, 100))`;
+
+/** The rescale of a tile URL, such as "0.01,0.71". */
+const rescaleOf = (url: string) => new URL(url).searchParams.get('rescale');
+
+describe('plant health in Chromium', () => {
+  let t: TestService;
+  let work: string;
+  let browser: Browser;
+  let mapUrl: string;
+
+  beforeAll(async () => {
+    if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
+    t = await startService('sqlite');
+    work = await mkdtemp(path.join(tmpdir(), 'aeromap-web-plant-'));
+    const projectId = (await t.admin.post('/api/projects/', { name: 'Farm' })).body.id as number;
+    const zip = orthophotoZip(work, FIELD, 0.5, false, 'rgbn');
+    const imported = await postForm(t.admin, `/api/projects/${projectId}/tasks/import`, await imageForm([zip], { name: 'Multispectral flight' }, 'file'));
+    const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${imported.body.id}/`, finished);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    mapUrl = `${t.url}/map/project/${projectId}/task/${done.id}/`;
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  /** Waits for the orthophoto's tiles in a new range, then for the map to have drawn them; answers that range. */
+  async function newRange(page: Page, before: string | null, change: () => Promise<void>): Promise<string> {
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/orthophoto/tiles/') && rescaleOf(r.url()) !== before, { timeout: 15_000 }),
+      change(),
+    ]);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    return rescaleOf(response.url())!;
+  }
+
+  it('draws NDVI with its histogram, says why NDRE cannot be drawn, and redraws when the range moves', async () => {
+    const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
+    const tiles: { url: string; status: number }[] = [];
+    page.on('response', (r) => r.url().includes('/orthophoto/tiles/') && tiles.push({ url: r.url(), status: r.status() }));
+    await page.goto(mapUrl);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+
+    // Four colour bands: the section starts with NDVI, read in the orthophoto's own order (its band descriptions).
+    const first = await newRange(page, null, () => page.getByRole('checkbox', { name: 'Plant health' }).check());
+    const index = page.getByRole('combobox', { name: 'Index' });
+    expect(await index.inputValue()).toBe('NDVI');
+    await page.getByText('Normalized Difference Vegetation Index shows the amount of green vegetation.').waitFor();
+    expect(await page.getByRole('combobox', { name: 'Bands' }).locator('option').first().textContent()).toBe('Automatic (RGBN)');
+    await page.getByRole('img', { name: /^Histogram of NDVI/ }).waitFor();
+    expect(await page.getByRole('img', { name: /^Histogram of NDVI/ }).locator('rect').count()).toBe(255);
+    // The 2nd to 98th percentiles: the soil's lowest to the crop's highest NDVI.
+    const [low, high] = first.split(',').map(Number);
+    expect(low).toBeGreaterThanOrEqual(0);
+    expect(low).toBeLessThan(0.05);
+    expect(high).toBeGreaterThan(0.65);
+    expect(high).toBeLessThan(0.72);
+    const ndviTiles = tiles.filter(({ url }) => url.includes('formula=NDVI'));
+    expect(ndviTiles.length).toBeGreaterThan(0);
+    expect(ndviTiles.every(({ url }) => /bands=auto/.test(url) && /color_map=rdylgn/.test(url))).toBe(true);
+
+    // NDRE needs a red-edge band: refused in words, and the orthophoto goes back to its own colours.
+    await index.selectOption('NDRE');
+    await page.getByRole('alert').filter({ hasText: 'NDRE needs the Re band, which the orthophoto does not have (its bands are RGBN)' }).waitFor();
+    expect(await page.getByRole('img', { name: /^Histogram of/ }).count()).toBe(0);
+    expect(tiles.some(({ url }) => url.includes('formula=NDRE'))).toBe(false);
+    await screenshot(page, 'plant-health-refused-desktop');
+
+    // Back to NDVI, over the range first drawn (its tiles may come from the browser's cache); then the minimum moved
+    // by keys and the maximum by dragging, each a new range of new tiles.
+    await index.selectOption('NDVI');
+    await page.getByRole('img', { name: /^Histogram of NDVI/ }).waitFor();
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    const minimum = page.getByRole('slider', { name: 'Minimum' });
+    const maximum = page.getByRole('slider', { name: 'Maximum' });
+    const before = Number(await minimum.getAttribute('aria-valuenow'));
+    expect(before).toBeCloseTo(low, 2);
+    expect(Number(await maximum.getAttribute('aria-valuenow'))).toBeCloseTo(high, 2);
+    const keyed = await newRange(page, first, async () => {
+      await minimum.focus();
+      for (let i = 0; i < 3; i++) await minimum.press('PageUp');
+    });
+    const [keyedLow, keyedHigh] = keyed.split(',').map(Number);
+    expect(keyedLow).toBeGreaterThan(low + 0.05); // 30 bins, each 1/255 of the NDVI's 0 to 0.71
+    expect(keyedHigh).toBe(high);
+    expect(Number(await minimum.getAttribute('aria-valuenow'))).toBeGreaterThan(before);
+
+    const box = (await maximum.boundingBox())!;
+    const dragged = await newRange(page, keyed, async () => {
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width / 2 - 40, box.y + box.height / 2, { steps: 4 });
+      await page.mouse.up();
+    });
+    const [draggedLow, draggedHigh] = dragged.split(',').map(Number);
+    expect(draggedLow).toBe(keyedLow);
+    expect(draggedHigh).toBeLessThan(high - 0.05);
+    expect(Number(await maximum.getAttribute('aria-valuenow'))).toBeCloseTo(draggedHigh, 2);
+    expect(await page.getByTestId('plant-legend').locator('figcaption').textContent()).toMatch(/^NDVI \(0\.\d{3} – 0\.\d{3}\)$/);
+
+    expect(tiles.filter(({ url }) => rescaleOf(url) === dragged).length).toBeGreaterThan(0);
+    expect(tiles.filter(({ status }) => status !== 200 && status !== 304)).toEqual([]);
+    await screenshot(page, 'plant-health-desktop');
+    expect(await accessibilityFailures(page)).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});
