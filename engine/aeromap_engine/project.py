@@ -64,6 +64,12 @@ class Project:
         return self.root / "images.json"
 
     @property
+    def bands_file(self) -> Path:
+        """A multispectral survey's captures: every band's file of each, what each records of its radiometry
+        (bands/groups.py, bands/radiometry.py); absent for other surveys."""
+        return self.root / "bands.json"
+
+    @property
     def state_dir(self) -> Path:
         """Engine bookkeeping: stage completion markers and the options of the last successful run."""
         return self.root / ".aeromap"

@@ -21,8 +21,10 @@ describe("WebODM's presets", () => {
     expect(validateOptions(engineOptions, options)).toMatchObject({ ok: true });
   });
 
-  it('name only options the engine leaves to the multispectral work', () => {
-    expect(WEBODM_PRESETS.flatMap((preset) => unknownIn(preset.options))).toEqual(['radiometric-calibration']);
+  it('name only options the engine knows, the multispectral calibration included', () => {
+    expect(WEBODM_PRESETS.flatMap((preset) => unknownIn(preset.options))).toEqual([]);
+    expect(validateOptions(engineOptions, [{ name: 'radiometric-calibration', value: 'camera+sun' }])).toMatchObject({ ok: true });
+    expect(validateOptions(engineOptions, [{ name: 'radiometric-calibration', value: 'sun' }])).toMatchObject({ ok: false });
   });
 
   it('refuses at submission the values the engine would refuse when it runs', () => {

@@ -13,7 +13,7 @@ from types import TracebackType
 
 import numpy as np
 import rasterio
-from rasterio.enums import Resampling
+from rasterio.enums import ColorInterp, Resampling
 from rasterio.shutil import copy as gdal_copy
 from rasterio.transform import Affine
 from rasterio.windows import Window as RasterWindow
@@ -50,18 +50,21 @@ class RasterFormat:
 class TiledRaster:
     """Write a raster over `grid` one window at a time: `with TiledRaster(...) as out: out.write(window, a)`.
     RGBA rasters (alpha=True) get their fourth band marked as alpha; a JPEG-compressed COG cannot hold it, so
-    GDAL stores it as the transparency mask instead. `png`: also write a PNG copy there. `tags`: GDAL metadata
-    items to store in the file."""
+    GDAL stores it as the transparency mask instead; other counts with alpha (a multispectral camera's bands)
+    get their last band marked as alpha. `png`: also write a PNG copy there. `tags`: GDAL metadata items to store
+    in the file. `descriptions`: the bands' names."""
 
     def __init__(self, path: Path, grid: Grid, crs: str | None, offset: tuple[float, float], count: int,
                  dtype: str, fmt: RasterFormat, nodata: float | None = None, alpha: bool = False,
-                 png: Path | None = None, tags: dict[str, str] | None = None) -> None:
+                 png: Path | None = None, tags: dict[str, str] | None = None,
+                 descriptions: list[str] | None = None) -> None:
         self.path, self.grid, self.fmt, self.dtype, self.png, self.tags = path, grid, fmt, dtype, png, tags or {}
+        self.descriptions, self.alpha = descriptions or [], alpha
         self._profile = {"driver": "GTiff", "width": grid.width, "height": grid.height, "count": count,
                          "dtype": dtype, "crs": crs, "transform": transform(grid, offset), "nodata": nodata,
                          "tiled": True, "blockxsize": BLOCK, "blockysize": BLOCK, "compress": "LZW",
                          "BIGTIFF": "IF_SAFER"}
-        if alpha:
+        if alpha and count == 4:
             self._profile.update({"photometric": "RGB", "alpha": "YES"})
         self._tmpdir: tempfile.TemporaryDirectory | None = None
         self._dataset = None
@@ -72,6 +75,11 @@ class TiledRaster:
         self._scratch = Path(self._tmpdir.name) / "tiles.tif"
         self._dataset = rasterio.open(self._scratch, "w", **self._profile)
         self._dataset.update_tags(**self.tags)  # GDAL's copy carries them over
+        for number, description in enumerate(self.descriptions, start=1):
+            self._dataset.set_band_description(number, description)
+        count = self._profile["count"]
+        if self.alpha and count != 4:  # bands of a multispectral camera, then alpha
+            self._dataset.colorinterp = [ColorInterp.gray] + [ColorInterp.undefined] * (count - 2) + [ColorInterp.alpha]
         return self
 
     def write(self, window: Window, values: np.ndarray) -> None:

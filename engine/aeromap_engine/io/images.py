@@ -137,6 +137,16 @@ def read_scaled(path: Path, scale: float, levels: Levels | None = None) -> np.nd
     return to_8bit(read_stored(path, scale), levels, path.name)
 
 
+def read_band(path: Path) -> np.ndarray:
+    """A single-band photograph's values (h, w) at full resolution in its own sample type: one band of a
+    multispectral capture, its digital numbers untouched (bands/radiometry.py calibrates them)."""
+    try:
+        with rasterio.open(path) as source:
+            return source.read(1)
+    except RasterioIOError as exc:
+        raise InputError(f"Cannot read image {path.name} ({exc})") from None
+
+
 def load_levels(path: Path) -> Levels | None:
     """The levels the dataset stage wrote, or None when every photograph is 8-bit."""
     values = read_json(path)

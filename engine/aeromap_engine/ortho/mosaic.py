@@ -45,13 +45,14 @@ class Mosaic:
     _weights: list[np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
-        h, w = self.shape
-        bands = len(self.settings.ramps)
-        self._sums = [np.zeros((h, w, 3), np.float32) for _ in range(bands)]
-        self._weights = [np.zeros((h, w), np.float32) for _ in range(bands)]
+        self._sums = []
+        self._weights = [np.zeros(self.shape, np.float32) for _ in self.settings.ramps]
 
     def add(self, colour: np.ndarray, valid: np.ndarray, labels: np.ndarray, label: int) -> None:
-        """One view's colours over the tile (valid where it sees the cell), owning the cells labelled `label`."""
+        """One view's colours (h, w, channels: RGB, or a multispectral capture's bands) over the tile (valid where
+        it sees the cell), owning the cells labelled `label`."""
+        if not self._sums:
+            self._sums = [np.zeros((*self.shape, colour.shape[2]), np.float32) for _ in self.settings.ramps]
         mask = valid.astype(np.float32)
         distance = seam_distance(labels, label)
         for band, ramp, (sum_, weight) in zip(self._bands(colour, mask), self.settings.ramps,
@@ -71,12 +72,12 @@ class Mosaic:
         return [finer - coarser for finer, coarser in zip(lows, lows[1:])] + [lows[-1]]
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
-        """RGB (uint8) and coverage (bool) of the blended tile."""
+        """The blended colours (h, w, channels, float32; 0 where nothing covers) and coverage (bool) of the
+        tile."""
         covered = np.logical_and.reduce([weight > 0 for weight in self._weights])
-        rgb = np.zeros((*self.shape, 3), np.float32)
+        values = np.zeros_like(self._sums[0])
         with np.errstate(invalid="ignore", divide="ignore"):
             for sum_, weight in zip(self._sums, self._weights):
-                rgb += np.nan_to_num(sum_ / weight[..., None])
-        rgb = np.clip(rgb, 0, 255).astype(np.uint8)
-        rgb[~covered] = 0
-        return rgb, covered
+                values += np.nan_to_num(sum_ / weight[..., None])
+        values[~covered] = 0
+        return values, covered

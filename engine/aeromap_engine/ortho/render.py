@@ -89,16 +89,16 @@ def reduced(values: np.ndarray, factor: int) -> np.ndarray:
     return cv2.resize(padded, (padded.shape[1] // factor, padded.shape[0] // factor), interpolation=cv2.INTER_AREA)
 
 
-def tile_labels(candidates: list[Candidate], colours: list[np.ndarray], inside: np.ndarray,
+def tile_labels(candidates: list[Candidate], guides: list[np.ndarray], inside: np.ndarray,
                 settings: SeamSettings) -> np.ndarray:
     """Per pixel of the tile, the index of the candidate that colours it (-1 outside the area): seams placed on
-    a grid `factor` times coarser where the views agree, the nearest-nadir view kept along the tile's rim so
+    a grid `factor` times coarser where the views' guides (their colours in [0, 1]) agree, the nearest-nadir view kept along the tile's rim so
     that neighbouring tiles meet on the same views, and wherever the coarse choice cannot see the pixel."""
     costs = seam_costs(candidates, inside, settings)
     nadir = np.argmin(costs, axis=0)
     f = settings.factor
     coarse_costs = np.stack([reduced(c, f) for c in costs])
-    coarse_colours = np.stack([reduced(c.astype(np.float32) / 255, f) for c in colours])
+    coarse_colours = np.stack([reduced(g, f) for g in guides])
     rim = np.ones(coarse_costs.shape[1:], bool)
     rim[1:-1, 1:-1] = False
     coarse = place_seams(coarse_costs, coarse_colours, rim, settings)
@@ -115,10 +115,11 @@ def tile_labels(candidates: list[Candidate], colours: list[np.ndarray], inside: 
 def render_tile(grid: Grid, core: Window, padded: Window, surface_model: SurfaceModel, views: list[View],
                 scales: dict[str, float], images: ViewImages, area: SurveyArea,
                 settings: SeamSettings) -> tuple[np.ndarray, np.ndarray]:
-    """RGBA (4, h, w) of one tile, and the index in `views` of the view that colours each pixel (-1 where
+    """The tile's colours and alpha (RGBA uint8 (4, h, w); for a multispectral survey its bands as float32 and
+    alpha 0 or 255, (bands + 1, h, w)), and the index in `views` of the view that colours each pixel (-1 where
     none)."""
     core_grid = grid.sub(core)
-    rgba = np.zeros((4, core.height, core.width), np.uint8)
+    rgba = np.zeros((images.channels + 1, core.height, core.width), images.dtype)
     sources = np.full((core.height, core.width), -1, np.int32)
     inside = area.covered_cells(core_grid)
     if not inside.any():
@@ -160,8 +161,9 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
         map_y = np.full(inside.shape, -1, np.float32)
         map_x[inside] = candidate.spread((candidate.u + 0.5) * sx - 0.5, -1)
         map_y[inside] = candidate.spread((candidate.v + 0.5) * sy - 0.5, -1)
-        colours.append(cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT))
-    labels = tile_labels(candidates, colours, inside, settings)
+        colours.append(images.as_channels(cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR,
+                                                     borderMode=cv2.BORDER_CONSTANT)))
+    labels = tile_labels(candidates, [images.guide(c) for c in colours], inside, settings)
 
     mosaic = Mosaic(inside.shape)
     for number, (candidate, colour) in enumerate(zip(candidates, colours)):
@@ -170,11 +172,12 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
             continue
         valid = np.zeros(inside.shape, bool)
         valid[inside] = candidate.spread(candidate.sees, False)
-        mosaic.add(colour[:, :, ::-1].astype(np.float32), valid | own, labels, number)
+        finite = np.isfinite(colour).all(axis=2)  # a band's frame may end short of the primary's
+        mosaic.add(np.nan_to_num(colour), (valid | own) & finite, labels, number)
         sources[own] = views.index(candidate.view)
-    rgb, covered = mosaic.result()
-    rgba[:3] = rgb.transpose(2, 0, 1)
-    rgba[3] = np.where(covered & inside, 255, 0)
-    rgba[:3, rgba[3] == 0] = 0
+    values, covered = mosaic.result()
+    rgba[:-1] = images.to_output(values).transpose(2, 0, 1)
+    rgba[-1] = np.where(covered & inside, 255, 0)
+    rgba[:-1, rgba[-1] == 0] = 0
     sources[rgba[3] == 0] = -1
     return rgba, sources

@@ -7,6 +7,10 @@ replaces the photographs' own positions.
 When any photograph is not 8-bit (thermal and multispectral cameras, 16-bit exports), the dataset's levels, one
 linear stretch to 8 bits for all of them (see io/images.py), are set here from a sample of every photograph's
 pixels and written for the stages that read pixels; the uniform-frame check sees the stretched values.
+
+Photographs that are the bands of multispectral captures (bands/groups.py) are grouped: the geometry is solved on
+the primary band's photographs alone (images.json), and bands.json records every capture's band files and what
+each records of its radiometry, for the orthophoto.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import numpy as np
 from PIL import UnidentifiedImageError
 
 from ..atomic_files import write_json
+from ..bands.groups import AUTO, BandSurvey, band_of, group_bands
+from ..bands.radiometry import Radiometry
 from ..errors import InputError
 from ..geo import WGS84, crs_name, transform, utm_crs
 from ..io.exif import captured_stretch, exif_tags, photo_from_metadata, xmp_packet, xmp_tags
@@ -36,7 +42,11 @@ if TYPE_CHECKING:
     from ..pipeline import StageContext
     from ..project import Project
 
-OPTIONS: list[Option] = []
+OPTIONS: list[Option] = [
+    Option("primary-band", "string", AUTO, "The band of a multispectral camera the geometry is solved on (Blue, "
+           "Green, Red, RedEdge, NIR); the other bands are aligned to it. auto: green, else red, else NIR.",
+           "dataset"),
+]
 WEIGHT = 0.3  # reading metadata takes a few percent of a run
 
 # Standard deviation (grey levels) below which a photograph, seen at 1/8 scale, is taken as a uniform frame.
@@ -56,6 +66,8 @@ class Inspection:
     layout: Layout
     sample: np.ndarray  # (n, 1, 3) BGR pixels at 1/8 scale, in the stored sample type
     stretch: float | None  # how many times taller for its width than captured (io/exif.py captured_stretch)
+    band: tuple[str, str] | None  # (band, capture) of one band of a multispectral capture
+    radiometry: Radiometry
 
 
 def inspect_image(path: Path) -> Inspection:
@@ -71,8 +83,10 @@ def inspect_image(path: Path) -> Inspection:
         raise ValueError("not a readable image (unknown format)")
     if min(layout.width, layout.height) < MIN_SIDE:
         raise ValueError(f"too small ({layout.width}x{layout.height} px)")
-    photo = photo_from_metadata(path.name, layout.width, layout.height, tags, xmp_tags(xmp_packet(data)))
-    return Inspection(photo, layout, pixel_sample(stored), captured_stretch(layout.width, layout.height, tags))
+    xmp = xmp_tags(xmp_packet(data))
+    photo = photo_from_metadata(path.name, layout.width, layout.height, tags, xmp)
+    return Inspection(photo, layout, pixel_sample(stored), captured_stretch(layout.width, layout.height, tags),
+                      band_of(path.name, xmp), Radiometry.of(tags, xmp))
 
 
 def pixel_sample(image: np.ndarray, count: int = SAMPLE_PIXELS) -> np.ndarray:
@@ -128,6 +142,10 @@ def run(ctx: "StageContext") -> None:
                 rejected[path.name] = outcome
                 log.warning("Skipping %s: %s", path.name, outcome)
             ctx.progress(0.9 * (i + 1) / max(1, len(files)))
+    survey = group_bands({i.photo.filename: i.band for i in readable}, ctx.options.primary_band)
+    every_band = {i.photo.filename: i for i in readable}
+    if survey is not None:
+        readable = [i for i in readable if i.photo.filename in survey.captures]
     usable: list[Inspection] = []
     levels = levels_of(readable)
     for inspection in readable:
@@ -144,6 +162,7 @@ def run(ctx: "StageContext") -> None:
     _record_levels(project, levels, usable)
     warn_stretched(usable)
     photos = [i.photo for i in usable]
+    _record_bands(project, survey, every_band, {p.filename for p in photos})
 
     if project.geo_file.exists():
         try:
@@ -197,6 +216,22 @@ def _record_levels(project: "Project", levels: Levels | None, usable: list[Inspe
     if bands:
         log.info("Images with more than three bands (%s): the first three are used as red, green and blue",
                  _tally(bands))
+
+
+def _record_bands(project: "Project", survey: BandSurvey | None, inspections: dict[str, Inspection],
+                  usable: set[str]) -> None:
+    """Write bands.json for a multispectral survey (its captures whose primary photograph is usable), remove that
+    of an earlier dataset otherwise."""
+    if survey is None:
+        project.bands_file.unlink(missing_ok=True)
+        return
+    captures = {name: files for name, files in survey.captures.items() if name in usable}
+    radiometry = {file: inspections[file].radiometry.to_json() for files in captures.values()
+                  for file in files.values()}
+    write_json(project.bands_file, {**BandSurvey(survey.primary, survey.bands, captures).to_json(),
+                                    "radiometry": radiometry})
+    log.info("Multispectral captures: %d of bands %s; the geometry is solved on %s", len(captures),
+             ", ".join(survey.bands), survey.primary)
 
 
 def _tally(counts: Counter) -> str:

@@ -10,6 +10,10 @@ of the surveyed area are rendered, and a tile asks only the views whose frame, c
 each pixel) and, with orthophoto-png, odm_orthophoto/odm_orthophoto.png; with orthophoto-kmz,
 odm_orthophoto/odm_orthophoto.kmz (Google Earth); with orthophoto-cutline, odm_orthophoto/cutline.gpkg (the polygon
 the orthophoto is cut to: the surveyed area, cropped). With skip-orthophoto, none of them.
+
+A multispectral survey's orthophoto holds every band (float32, named Green, Red, RedEdge, NIR, ... as ODM names
+them) and alpha: each capture's bands calibrated by radiometric-calibration and aligned to the primary band by
+the rig's homographies (bands/), unless skip-band-alignment.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ import numpy as np
 import pycolmap
 
 from .. import photometry
+from ..atomic_files import read_json
+from ..bands.radiometry import CALIBRATIONS
+from ..bands.stack import BandStack
 from ..cloud.area import SurveyArea
 from ..cloud.tiled import TiledCloud
 from ..crs_offset import Georef
@@ -66,6 +73,12 @@ OPTIONS: list[Option] = [
            "orthophoto's CRS.", "odm_orthophoto"),
     Option("skip-orthophoto", "bool", False, "Do not make an orthophoto (nor its tiles, KMZ or cutline).",
            "odm_orthophoto"),
+    Option("radiometric-calibration", "enum", "none", "Multispectral surveys: none keeps each band's digital "
+           "numbers; camera corrects them for black level, gain, exposure and vignetting, on the survey's typical "
+           "sunlight; camera+sun divides by the sunlight sensor's irradiance of each capture as well, giving "
+           "reflectance.", "odm_orthophoto", choices=CALIBRATIONS),
+    Option("skip-band-alignment", "bool", False, "Multispectral surveys: do not align the bands to the primary "
+           "band (use when the camera aligns them itself).", "odm_orthophoto"),
     Option("build-overviews", "bool", False, "Add overviews (reduced copies for fast display) to the orthophoto "
            "when it is a plain GeoTIFF; a Cloud-Optimized GeoTIFF always has them.", "odm_orthophoto"),
 ]
@@ -123,6 +136,43 @@ def tile_workers(concurrency: int, tiles: int) -> int:
                                  TILE_WORKING_BYTES + IMAGE_CACHE_BYTES // max(1, concurrency))
 
 
+def band_stack(ctx: "StageContext") -> BandStack | None:
+    """A multispectral survey's bands, calibrated as asked and aligned (logged); None for other surveys."""
+    document = read_json(ctx.project.bands_file)
+    if document is None:
+        return None
+    options = ctx.options
+    stack = BandStack.load(ctx.project.images_dir, document, options.radiometric_calibration)
+    stack.measure_unit()
+    if options.radiometric_calibration == "camera+sun" and stack.reference is None:
+        log.warning("radiometric-calibration camera+sun: the photographs record no sunlight sensor irradiance, so "
+                    "the bands are calibrated for the camera alone")
+    if options.skip_band_alignment:
+        log.info("skip-band-alignment: the bands are taken as aligned by the camera")
+        return stack
+    found = stack.align()
+    for band, alignment in found.items():
+        if alignment is None:
+            log.warning("Band %s could not be aligned to %s (its gradients do not correlate): it is used as the "
+                        "camera frames it", band, stack.survey.primary)
+        else:
+            log.info("Band %s aligned to %s (gradient correlation %.2f)", band, stack.survey.primary,
+                     alignment.correlation)
+    ctx.project.update_stats("bands", {"primary": stack.survey.primary, "bands": list(stack.survey.bands),
+                                       "calibration": options.radiometric_calibration,
+                                       "alignment": {band: round(a.correlation, 3) if a else None
+                                                     for band, a in found.items()}})
+    return stack
+
+
+def multispectral_format(fmt: RasterFormat) -> RasterFormat:
+    """JPEG cannot hold float32 bands: DEFLATE instead."""
+    if fmt.compress != "JPEG":
+        return fmt
+    log.warning("orthophoto-compression JPEG cannot hold a multispectral orthophoto's float32 bands: DEFLATE is used")
+    return RasterFormat("DEFLATE", fmt.cog, fmt.overviews)
+
+
 def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     png = project.orthophoto("png")
@@ -149,15 +199,20 @@ def run(ctx: "StageContext") -> None:
     tiles = serpentine(list(area.tiles(grid, TILE, int(np.ceil(OCCLUSION_MARGIN / resolution)))))
     workers = tile_workers(options.max_concurrency, len(tiles))
     corrections = photometry.applied(project.photometry_file, options.photometric_correction)
+    stack = band_stack(ctx)
     images = ViewImages(project.images_dir, load_levels(project.radiometry_file), corrections,
-                        IMAGE_CACHE_BYTES // workers)
+                        IMAGE_CACHE_BYTES // workers, stack)
+    if stack is not None:
+        fmt = multispectral_format(fmt)
     frames = cast_frames(model)
     job = TileJob(grid, surface_model, model.views, footprints(frames), scales, images, area)
     log.info("Orthophoto: %d tiles in %d process%s", len(tiles), workers, "es" if workers > 1 else "")
     names = [view.name for view in model.views]
     covered = 0
-    with TiledRaster(project.orthophoto(), grid, georef.crs, georef.offset, 4, "uint8", fmt, alpha=True,
-                     png=png if options.orthophoto_png else None) as out, \
+    png_wanted = options.orthophoto_png and stack is None
+    with TiledRaster(project.orthophoto(), grid, georef.crs, georef.offset, images.channels + 1,
+                     np.dtype(images.dtype).name, fmt, alpha=True, png=png if png_wanted else None,
+                     descriptions=list(stack.survey.bands) if stack is not None else None) as out, \
             TiledRaster(project.orthophoto_sources, grid, georef.crs, georef.offset, 1, "uint16",
                         RasterFormat("DEFLATE", cog=False), nodata=NO_SOURCE,
                         tags={"images": json.dumps(names)}) as sources_out, \
@@ -171,7 +226,10 @@ def run(ctx: "StageContext") -> None:
             ctx.progress(0.95 * (n + 1) / len(tiles))
         coverage = measure_coverage(covered * resolution**2, area, ground_outlines(model, frames), resolution)
         check_coverage(coverage)  # inside the writers: a refused orthophoto is never written
-    if options.orthophoto_kmz:
+    if stack is not None and (options.orthophoto_png or options.orthophoto_kmz):
+        log.warning("orthophoto-png and orthophoto-kmz are made of 8-bit colour: not for this multispectral "
+                    "orthophoto of %s bands", np.dtype(images.dtype).name)
+    elif options.orthophoto_kmz:
         write_kmz(project.orthophoto(), project.orthophoto("kmz"))
     if options.orthophoto_cutline:
         write_polygons(project.orthophoto_cutline, "cutline", area.geometry(georef.offset), georef.crs)

@@ -30,14 +30,15 @@ class Lens:
     k2: float = 0.0
     p1: float = 0.0
     p2: float = 0.0
+    centre_offset: tuple[float, float] = (0.0, 0.0)  # the principal point's offset from the frame's centre, px
 
     @property
     def cx(self) -> float:
-        return (self.width - 1) / 2.0
+        return (self.width - 1) / 2.0 + self.centre_offset[0]
 
     @property
     def cy(self) -> float:
-        return (self.height - 1) / 2.0
+        return (self.height - 1) / 2.0 + self.centre_offset[1]
 
     def distort(self, xn: np.ndarray, yn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Normalised undistorted coordinates (X/Z, Y/Z) to normalised distorted ones."""

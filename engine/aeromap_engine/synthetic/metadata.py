@@ -111,14 +111,24 @@ def exif_for(spec: SurveySpec, lens: Lens, photo: Photograph) -> Image.Exif:
     return exif
 
 
+def tiff_tags(exif: Image.Exif, xmp: str) -> dict[int, object]:
+    """EXIF (its Exif and GPS directories nested) and XMP as the tags of a TIFF, as Pillow writes them."""
+    tags: dict[int, object] = dict(exif.items())
+    tags[ExifTags.IFD.Exif] = dict(exif.get_ifd(ExifTags.IFD.Exif))
+    tags[ExifTags.IFD.GPSInfo] = dict(exif.get_ifd(ExifTags.IFD.GPSInfo))
+    tags[700] = xmp.encode("utf-8")  # XMLPacket
+    return tags
+
+
 def _rationals(value: float) -> tuple[IFDRational, IFDRational, IFDRational]:
     degrees, minutes, micro = _dms(value)
     return IFDRational(degrees, 1), IFDRational(minutes, 1), IFDRational(micro, 10**6)
 
 
-def dji_xmp(spec: SurveySpec, site: Site, photo: Photograph) -> str:
+def dji_xmp(spec: SurveySpec, site: Site, photo: Photograph, extra: dict[str, str] | None = None) -> str:
     """DJI's XMP packet: gimbal and aircraft angles (degrees; gimbal pitch -90 looks straight down; yaw clockwise
-    from true north) and the heights, signed with two decimals as DJI writes them."""
+    from true north) and the heights, signed with two decimals as DJI writes them; `extra` properties after them
+    (a multispectral camera's band and radiometry)."""
     pose = photo.pose
     lon, lat, alt = photo.gps
     gimbal_yaw = _wrap(pose.yaw_deg + site.grid_north_azimuth_deg)
@@ -131,7 +141,7 @@ def dji_xmp(spec: SurveySpec, site: Site, photo: Photograph) -> str:
         "drone-dji:GimbalYawDegree": f"{gimbal_yaw:+.2f}",
         "drone-dji:GimbalPitchDegree": f"{pose.pitch_deg - 90.0:+.2f}",
         "drone-dji:FlightRollDegree": "+0.00", "drone-dji:FlightYawDegree": f"{flight_yaw:+.2f}",
-        "drone-dji:FlightPitchDegree": "+0.00",
+        "drone-dji:FlightPitchDegree": "+0.00", **(extra or {}),
     }
     lines = "\n".join(f'   {key}="{value}"' for key, value in attributes.items())
     return ('<?xpacket begin="\ufeff" id="W5M0MpCehiHzreSzNTczkc9d"?>\n'
@@ -141,6 +151,7 @@ def dji_xmp(spec: SurveySpec, site: Site, photo: Photograph) -> str:
             '   xmlns:tiff="http://ns.adobe.com/tiff/1.0/"\n'
             '   xmlns:dc="http://purl.org/dc/elements/1.1/"\n'
             '   xmlns:drone-dji="http://www.dji.com/drone-dji/1.0/"\n'
+            '   xmlns:Camera="http://pix4d.com/camera/1.0/"\n'
             f"{lines}>\n"
             "  </rdf:Description>\n"
             " </rdf:RDF>\n"

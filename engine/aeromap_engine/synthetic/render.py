@@ -213,7 +213,7 @@ def sample_albedo(texture: Texture, x: np.ndarray, y: np.ndarray, footprint: np.
     l0 = np.floor(lod).astype(np.int64)
     l1 = np.minimum(l0 + 1, last)
     frac = lod - l0
-    colour = np.zeros((len(x), 3), dtype=np.float64)
+    colour = np.zeros((len(x), texture.albedo.shape[2]), dtype=np.float64)
     for k, level in enumerate(texture.levels):
         size = texture.cell * 2 ** k
         for sel, weight in ((l0 == k, 1.0 - frac), (l1 == k, frac)):
@@ -285,11 +285,13 @@ def _blend_walls(model: RenderModel, points: np.ndarray, directions: np.ndarray,
 
 def render(model: RenderModel, lens: Lens, pose: Pose, camera_rays: np.ndarray | None = None,
            readout_motion: np.ndarray | None = None) -> np.ndarray:
-    """The linear image (height, width, 3) float32 a camera at pose sees; camera_rays, when given, are
+    """The linear image (height, width, channels of the texture: RGB, or a multispectral scene's bands) float32 a
+    camera at pose sees; camera_rays, when given, are
     lens.pixel_rays() computed once for many poses. readout_motion: how far a rolling shutter's camera moves
     while the sensor is read top row to bottom row (world frame, metres), the middle row at the pose."""
     rays = lens.pixel_rays() if camera_rays is None else camera_rays
-    out = np.empty((len(rays), 3), dtype=np.float32)
+    channels = model.texture.albedo.shape[2]
+    out = np.empty((len(rays), channels), dtype=np.float32)
     rows_per_chunk = max(1, min(CHUNK // lens.width, ROLLING_BAND_ROWS if readout_motion is not None else lens.height))
     chunk = rows_per_chunk * lens.width
     for start in range(0, len(rays), chunk):
@@ -301,7 +303,7 @@ def render(model: RenderModel, lens: Lens, pose: Pose, camera_rays: np.ndarray |
         t = intersect(model.field, model.pyramid, centre, directions)
         points = centre + t[:, None] * directions
         out[start:start + chunk] = surface_colour(model, points, directions, t / lens.focal_px)
-    return out.reshape(lens.height, lens.width, 3)
+    return out.reshape(lens.height, lens.width, channels)
 
 
 def to_photograph(linear: np.ndarray, rng: np.random.Generator, exposure: float = 1.0,

@@ -54,6 +54,18 @@ def write_orthophoto(path: Path, rgb: np.ndarray, size_m: float, site: Site) -> 
         dataset.write(np.moveaxis(_north_up(rgb), 2, 0))
 
 
+def write_bands(path: Path, values: np.ndarray, size_m: float, site: Site, descriptions: list[str]) -> None:
+    """(rows, cols, bands) values over the scene, north up, each band named."""
+    rows, cols, count = values.shape
+    transform = _north_up_transform(site.origin[0], site.origin[1] + size_m, size_m / cols)
+    profile = {"driver": "GTiff", "width": cols, "height": rows, "count": count, "dtype": values.dtype.name,
+               "crs": site.crs, "transform": transform, "tiled": True, "compress": "deflate", "zlevel": 1}
+    with rasterio.open(path, "w", **profile) as dataset:
+        dataset.write(np.moveaxis(_north_up(values), 2, 0))
+        for number, description in enumerate(descriptions, start=1):
+            dataset.set_band_description(number, description)
+
+
 def halve(rgb: np.ndarray) -> np.ndarray:
     rows, cols = rgb.shape[0] // 2 * 2, rgb.shape[1] // 2 * 2
     blocks = rgb[:rows, :cols].reshape(rows // 2, 2, cols // 2, 2, 3).astype(np.uint16)

@@ -4,7 +4,9 @@ reprojected once with GDAL. Used for the pyramid's blocks and for single tiles i
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -131,11 +133,52 @@ def warp_values(src: rasterio.io.DatasetReader, numbers: Sequence[int], bounds: 
     return out
 
 
+# The bands an orthophoto that is not 8-bit colour (a multispectral camera's) is shown in: its visible bands,
+# else a false-colour composite of near infrared, red and green, else its first band as grey.
+_DISPLAY_ORDERS = (("R", "G", "B"), ("N", "R", "G"))
+
+
+def display_bands(raster: RasterBands) -> list[int]:
+    for order in _DISPLAY_ORDERS:
+        if all(letter in raster.letters for letter in order):
+            return [raster.numbers[raster.letters.index(letter)] for letter in order]
+    return [raster.numbers[0]] * 3
+
+
+@functools.lru_cache(maxsize=16)
+def _display_range(path: str, modified: float) -> tuple[tuple[float, float], ...]:
+    """Per display band, the 2nd and 98th percentiles over a preview of the whole raster (cached per file)."""
+    with rasterio.open(path) as src:
+        return tuple(value_range(band) for band in preview(src, display_bands(raster_bands(src)), 512))
+
+
+def is_colour(src: rasterio.io.DatasetReader) -> bool:
+    """Whether the raster is an 8-bit colour orthophoto: red, green, blue and perhaps alpha."""
+    interpretations = [interpretation.name for interpretation in src.colorinterp]
+    return (src.dtypes[0] == "uint8" and interpretations[:3] == ["red", "green", "blue"]
+            and interpretations[3:] in ([], ["alpha"]))
+
+
+def warp_display(src: rasterio.io.DatasetReader, bounds: Bounds, size: int, pad: int = 0) -> np.ndarray:
+    """(H, W, 4) RGBA uint8 of an orthophoto that is not 8-bit colour (a multispectral camera's bands, grey): its
+    display bands stretched over their range across the whole raster, so that neighbouring tiles match."""
+    ranges = _display_range(src.name, os.path.getmtime(src.name))
+    values = warp_values(src, display_bands(raster_bands(src)), bounds, size, pad)
+    rgba = np.zeros((*values.shape[1:], 4), np.uint8)
+    for k, (band, (low, high)) in enumerate(zip(values, ranges)):
+        scaled = (band - np.float32(low)) * np.float32(255 / max(high - low, 1e-12))
+        rgba[..., k] = np.nan_to_num(np.clip(scaled, 0, 255), nan=0)
+    rgba[..., 3] = np.where(np.isfinite(values).all(axis=0), 255, 0)
+    return rgba
+
+
 def warp(src: rasterio.io.DatasetReader, elevation: bool, bounds: Bounds, size: int, pad: int = 0) -> np.ndarray:
     """The raster over EPSG:3857 bounds drawn on size x size pixels, with `pad` more on each side: float32 heights
     (NaN where there are none) for an elevation model, else (H, W, 4) RGBA uint8."""
     if elevation:
         return warp_values(src, [1], bounds, size, pad)[0]
+    if not is_colour(src):
+        return warp_display(src, bounds, size, pad)
     at = _footprint(src, bounds, size, pad)
     out = np.zeros((4, at.full, at.full), dtype=np.uint8)
     if at.window is None:

@@ -1,0 +1,93 @@
+"""Which photographs are bands of one capture. Multispectral cameras write a file per band: the band is named in
+XMP (`Camera:BandName`, as DJI, MicaSense and Parrot write it) or by the file name's suffix (Mavic 3M `_MS_G`,
+`_MS_R`, `_MS_RE`, `_MS_NIR`; Sequoia `_GRE`, `_RED`, `_REG`, `_NIR`; MicaSense `_1` to `_6`), and the capture by
+an XMP capture id or else by the name without its band suffix. Pure: names and tags in, groups out."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from ..errors import InputError
+
+# Canonical band names, in wavelength order (the orthophoto's band order), as ODM describes bands.
+BAND_ORDER = ("Blue", "Green", "Red", "RedEdge", "NIR", "LWIR")
+_ALIASES = {"blue": "Blue", "b": "Blue", "green": "Green", "gre": "Green", "g": "Green", "red": "Red", "r": "Red",
+            "rededge": "RedEdge", "red edge": "RedEdge", "red_edge": "RedEdge", "reg": "RedEdge", "re": "RedEdge",
+            "nir": "NIR", "near infrared": "NIR", "near-infrared": "NIR", "lwir": "LWIR", "thermal": "LWIR"}
+# File-name suffixes of the cameras' per-band files, and MicaSense's numbered bands (RedEdge-M/MX, Altum).
+_SUFFIX = re.compile(r"^(?P<capture>.+?)_(?:MS_)?(?P<band>G|R|RE|NIR|GRE|RED|REG)$", re.IGNORECASE)
+_MICASENSE = re.compile(r"^(?P<capture>IMG_\d+)_(?P<band>[1-6])$", re.IGNORECASE)
+_MICASENSE_BANDS = {"1": "Blue", "2": "Green", "3": "Red", "4": "NIR", "5": "RedEdge", "6": "LWIR"}
+_CAPTURE_TAGS = ("Camera:CaptureUUID", "drone-dji:CaptureUUID", "MicaSense:CaptureId", "Camera:CaptureId")
+AUTO = "auto"
+
+
+def canonical_band(name: str) -> str | None:
+    """The canonical name of a band as cameras write it ("NIR", "Red edge", "GRE"), None for others."""
+    return _ALIASES.get(name.strip().lower())
+
+
+def band_of(filename: str, xmp: dict[str, str]) -> tuple[str, str] | None:
+    """(band, capture) of a photograph that is one band of a multispectral capture, None for others (an RGB
+    photograph says no band name and has no band suffix)."""
+    stem = PurePath(filename).stem
+    capture = next((xmp[tag] for tag in _CAPTURE_TAGS if xmp.get(tag)), None)
+    named = canonical_band(xmp.get("Camera:BandName", ""))
+    suffix = _SUFFIX.match(stem)
+    numbered = _MICASENSE.match(stem)
+    by_name = (canonical_band(suffix["band"]), suffix["capture"]) if suffix else \
+        (_MICASENSE_BANDS[numbered["band"]], numbered["capture"]) if numbered else None
+    if named is None and by_name is None:
+        return None
+    band = named or by_name[0]
+    return band, capture or (by_name[1] if by_name else stem)
+
+
+@dataclass(frozen=True)
+class BandSurvey:
+    """The captures of a multispectral survey: the band the geometry is solved on and, per capture (named by its
+    primary band's file), the file of every band."""
+
+    primary: str
+    bands: tuple[str, ...]  # in BAND_ORDER
+    captures: dict[str, dict[str, str]]  # primary file -> band -> file
+
+    def to_json(self) -> dict:
+        return {"primary": self.primary, "bands": list(self.bands), "captures": self.captures}
+
+    @staticmethod
+    def from_json(data: dict) -> "BandSurvey":
+        return BandSurvey(data["primary"], tuple(data["bands"]), data["captures"])
+
+
+def choose_primary(bands: list[str], asked: str) -> str:
+    """The band the geometry is solved on: the one asked (primary-band), else the first of green, red, NIR (the
+    sharpest texture for matching on most cameras' bands), else the first band."""
+    if asked != AUTO:
+        chosen = canonical_band(asked)
+        if chosen not in bands:
+            raise InputError(f"primary-band {asked}: the photographs hold the bands {', '.join(bands)}")
+        return chosen
+    return next((band for band in ("Green", "Red", "NIR") if band in bands), bands[0])
+
+
+def group_bands(files: dict[str, tuple[str, str] | None], asked_primary: str = AUTO) -> BandSurvey | None:
+    """The band survey of photographs given as file -> (band, capture) or None, or None when they are not one:
+    fewer than two bands. Captures that lack the primary band are left out; a band missing from some captures is
+    left out of all, as the orthophoto needs every band everywhere."""
+    by_capture: dict[str, dict[str, str]] = defaultdict(dict)
+    for filename, tagged in sorted(files.items()):
+        if tagged is not None:
+            by_capture[tagged[1]].setdefault(tagged[0], filename)
+    counts = Counter(band for bands in by_capture.values() for band in bands)
+    if len(counts) < 2:
+        return None
+    primary = choose_primary(sorted(counts, key=BAND_ORDER.index), asked_primary)
+    kept = [capture for capture in by_capture.values() if primary in capture]
+    bands = tuple(band for band in BAND_ORDER if band in counts
+                  and sum(band in capture for capture in kept) == len(kept))
+    return BandSurvey(primary, bands, {capture[primary]: {band: capture[band] for band in bands}
+                                       for capture in kept})

@@ -1,0 +1,128 @@
+"""From a band's digital numbers to reflectance, with what the camera records of each photograph.
+
+The model is the one DJI documents for its multispectral cameras (P4 Multispectral, Mavic 3M), whose terms
+MicaSense and Parrot record under other names: the signal is the digital number less the black level, divided by
+the sensor gain and the exposure time (microseconds), multiplied by the vignetting correction
+1 + k0 r + k1 r^2 + ... (r: pixels from the optical centre); the reflectance is that signal times the band's
+gain adjustment, divided by the irradiance the sunlight sensor measured at the same instant. Pure."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+Calibration = Literal["none", "camera", "camera+sun"]
+CALIBRATIONS: tuple[Calibration, ...] = ("none", "camera", "camera+sun")
+
+
+def _number(*values: Any) -> float | None:
+    """The first value that reads as a finite number (EXIF rationals, XMP strings), None if none does."""
+    for value in values:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        if np.isfinite(number):
+            return number
+    return None
+
+
+def _numbers(text: str | None) -> tuple[float, ...]:
+    """Numbers of an XMP list written "a, b, c" or "a b c"."""
+    if not text:
+        return ()
+    try:
+        return tuple(float(part) for part in text.replace(",", " ").split())
+    except ValueError:
+        return ()
+
+
+@dataclass(frozen=True)
+class Radiometry:
+    """What a photograph records of its radiometry; None where it does not say."""
+
+    black_level: float
+    gain: float
+    exposure_us: float | None
+    adjustment: float  # the band's gain adjustment (DJI SensorGainAdjustment), 1 where not recorded
+    irradiance: float | None  # the sunlight sensor's reading
+    vignetting: tuple[float, ...]  # k0, k1, ... of the correction polynomial
+    centre: tuple[float, float] | None  # the optical centre the vignetting is measured from, pixels
+
+    @staticmethod
+    def of(exif: dict[str, Any], xmp: dict[str, str]) -> "Radiometry":
+        iso = _number(exif.get("ISOSpeedRatings"))
+        seconds = _number(exif.get("ExposureTime"))
+        black = _number(xmp.get("drone-dji:BlackLevel"), xmp.get("Camera:BlackLevel"), _first(exif.get("BlackLevel")))
+        centre_x = _number(xmp.get("drone-dji:CalibratedOpticalCenterX"))
+        centre_y = _number(xmp.get("drone-dji:CalibratedOpticalCenterY"))
+        micasense_centre = _numbers(xmp.get("Camera:VignettingCenter"))
+        centre = ((centre_x, centre_y) if centre_x is not None and centre_y is not None
+                  else micasense_centre[:2] if len(micasense_centre) >= 2 else None)
+        return Radiometry(
+            black_level=black or 0.0,
+            gain=_number(xmp.get("drone-dji:SensorGain")) or (iso / 100.0 if iso else 1.0),
+            exposure_us=_number(xmp.get("drone-dji:ExposureTime")) or (seconds * 1e6 if seconds else None),
+            adjustment=_number(xmp.get("drone-dji:SensorGainAdjustment")) or 1.0,
+            irradiance=_number(xmp.get("drone-dji:Irradiance"), xmp.get("Camera:Irradiance")),
+            vignetting=_numbers(xmp.get("drone-dji:VignettingData") or xmp.get("Camera:VignettingPolynomial")),
+            centre=centre)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"black_level": self.black_level, "gain": self.gain, "exposure_us": self.exposure_us,
+                "adjustment": self.adjustment, "irradiance": self.irradiance, "vignetting": list(self.vignetting),
+                "centre": list(self.centre) if self.centre else None}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "Radiometry":
+        return Radiometry(data["black_level"], data["gain"], data["exposure_us"], data["adjustment"],
+                          data["irradiance"], tuple(data["vignetting"]),
+                          tuple(data["centre"]) if data["centre"] else None)
+
+
+def _first(value: Any) -> Any:
+    """EXIF BlackLevel may be one value per colour channel: the first."""
+    return value[0] if isinstance(value, (tuple, list)) and value else value
+
+
+def vignetting_correction(shape: tuple[int, int], radiometry: Radiometry) -> np.ndarray | None:
+    """(h, w) float32 factors that undo the lens's falloff, None when the photograph records none."""
+    if not radiometry.vignetting:
+        return None
+    h, w = shape
+    cx, cy = radiometry.centre or ((w - 1) / 2, (h - 1) / 2)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    r = np.hypot(xx - np.float32(cx), yy - np.float32(cy))
+    correction = np.ones(shape, np.float32)
+    power = np.ones(shape, np.float32)
+    for k in radiometry.vignetting:
+        power *= r
+        correction += np.float32(k) * power
+    return correction
+
+
+def reference_irradiance(readings: list[Radiometry]) -> float | None:
+    """The survey's typical sunlight (median of the readings), which `camera` calibration takes as constant."""
+    values = [r.irradiance for r in readings if r.irradiance]
+    return statistics.median(values) if values else None
+
+
+def calibrate(values: np.ndarray, radiometry: Radiometry, calibration: Calibration,
+              reference: float | None) -> np.ndarray:
+    """A band's digital numbers (h, w) as float32: as they are (`none`); the camera's signal divided by the
+    survey's typical irradiance (`camera`: reflectance when the sunlight held steady); or by the irradiance at
+    this photograph (`camera+sun`: reflectance). Without exposure time the signal cannot be made comparable
+    between photographs and the digital numbers are kept."""
+    values = values.astype(np.float32)
+    if calibration == "none" or radiometry.exposure_us is None:
+        return values
+    signal = np.maximum(values - np.float32(radiometry.black_level), 0)
+    correction = vignetting_correction(values.shape, radiometry)
+    if correction is not None:
+        signal *= correction
+    signal *= np.float32(radiometry.adjustment / (radiometry.gain * radiometry.exposure_us))
+    sunlight = radiometry.irradiance if calibration == "camera+sun" and radiometry.irradiance else reference
+    return signal / np.float32(sunlight) if sunlight else signal

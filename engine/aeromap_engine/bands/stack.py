@@ -1,0 +1,87 @@
+"""A capture's bands as the orthophoto reads them: each band's file calibrated (radiometry.py), resampled onto
+the primary band's pixels by the rig's homography (alignment.py) and stacked in the survey's band order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..io.images import read_band
+from .alignment import BandAlignment, best_alignment, nominal, warp_to_primary
+from .groups import BandSurvey
+from .radiometry import Calibration, Radiometry, calibrate, reference_irradiance
+
+ALIGNMENT_SAMPLES = 6  # captures the rig's homographies are estimated on, spread over the flight
+
+
+@dataclass
+class BandStack:
+    images_dir: Path
+    survey: BandSurvey
+    radiometry: dict[str, Radiometry]  # per file
+    calibration: Calibration
+    homographies: dict[str, np.ndarray] = field(default_factory=dict)  # band -> primary px to band px
+    unit: float = 1.0  # a value twice the survey's typical one: what the seam placement compares colours by
+
+    def __post_init__(self) -> None:
+        self.reference = reference_irradiance(list(self.radiometry.values()))
+
+    @staticmethod
+    def load(images_dir: Path, document: dict, calibration: Calibration) -> "BandStack":
+        """The stack of the dataset stage's bands.json."""
+        return BandStack(images_dir, BandSurvey.from_json(document), {
+            file: Radiometry.from_json(values) for file, values in document["radiometry"].items()}, calibration)
+
+    def samples(self) -> list[dict[str, str]]:
+        """A few captures spread over the survey, band -> file."""
+        captures = sorted(self.survey.captures)
+        step = max(1, len(captures) // ALIGNMENT_SAMPLES)
+        return [self.survey.captures[name] for name in captures[::step][:ALIGNMENT_SAMPLES]]
+
+    def measure_unit(self) -> None:
+        primaries = [self.band_values(files[self.survey.primary]) for files in self.samples()]
+        typical = float(np.median([np.median(values) for values in primaries]))
+        self.unit = 2 * typical if typical > 0 else 1.0
+
+    def band_values(self, filename: str) -> np.ndarray:
+        """One band file's calibrated values, full resolution."""
+        return calibrate(read_band(self.images_dir / filename), self.radiometry[filename], self.calibration,
+                         self.reference)
+
+    def read(self, primary_file: str, scale: float) -> np.ndarray:
+        """(h, w, bands) float32 of a capture on its primary photograph's pixels at `scale` (NaN where a band's
+        frame does not reach)."""
+        files = self.survey.captures[primary_file]
+        primary = self.band_values(files[self.survey.primary])
+        layers = []
+        for band in self.survey.bands:
+            if band == self.survey.primary:
+                layers.append(primary)
+                continue
+            values = self.band_values(files[band])
+            homography = self.homographies.get(band, nominal(primary.shape, values.shape))
+            layers.append(warp_to_primary(values, homography, primary.shape))
+        stack = np.dstack(layers)
+        if scale < 1:
+            h, w = primary.shape
+            size = (max(1, round(w * scale)), max(1, round(h * scale)))
+            stack = cv2.resize(stack, size, interpolation=cv2.INTER_AREA)
+        return stack.reshape(stack.shape[0], stack.shape[1], len(layers))
+
+    def align(self) -> dict[str, BandAlignment | None]:
+        """Estimate every band's homography on a few captures spread over the survey; a band whose estimate
+        fails keeps the nominal one. Returns what was found per band."""
+        samples = self.samples()
+        primaries = [self.band_values(files[self.survey.primary]) for files in samples]
+        found: dict[str, BandAlignment | None] = {}
+        for band in self.survey.bands:
+            if band == self.survey.primary:
+                continue
+            pairs = [(primary, self.band_values(files[band])) for primary, files in zip(primaries, samples)]
+            found[band] = best_alignment(pairs)
+            if found[band] is not None:
+                self.homographies[band] = found[band].homography
+        return found

@@ -1,0 +1,188 @@
+"""A synthetic multispectral survey as a DJI Mavic 3M writes it: per capture one 16-bit TIFF per band
+(DJI_0001_MS_G.TIF, _MS_R, _MS_RE, _MS_NIR), each from its own camera of the rig (its own focal length and
+principal point, centimetres and a fraction of a degree from the others), with the black level, gain, exposure,
+vignetting, gain adjustment and the sunlight sensor's irradiance in DJI's XMP (bands/radiometry.py reads them
+back). The scene is farmland: strips of crop and of bare soil. The truth beside it: the reflectance of every band
+as a perfect orthophoto shows it (truth/reflectance.tif) and the surface classes (truth/classes.tif).
+
+The sunlight changes through the flight (a thin cloud passing), and the exposure and gain follow it as a camera's
+automatic exposure does, so that only calibration by the sunlight sensor gives the same reflectance throughout."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from ..parallel import forked_map
+from .camera import Lens, LensSpec, Pose, Shot, lawnmower
+from .metadata import Barometer, dji_xmp, exif_for, photograph_record, tiff_tags
+from .noise import fractal_noise
+from .render import RenderModel, render, shading
+from .scene import SceneSpec, build_scene
+from .site import Site, SurveySpec, locate
+from .texture import Texture, _halvings
+from .truth import write_bands
+
+BANDS = ("Green", "Red", "RedEdge", "NIR")
+CROP, SOIL = 0, 1
+# Reflectance per class (crop, soil) and band: green leaves absorb red and reflect near infrared strongly.
+REFLECTANCE = np.array([[0.08, 0.04, 0.22, 0.46], [0.13, 0.17, 0.21, 0.25]], np.float32)
+FULL_SCALE = 0.75  # the reflectance of a texture value of 255
+BLACK_LEVEL = 3200
+VIGNETTING = (1e-5, 3e-7, 0.0, 0.0, 0.0, 0.0)  # DJI's correction polynomial, r in pixels
+READ_NOISE_DN = 12.0
+IRRADIANCE = 2000.0  # the sunlight sensor's reading in the clear
+EXPOSURE_US = 350.0  # the exposure at IRRADIANCE and gain 1
+
+
+@dataclass(frozen=True)
+class BandCamera:
+    """One camera of the rig: its band, lens relative to the nominal, place and turn relative to the rig."""
+
+    band: str
+    suffix: str
+    focal_scale: float
+    centre_offset: tuple[float, float]  # px
+    offset_m: tuple[float, float, float]  # in the rig's camera frame
+    turn_deg: tuple[float, float, float]  # rotation vector relative to the rig's camera frame, degrees
+    adjustment: float  # DJI SensorGainAdjustment
+
+    def lens(self, nominal: Lens) -> Lens:
+        return replace(nominal, focal_px=nominal.focal_px * self.focal_scale, centre_offset=self.centre_offset)
+
+    def pose(self, rig: Pose) -> Pose:
+        rotation = rig.rotation @ cv2.Rodrigues(np.radians(np.array(self.turn_deg)))[0]
+        return replace(rig, centre=rig.centre + rig.rotation @ np.array(self.offset_m), rotation=rotation)
+
+
+RIG = (BandCamera("Green", "G", 1.0, (0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 14.0),
+       BandCamera("Red", "R", 1.012, (3.5, -2.0), (0.021, 0.0, 0.0), (0.25, -0.15, 0.1), 15.5),
+       BandCamera("RedEdge", "RE", 0.991, (-2.5, 3.0), (0.0, 0.021, 0.0), (-0.2, 0.3, -0.15), 13.0),
+       BandCamera("NIR", "NIR", 1.006, (1.5, 2.5), (0.021, 0.021, 0.0), (0.15, 0.2, 0.2), 16.0))
+
+
+def _default_spec() -> SurveySpec:
+    scene = SceneSpec(size_m=80.0, relief_m=1.0, buildings=0, trees=0, roads=0, control_points=0)
+    return SurveySpec(scene=scene, lens=LensSpec(width=800, height=600, k1=-0.02, k2=0.0, p1=0.0, p2=0.0),
+                      model="M3M", seed=5)
+
+
+@dataclass(frozen=True)
+class MultispectralSpec:
+    survey: SurveySpec = field(default_factory=_default_spec)
+    height_m: float = 40.0
+    strip_m: float = 12.0  # width of the crop and soil strips
+    irradiance_swing: float = 0.2  # the cloud's dimming, as a share of the clear sunlight
+
+
+@dataclass(frozen=True)
+class MultispectralTruth:
+    root: Path
+    images_dir: Path
+    reflectance: Path  # float32, one band per BANDS, north up, in the CRS
+    classes: Path  # uint8 CROP or SOIL
+    captures: int
+
+
+def farmland(n: int, cell: float, strip_m: float, rng: np.random.Generator) -> np.ndarray:
+    """(n, n) classes: strips across the scene, alternately crop and soil, with ragged edges."""
+    yy, xx = np.mgrid[0:n, 0:n].astype(np.float32) * np.float32(cell)
+    ragged = fractal_noise((n, n), [1.0 / cell, 2.0 / cell], [1.0, 0.5], rng) * np.float32(1.5)
+    return (((xx + 0.3 * yy + ragged) // strip_m) % 2).astype(np.uint8)
+
+
+def reflectance_texture(classes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(n, n, bands) uint8 reflectance (255 = FULL_SCALE): the class's reflectance times grain and patches shared
+    by every band (leaf density, soil moisture), which change brightness but not the band ratios."""
+    n = classes.shape[0]
+    grain = fractal_noise((n, n), [2, 4, 8, 16, 32], [0.5, 0.8, 1.0, 1.0, 0.8], rng)
+    patches = fractal_noise((n, n), [40, 80, 160], [0.5, 0.8, 1.0], rng)
+    brightness = (np.float32(1.0) + np.float32(0.25) * grain) * (np.float32(1.0) + np.float32(0.15) * patches)
+    values = REFLECTANCE[classes] * brightness[..., None] / np.float32(FULL_SCALE)
+    return np.clip(values * 255 + 0.5, 0, 255).astype(np.uint8)
+
+
+def irradiance_of(index: int, count: int, swing: float) -> float:
+    """The sunlight at capture `index`: a cloud dims it through the middle of the flight."""
+    return IRRADIANCE * (1.0 - swing * math.sin(math.pi * index / max(1, count - 1)) ** 2)
+
+
+def vignetting_factor(lens: Lens) -> np.ndarray:
+    """(h, w) the share of light reaching each pixel: the inverse of DJI's correction polynomial."""
+    yy, xx = np.mgrid[0:lens.height, 0:lens.width].astype(np.float64)
+    r = np.hypot(xx - lens.cx, yy - lens.cy)
+    return 1.0 / (1.0 + sum(k * r ** (i + 1) for i, k in enumerate(VIGNETTING)))
+
+
+def generate_multispectral(out_dir: Path, spec: MultispectralSpec = MultispectralSpec(),
+                           workers: int = 1) -> MultispectralTruth:
+    survey = spec.survey
+    rng = np.random.default_rng(survey.seed)
+    scene = build_scene(survey.scene, rng)
+    cell = survey.scene.texture_cell_m
+    n = int(round(scene.size_m / cell))
+    classes = farmland(n, cell, spec.strip_m, rng)
+    texture = Texture(cell, _halvings(reflectance_texture(classes, rng), 5), 0.05, {})
+    model = RenderModel.build(scene, texture)
+    site = locate(survey)
+    nominal = survey.lens.lens()
+    flight = replace(survey.flight, height_m=spec.height_m)
+    shots = lawnmower(nominal, flight, scene.size_m, float(scene.ground.z.mean()), rng)
+    takeoff = float(scene.ground.sample(shots[0].pose.centre[:1], shots[0].pose.centre[1:2])[0])
+    images_dir = out_dir / "images"
+    images_dir.mkdir(parents=True, exist_ok=True)
+    job = _CaptureJob(survey, site, model, nominal, Barometer(takeoff, 0.0, survey.barometer_sigma_m), images_dir,
+                      len(shots), spec.irradiance_swing)
+    list(forked_map(job, list(enumerate(shots)), workers))
+
+    truth_dir = out_dir / "truth"
+    truth_dir.mkdir(parents=True, exist_ok=True)
+    shade = shading(model.gradient_x, model.gradient_y, model.sun).astype(np.float32)
+    shade = cv2.resize(shade, (n, n), interpolation=cv2.INTER_LINEAR)
+    reflectance = texture.albedo.astype(np.float32) * np.float32(FULL_SCALE / 255) * shade[..., None]
+    paths = MultispectralTruth(out_dir, images_dir, truth_dir / "reflectance.tif", truth_dir / "classes.tif",
+                               len(shots))
+    write_bands(paths.reflectance, reflectance, scene.size_m, site, list(BANDS))
+    write_bands(paths.classes, classes[..., None], scene.size_m, site, ["class"])
+    return paths
+
+
+@dataclass(frozen=True)
+class _CaptureJob:
+    spec: SurveySpec
+    site: Site
+    model: RenderModel
+    nominal: Lens
+    barometer: Barometer
+    images_dir: Path
+    count: int
+    swing: float
+
+    def __call__(self, item: tuple[int, Shot]) -> None:
+        index, shot = item
+        rng = np.random.default_rng([self.spec.seed, index])
+        sunlight = irradiance_of(index, self.count, self.swing)
+        gain = 2.0 if sunlight < 0.9 * IRRADIANCE else 1.0  # the exposure would be too long otherwise
+        exposure_us = EXPOSURE_US * IRRADIANCE / sunlight / gain
+        for camera in RIG:
+            lens, pose = camera.lens(self.nominal), camera.pose(shot.pose)
+            reflectance = render(self.model, lens, pose)[:, :, BANDS.index(camera.band)] * np.float32(FULL_SCALE)
+            signal = reflectance * sunlight * gain * exposure_us / camera.adjustment * vignetting_factor(lens)
+            dn = BLACK_LEVEL + signal + rng.normal(0.0, READ_NOISE_DN, signal.shape)
+            name = f"DJI_{index + 1:04d}_MS_{camera.suffix}.TIF"
+            photo = photograph_record(self.spec, self.site, replace(shot, pose=pose), name, self.barometer, rng)
+            xmp = dji_xmp(self.spec, self.site, photo, {
+                "Camera:BandName": camera.band, "drone-dji:CaptureUUID": f"capture-{index + 1:04d}",
+                "drone-dji:BlackLevel": str(BLACK_LEVEL), "drone-dji:SensorGain": f"{gain:.1f}",
+                "drone-dji:ExposureTime": f"{exposure_us:.2f}", "drone-dji:SensorGainAdjustment": f"{camera.adjustment}",
+                "drone-dji:Irradiance": f"{sunlight:.3f}",
+                "drone-dji:VignettingData": ", ".join(f"{k:g}" for k in VIGNETTING),
+                "drone-dji:CalibratedOpticalCenterX": f"{lens.cx:.2f}",
+                "drone-dji:CalibratedOpticalCenterY": f"{lens.cy:.2f}"})
+            pixels = np.clip(np.round(dn), 0, 65535).astype(np.uint16)
+            Image.fromarray(pixels).save(self.images_dir / name, tiffinfo=tiff_tags(exif_for(self.spec, lens, photo), xmp))
