@@ -10,7 +10,7 @@ import cv2
 import numpy as np
 import pytest
 import rasterio
-from rasterio.enums import ColorInterp, Resampling
+from rasterio.enums import ColorInterp, MaskFlags, Resampling
 from rasterio.warp import reproject
 from scipy import ndimage
 
@@ -22,7 +22,7 @@ from aeromap_engine.errors import InputError
 from aeromap_engine.project import Project
 from aeromap_engine.synthetic.multispectral import BANDS, CROP, SOIL, generate_multispectral
 from aeromap_engine.tiles.formulas import RasterBands
-from aeromap_engine.tiles.render import display_bands
+from aeromap_engine.tiles.render import display_bands, preview_rgb
 
 
 def test_band_files_are_recognised_by_name_and_by_xmp() -> None:
@@ -152,6 +152,11 @@ def test_multispectral_survey_gives_an_aligned_reflectance_orthophoto(survey) ->
         classes = _on_orthophoto(truth.classes, ortho, Resampling.nearest)[0]
         reflectance = _on_orthophoto(truth.reflectance, ortho, Resampling.average)
         cell = ortho.res[0]
+        # Transparent where nothing was seen (NaN, the nodata); shown in false colour (NIR, red, green).
+        assert np.isnan(bands[:, ~covered]).all() and ortho.mask_flag_enums[0] == [MaskFlags.nodata]
+        preview = preview_rgb(ortho, (200, 200))
+        soil_like = preview[..., 1] > preview[..., 0]  # red above near infrared
+        assert 0.2 < soil_like.mean() < 0.8 and preview.max() > 200
     assert covered.mean() > 0.5
     bands_stats = project.read_stats()["bands"]
     assert bands_stats["primary"] == "Green" and bands_stats["calibration"] == "camera+sun"

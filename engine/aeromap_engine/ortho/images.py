@@ -56,6 +56,11 @@ class ViewImages:
         """The orthophoto's sample type: 8-bit RGB, float32 bands."""
         return np.float32 if self.bands is not None else np.uint8
 
+    @property
+    def empty(self) -> float:
+        """The orthophoto's value where it is transparent: 0 for colour, NaN (its nodata) for bands."""
+        return float("nan") if self.bands is not None else 0
+
     def as_channels(self, image: np.ndarray) -> np.ndarray:
         """A decoded view as (h, w, channels) float32 in the orthophoto's band order (RGB from OpenCV's BGR)."""
         if self.bands is not None:

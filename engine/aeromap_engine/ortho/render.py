@@ -115,11 +115,12 @@ def tile_labels(candidates: list[Candidate], guides: list[np.ndarray], inside: n
 def render_tile(grid: Grid, core: Window, padded: Window, surface_model: SurfaceModel, views: list[View],
                 scales: dict[str, float], images: ViewImages, area: SurveyArea,
                 settings: SeamSettings) -> tuple[np.ndarray, np.ndarray]:
-    """The tile's colours and alpha (RGBA uint8 (4, h, w); for a multispectral survey its bands as float32 and
-    alpha 0 or 255, (bands + 1, h, w)), and the index in `views` of the view that colours each pixel (-1 where
+    """The tile's colours and alpha (RGBA uint8 (4, h, w); for a multispectral survey its bands as float32, NaN
+    where transparent, and alpha 0 or 255, (bands + 1, h, w)), and the index in `views` of the view that colours each pixel (-1 where
     none)."""
     core_grid = grid.sub(core)
-    rgba = np.zeros((images.channels + 1, core.height, core.width), images.dtype)
+    rgba = np.full((images.channels + 1, core.height, core.width), images.empty, images.dtype)
+    rgba[-1] = 0
     sources = np.full((core.height, core.width), -1, np.int32)
     inside = area.covered_cells(core_grid)
     if not inside.any():
@@ -178,6 +179,6 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
     values, covered = mosaic.result()
     rgba[:-1] = images.to_output(values).transpose(2, 0, 1)
     rgba[-1] = np.where(covered & inside, 255, 0)
-    rgba[:-1, rgba[-1] == 0] = 0
+    rgba[:-1, rgba[-1] == 0] = images.empty
     sources[rgba[3] == 0] = -1
     return rgba, sources

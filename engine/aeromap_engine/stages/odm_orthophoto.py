@@ -212,6 +212,7 @@ def run(ctx: "StageContext") -> None:
     png_wanted = options.orthophoto_png and stack is None
     with TiledRaster(project.orthophoto(), grid, georef.crs, georef.offset, images.channels + 1,
                      np.dtype(images.dtype).name, fmt, alpha=True, png=png if png_wanted else None,
+                     nodata=images.empty if stack is not None else None,
                      descriptions=list(stack.survey.bands) if stack is not None else None) as out, \
             TiledRaster(project.orthophoto_sources, grid, georef.crs, georef.offset, 1, "uint16",
                         RasterFormat("DEFLATE", cog=False), nodata=NO_SOURCE,

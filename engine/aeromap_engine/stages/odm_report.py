@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pycolmap
 import rasterio
-from rasterio.enums import Resampling
 
 from .. import __version__
 from ..atomic_files import atomic_path, read_json, write_json
@@ -39,6 +38,7 @@ from ..report.overlap import OverlapMap, overlap_map
 from ..report.sections import CameraLayout, FeatureCounts, ReportContent, build_report
 from ..report.statistics import EMPTY_CLOUD, CloudMoments, ErrorStats
 from ..sfm.frame import WorldFrame, photo_positions
+from ..tiles.render import preview_rgb
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -251,9 +251,8 @@ def read_preview(path: Path, georef: Georef, elevation: bool) -> RasterPreview |
         if elevation:
             pixels = dataset.read(1, out_shape=shape, masked=True).astype(np.float32).filled(np.nan)
         else:
-            rgb = dataset.read([1, 2, 3], out_shape=(3, *shape), resampling=Resampling.bilinear)
             alpha = dataset.dataset_mask(out_shape=shape)
-            pixels = np.dstack([rgb.transpose(1, 2, 0), alpha]).astype(np.uint8)
+            pixels = np.dstack([preview_rgb(dataset, shape), alpha]).astype(np.uint8)
         bounds = dataset.bounds
     x0, y0 = georef.offset
     return RasterPreview(pixels, (bounds.left - x0, bounds.right - x0, bounds.bottom - y0, bounds.top - y0),

@@ -162,14 +162,28 @@ def is_colour(src: rasterio.io.DatasetReader) -> bool:
 def warp_display(src: rasterio.io.DatasetReader, bounds: Bounds, size: int, pad: int = 0) -> np.ndarray:
     """(H, W, 4) RGBA uint8 of an orthophoto that is not 8-bit colour (a multispectral camera's bands, grey): its
     display bands stretched over their range across the whole raster, so that neighbouring tiles match."""
-    ranges = _display_range(src.name, os.path.getmtime(src.name))
     values = warp_values(src, display_bands(raster_bands(src)), bounds, size, pad)
-    rgba = np.zeros((*values.shape[1:], 4), np.uint8)
+    alpha = np.where(np.isfinite(values).all(axis=0), 255, 0).astype(np.uint8)
+    return np.dstack([stretch_display(src, values), alpha])
+
+
+def stretch_display(src: rasterio.io.DatasetReader, values: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8 of the display bands' values (3, H, W), each stretched over its range in the raster."""
+    ranges = _display_range(src.name, os.path.getmtime(src.name))
+    rgb = np.zeros((*values.shape[1:], 3), np.uint8)
     for k, (band, (low, high)) in enumerate(zip(values, ranges)):
         scaled = (band - np.float32(low)) * np.float32(255 / max(high - low, 1e-12))
-        rgba[..., k] = np.nan_to_num(np.clip(scaled, 0, 255), nan=0)
-    rgba[..., 3] = np.where(np.isfinite(values).all(axis=0), 255, 0)
-    return rgba
+        rgb[..., k] = np.nan_to_num(np.clip(scaled, 0, 255), nan=0)
+    return rgb
+
+
+def preview_rgb(src: rasterio.io.DatasetReader, shape: tuple[int, int]) -> np.ndarray:
+    """(h, w, 3) uint8 of the whole orthophoto read at `shape`, as the map shows it."""
+    if is_colour(src):
+        return src.read([1, 2, 3], out_shape=(3, *shape), resampling=Resampling.bilinear).transpose(1, 2, 0)
+    values = src.read(display_bands(raster_bands(src)), out_shape=(3, *shape), masked=True,
+                      resampling=Resampling.bilinear)
+    return stretch_display(src, values.astype(np.float32).filled(np.nan))
 
 
 def warp(src: rasterio.io.DatasetReader, elevation: bool, bounds: Bounds, size: int, pad: int = 0) -> np.ndarray:
