@@ -4,6 +4,8 @@ known (synthetic/multispectral.py)."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import cv2
@@ -20,7 +22,7 @@ from aeromap_engine.bands.groups import band_of, group_bands
 from aeromap_engine.bands.radiometry import Radiometry, calibrate, vignetting_correction
 from aeromap_engine.errors import InputError
 from aeromap_engine.project import Project
-from aeromap_engine.synthetic.multispectral import BANDS, CROP, SOIL, generate_multispectral
+from aeromap_engine.synthetic.multispectral import BANDS, BLACK_LEVEL, CROP, SOIL, generate_multispectral
 from aeromap_engine.tiles.formulas import RasterBands
 from aeromap_engine.tiles.render import display_bands, preview_rgb
 
@@ -111,6 +113,28 @@ def survey(tmp_path_factory: pytest.TempPathFactory):
                            {"name": "fast-orthophoto", "value": True}, {"name": "skip-report", "value": True},
                            {"name": "min-num-features", "value": 4000}])
     return truth, project
+
+
+def test_dataset_keeps_the_primary_band_and_records_the_captures(survey, tmp_path: Path, datasets: Path,
+                                                                   engine_log) -> None:
+    """Three captures' band files and an RGB photograph: the geometry is solved on the three green files, the
+    captures and each file's radiometry go to bands.json, and the RGB photograph is left out with a warning."""
+    truth, _ = survey
+    project = Project(tmp_path / "p")
+    project.images_dir.mkdir(parents=True)
+    for path in sorted(truth.images_dir.glob("DJI_000[123]_MS_*.TIF")):
+        shutil.copy(path, project.images_dir / path.name)
+    shutil.copy(datasets / "brighton_beach" / "images" / "DJI_0027.JPG", project.images_dir / "DJI_0027.JPG")
+    with engine_log() as captured:
+        pipeline.run(project, [{"name": "end-with", "value": "dataset"}, {"name": "primary-band", "value": "nir"}])
+        lines = captured.lines
+    photos = [photo["filename"] for photo in json.loads(project.images_json.read_text())]
+    assert photos == [f"DJI_000{k}_MS_NIR.TIF" for k in (1, 2, 3)]
+    bands = json.loads(project.bands_file.read_text())
+    assert bands["primary"] == "NIR" and bands["bands"] == list(BANDS)
+    assert bands["captures"]["DJI_0002_MS_NIR.TIF"]["RedEdge"] == "DJI_0002_MS_RE.TIF"
+    assert bands["radiometry"]["DJI_0003_MS_R.TIF"]["black_level"] == BLACK_LEVEL
+    assert any("1 photograph(s) that are not bands" in line and "DJI_0027.JPG" in line for line in lines)
 
 
 def _on_orthophoto(path: Path, ortho: rasterio.io.DatasetReader, resampling: Resampling) -> np.ndarray:

@@ -145,6 +145,10 @@ def run(ctx: "StageContext") -> None:
     survey = group_bands({i.photo.filename: i.band for i in readable}, ctx.options.primary_band)
     every_band = {i.photo.filename: i for i in readable}
     if survey is not None:
+        others = [i.photo.filename for i in readable if i.band is None]
+        if others:
+            log.warning("%d photograph(s) that are not bands of the multispectral captures (%s...) are left out: "
+                        "the survey is processed from its bands", len(others), others[0])
         readable = [i for i in readable if i.photo.filename in survey.captures]
     usable: list[Inspection] = []
     levels = levels_of(readable)
