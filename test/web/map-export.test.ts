@@ -1,7 +1,8 @@
 // The map's Export dialog logic: layers and formats a task offers, request bodies, and a job polled to its end.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Task } from '../../web/src/api.ts';
-import { drawsElevation, exportBody, exportFormats, exportLayers, runExport } from '../../web/src/map/export.ts';
+import { describeIndex, drawsElevation, exportBody, exportFormats, exportLayers, runExport } from '../../web/src/map/export.ts';
+import type { PlantStyle } from '../../web/src/map/plant.ts';
 
 // The API client keeps the session in localStorage, which Node lacks; no session is needed here.
 vi.hoisted(() => {
@@ -12,7 +13,8 @@ vi.hoisted(() => {
 });
 
 const task = { id: 7, project: 3, available_assets: ['orthophoto.tif', 'dsm.tif', 'georeferenced_model.laz', 'all.zip'] } as Task;
-const style = { colorMap: 'jet', hillshade: true };
+const style = { colorMap: 'jet', hillshade: true, plant: null };
+const ndvi: PlantStyle = { formula: 'NDVI', bands: 'auto', colorMap: 'rdylgn', rescale: [0.183456, 0.84] };
 
 describe('map exports', () => {
   afterEach(() => vi.unstubAllGlobals());
@@ -30,9 +32,24 @@ describe('map exports', () => {
     expect(exportBody('orthophoto', 'gtiff', { kind: 'task' }, style)).toEqual({ format: 'gtiff' });
     expect(exportBody('orthophoto', 'gtiff', { kind: 'epsg', code: ' EPSG:27700 ' }, style)).toEqual({ format: 'gtiff', epsg: '27700' });
     expect(exportBody('georeferenced_model', 'las', { kind: 'proj', text: ' +proj=longlat ' }, style)).toEqual({ format: 'las', proj: '+proj=longlat' });
-    expect(exportBody('dsm', 'png', { kind: 'task' }, { colorMap: 'jet', hillshade: false })).toEqual({ format: 'png', color_map: 'jet', hillshade: '0' });
+    expect(exportBody('dsm', 'png', { kind: 'task' }, { colorMap: 'jet', hillshade: false, plant: null })).toEqual({ format: 'png', color_map: 'jet', hillshade: '0' });
     expect(exportBody('orthophoto', 'gtiff', { kind: 'epsg', code: 'utm' }, style)).toHaveProperty('error');
     expect(exportBody('orthophoto', 'gtiff', { kind: 'proj', text: '  ' }, style)).toHaveProperty('error');
+  });
+
+  it("carry the orthophoto's vegetation index as the map draws it: values in a GeoTIFF, colours elsewhere", () => {
+    const drawn = { ...style, plant: ndvi };
+    expect(exportBody('orthophoto', 'gtiff', { kind: 'epsg', code: '4326' }, drawn)).toEqual({ format: 'gtiff', epsg: '4326', formula: 'NDVI', bands: 'auto' });
+    expect(exportBody('orthophoto', 'png', { kind: 'task' }, drawn)).toEqual({ format: 'png', formula: 'NDVI', bands: 'auto', rescale: '0.1835,0.84', color_map: 'rdylgn' });
+    expect(exportBody('orthophoto', 'gtiff-rgb', { kind: 'task' }, drawn)).toMatchObject({ rescale: '0.1835,0.84', color_map: 'rdylgn' });
+    // The index belongs to the orthophoto: an elevation model keeps its own colour map.
+    expect(exportBody('dsm', 'png', { kind: 'task' }, drawn)).toEqual({ format: 'png', color_map: 'jet', hillshade: '6' });
+  });
+
+  it('say what an index export holds', () => {
+    expect(describeIndex(ndvi, 'png')).toBe('NDVI (bands auto), rdylgn over 0.18–0.84');
+    expect(describeIndex(ndvi, 'gtiff')).toBe('NDVI (bands auto) values');
+    expect(describeIndex({ formula: 'Thermal C', bands: 'L', colorMap: 'magma', rescale: [21.5, 38] }, 'kmz')).toBe('Thermal C (bands L), magma over 22–38 °C');
   });
 
   it('poll a job until it is ready, and throw the error of one that failed', async () => {

@@ -1,14 +1,23 @@
 // The Export dialog of the map: a layer of one of the map's tasks, a format and a CRS (the task's own, an EPSG
-// code or a PROJ string); the export runs on the server while the dialog waits, then offers the file.
+// code or a PROJ string); an orthophoto drawn as a vegetation index exports as that index or in its own colours.
+// The export runs on the server while the dialog waits, then offers the file.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Task } from '../api.ts';
 import { Modal } from '../components/confirm.tsx';
-import { type CrsChoice, type ExportDone, type ExportLayer, drawsElevation, exportBody, exportFormats, exportLayers, runExport } from './export.ts';
+import { type CrsChoice, type ExportDone, type ExportLayer, describeIndex, drawsElevation, exportBody, exportFormats, exportLayers, runExport } from './export.ts';
+import type { PlantStyle } from './plant.ts';
 import { DEFAULT_RAMP, RAMPS } from './ramps.ts';
 
 type Phase = { kind: 'choosing' } | { kind: 'running' } | { kind: 'done'; result: ExportDone } | { kind: 'failed'; message: string };
 
-export function ExportDialog({ tasks, onClose }: { tasks: Task[]; onClose: () => void }) {
+interface Props {
+  tasks: Task[];
+  /** The vegetation index a task's orthophoto is drawn as on the map, or null. */
+  plantOf: (taskId: number) => PlantStyle | null;
+  onClose: () => void;
+}
+
+export function ExportDialog({ tasks, plantOf, onClose }: Props) {
   const [taskId, setTaskId] = useState(tasks[0]?.id);
   const task = tasks.find((candidate) => candidate.id === taskId) ?? tasks[0];
   const layers = task ? exportLayers(task) : [];
@@ -22,12 +31,15 @@ export function ExportDialog({ tasks, onClose }: { tasks: Task[]; onClose: () =>
   const [proj, setProj] = useState('');
   const [colorMap, setColorMap] = useState(DEFAULT_RAMP);
   const [hillshade, setHillshade] = useState(true);
+  // As WebODM: an orthophoto drawn as an index exports as drawn unless the user asks for its own colours.
+  const [asIndex, setAsIndex] = useState(true);
+  const plant = task && current === 'orthophoto' ? plantOf(task.id) : null;
   const [phase, setPhase] = useState<Phase>({ kind: 'choosing' });
   const running = useRef<AbortController | null>(null);
   useEffect(() => () => running.current?.abort(), []);
 
   const crs: CrsChoice = crsKind === 'epsg' ? { kind: 'epsg', code: epsg } : crsKind === 'proj' ? { kind: 'proj', text: proj } : { kind: 'task' };
-  const body = current ? exportBody(current, chosenFormat, crs, { colorMap, hillshade }) : { error: 'This task has nothing to export.' };
+  const body = current ? exportBody(current, chosenFormat, crs, { colorMap, hillshade, plant: asIndex ? plant : null }) : { error: 'This task has nothing to export.' };
   const problem = 'error' in body ? (body.error as string) : null;
 
   async function start() {
@@ -95,7 +107,20 @@ export function ExportDialog({ tasks, onClose }: { tasks: Task[]; onClose: () =>
             </label>
           </>
         )}
-        <fieldset class="export-crs" disabled={busy || chosenFormat === 'kmz'}>
+        {plant && (
+          <fieldset class="export-choice" disabled={busy}>
+            <legend>Orthophoto as</legend>
+            <label class="export-check">
+              <input type="radio" name="orthophoto" checked={asIndex} onChange={() => setAsIndex(true)} />
+              Plant Health: {describeIndex(plant, chosenFormat)}
+            </label>
+            <label class="export-check">
+              <input type="radio" name="orthophoto" checked={!asIndex} onChange={() => setAsIndex(false)} />
+              The orthophoto itself
+            </label>
+          </fieldset>
+        )}
+        <fieldset class="export-choice" disabled={busy || chosenFormat === 'kmz'}>
           <legend>Coordinate system{chosenFormat === 'kmz' ? ' (KMZ is always WGS 84)' : ''}</legend>
           <label class="export-check">
             <input type="radio" name="crs" checked={crsKind === 'task'} onChange={() => setCrsKind('task')} />

@@ -1,7 +1,9 @@
 // Exports of a task's layers through WebODM's API: which layers and formats a task offers, the request body for
-// a CRS choice, and running one (start, poll /api/workers/check until ready) to the URL its file downloads from.
+// a CRS choice and a style (an elevation model's colours, the orthophoto's vegetation index as the map draws it),
+// and running one (start, poll /api/workers/check until ready) to the URL its file downloads from.
 import { type Task, api, taskPath } from '../api.ts';
 import { LAYER_KINDS, type LayerKind } from './layers.ts';
+import { type PlantStyle, decimalsFor, formatValue, plantQuery, unitOf } from './plant.ts';
 
 export type ExportLayer = LayerKind | 'georeferenced_model';
 
@@ -32,14 +34,19 @@ export function exportFormats(layer: ExportLayer): { format: string; label: stri
   return layer === 'georeferenced_model' ? POINT_FORMATS : RASTER_FORMATS;
 }
 
+/** Whether the format draws the raster in colour; `gtiff` keeps its values (an index: one band of them). */
+const drawsColours = (format: string) => format !== 'gtiff';
+
 /** Whether the format draws the layer in colour: an elevation model then takes a colour map and a hillshade. */
-export const drawsElevation = (layer: ExportLayer, format: string) => (layer === 'dsm' || layer === 'dtm') && format !== 'gtiff';
+export const drawsElevation = (layer: ExportLayer, format: string) => (layer === 'dsm' || layer === 'dtm') && drawsColours(format);
 
 export type CrsChoice = { kind: 'task' } | { kind: 'epsg'; code: string } | { kind: 'proj'; text: string };
 
 export interface ExportStyle {
   colorMap: string;
   hillshade: boolean;
+  /** The orthophoto's vegetation index, to export it as the map draws it; null: the orthophoto's own colours. */
+  plant: PlantStyle | null;
 }
 
 /** WebODM's hillshade exaggeration for an export drawn with one (0: none). */
@@ -60,7 +67,30 @@ export function exportBody(layer: ExportLayer, format: string, crs: CrsChoice, s
     body.color_map = style.colorMap;
     body.hillshade = String(style.hillshade ? EXPORT_HILLSHADE : 0);
   }
+  if (layer === 'orthophoto' && style.plant) Object.assign(body, indexFields(style.plant, format));
   return body;
+}
+
+/**
+ * WebODM's fields of an index export, with the values the map's tiles carry: formula and bands always; the colour
+ * map and its range only where the format draws colours.
+ */
+function indexFields(plant: PlantStyle, format: string): Record<string, string> {
+  const { formula, bands, rescale, color_map } = plantQuery(plant);
+  return drawsColours(format) ? { formula, bands, rescale, color_map } : { formula, bands };
+}
+
+/**
+ * What an index export holds, in words: "NDVI (bands auto), rdylgn over 0.18–0.84" where the format draws colours,
+ * "NDVI (bands auto) values" where it keeps them. The range to a tenth of its span, enough to tell its ends apart.
+ */
+export function describeIndex(plant: PlantStyle, format: string): string {
+  const name = `${plant.formula} (bands ${plant.bands})`;
+  if (!drawsColours(format)) return `${name} values`;
+  const [low, high] = plant.rescale;
+  const decimals = decimalsFor((high - low) / 10);
+  const unit = unitOf(plant.formula);
+  return `${name}, ${plant.colorMap} over ${formatValue(low, decimals)}–${formatValue(high, decimals, unit)}`;
 }
 
 /** Where the finished export downloads from, and its file name. */

@@ -163,7 +163,7 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
         <MeasurePanel measure={measure} />
       </aside>
       <DrawingBar measure={measure} />
-      {exporting && tasks && <ExportDialog tasks={tasks.map(({ task }) => task)} onClose={() => setExporting(false)} />}
+      {exporting && tasks && <ExportDialog tasks={tasks.map(({ task }) => task)} plantOf={(taskId) => layers[layerKey(taskId, 'orthophoto')]?.settings.plant ?? null} onClose={() => setExporting(false)} />}
     </div>
   );
 }
