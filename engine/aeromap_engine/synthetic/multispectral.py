@@ -25,7 +25,7 @@ from .noise import fractal_noise
 from .render import RenderModel, render, shading
 from .scene import SceneSpec, build_scene
 from .site import Site, SurveySpec, locate
-from .texture import Texture, _halvings
+from .texture import Texture, halvings
 from .truth import write_bands
 
 BANDS = ("Green", "Red", "RedEdge", "NIR")
@@ -127,7 +127,7 @@ def generate_multispectral(out_dir: Path, spec: MultispectralSpec = Multispectra
     cell = survey.scene.texture_cell_m
     n = int(round(scene.size_m / cell))
     classes = farmland(n, cell, spec.strip_m, rng)
-    texture = Texture(cell, _halvings(reflectance_texture(classes, rng), 5), 0.05, {})
+    texture = Texture(cell, halvings(reflectance_texture(classes, rng), 5), 0.05, {})
     model = RenderModel.build(scene, texture)
     site = locate(survey)
     nominal = survey.lens.lens()

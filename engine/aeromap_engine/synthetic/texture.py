@@ -49,13 +49,13 @@ class Texture:
 
 def paint_texture(scene: Scene, rng: np.random.Generator, levels: int = 5) -> Texture:
     albedo = paint_albedo(scene, rng)
-    pyramid = _halvings(albedo, levels)
+    pyramid = halvings(albedo, levels)
     facade_cell = 0.05
-    facades = {kind: _halvings(tile, 3) for kind, tile in facade_tiles(rng, facade_cell).items()}
+    facades = {kind: halvings(tile, 3) for kind, tile in facade_tiles(rng, facade_cell).items()}
     return Texture(scene.spec.texture_cell_m, pyramid, facade_cell, facades)
 
 
-def _halvings(tile: np.ndarray, count: int) -> list[np.ndarray]:
+def halvings(tile: np.ndarray, count: int) -> list[np.ndarray]:
     levels = [tile]
     for _ in range(count - 1):
         rows, cols = levels[-1].shape[:2]
