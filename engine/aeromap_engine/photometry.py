@@ -15,12 +15,22 @@ stays as it was (no stretch, no matching to a look); only the differences betwee
 each group of photographs that shared points tie together: nothing compares the exposures of two groups that
 share none (a survey in two parts), and one mean over both let the solver trade one group's gains for its points'
 radiances, lighting one group up and darkening the other.
+
+The ground also looks brighter towards the antisolar point (the hotspot: shadows hide behind what casts them), a
+soft disc repeated photograph by photograph. Where the points' residuals show it, a term
+
+    h_b(alpha) = A_b exp(-alpha / w),    alpha: the angle between the ray and the sunlight's direction
+
+is fitted on them: the direction by a search over directions around the photographs' mean view, the width w among
+a few, the amplitudes by least squares, alternated with the model above. It is kept only when it brightens by at
+least MIN_HOTSPOT, explains a share of the residuals and brightens the bands alike (within MAX_HOTSPOT_SPREAD),
+and then divided out of every pixel along its ray.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import cv2
@@ -45,6 +55,14 @@ GAIN_RANGE = (0.25, 4.0)  # gains beyond these are not exposure differences: hel
 MAX_BAND_SPREAD = 1.5
 MIN_CORNER = 0.3  # a fall-off darker than this at the corner (r = 1) is not vignetting: none is corrected
 RIDGE = 1e-3  # pull of the gains and fall-off towards none where the data say little
+HOTSPOT_WIDTHS = (3.0, 6.0, 12.0)  # degrees: the kernel widths tried
+HOTSPOT_REACH = 45.0  # degrees from the mean view searched for the sunlight's direction
+MIN_HOTSPOT = 0.02  # log brightening at the antisolar point below which no hotspot is corrected
+MIN_EXPLAINED = 0.05  # share of the residuals' squares the hotspot must explain
+# Shadows hiding behind what casts them brighten every band alike; a brightening in one direction that some bands
+# show far more than others is something else (light reflected by water towards the sky's bright part).
+MAX_HOTSPOT_SPREAD = 1.6
+HOTSPOT_SAMPLE = 8000  # observations the search looks at: enough for a smooth term of five unknowns
 
 
 def log_falloff(coefficients: np.ndarray | tuple[float, ...], radius: np.ndarray) -> np.ndarray:
@@ -61,6 +79,7 @@ class Observations:
     point: np.ndarray  # (N,) the point's id
     radius: np.ndarray  # (N,) distance from the principal point over the half diagonal
     colour: np.ndarray  # (N, 3) BGR, 0..255, smoothed around the observation
+    ray: np.ndarray | None = None  # (N, 3) unit directions from the camera to the point (world frame)
 
 
 @dataclass(frozen=True)
@@ -71,31 +90,57 @@ class Frame:
     height: int
     cx: float
     cy: float
+    focal: float = 0.0  # pixels; what a pixel's ray needs
 
     def radius(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.hypot(x - self.cx, y - self.cy) / (0.5 * np.hypot(self.width, self.height))
 
 
 @dataclass(frozen=True)
+class Hotspot:
+    """How much brighter the ground looks along rays near the sunlight's direction."""
+
+    direction: tuple[float, float, float]  # unit: the sunlight's direction, towards the ground (world frame)
+    width_deg: float
+    amplitude: tuple[float, float, float]  # BGR log brightening at the antisolar point
+
+    def log_factor(self, rays: np.ndarray) -> np.ndarray:
+        """(N, 3) BGR log brightening along (N, 3) unit rays."""
+        return kernel(rays @ np.asarray(self.direction), self.width_deg)[:, None] * np.asarray(self.amplitude)
+
+
+def kernel(cosines: np.ndarray, width_deg: float) -> np.ndarray:
+    """exp(-alpha / width) of the angles whose cosines are given."""
+    return np.exp(-np.degrees(np.arccos(np.clip(cosines, -1.0, 1.0))) / width_deg)
+
+
+@dataclass(frozen=True)
 class Photometry:
-    """Per photograph its camera and BGR gains; per camera the fall-off coefficients and frame."""
+    """Per photograph its camera and BGR gains; per camera the fall-off coefficients and frame; the hotspot, with
+    each photograph's rotation (world from camera, row by row) that its rays need."""
 
     gains: dict[str, tuple[float, float, float]]
     cameras: dict[str, str]  # photograph -> camera key
     falloff: dict[str, tuple[float, float, float]]  # camera key -> (a1, a2, a3)
     frames: dict[str, Frame]  # camera key -> frame
+    hotspot: Hotspot | None = None
+    rotations: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     def vignetting(self, camera: str, radius: np.ndarray) -> np.ndarray:
         """The fall-off factor (1 at the principal point) at normalised radii."""
         a = self.falloff.get(camera, (0.0, 0.0, 0.0))
         return np.exp(log_falloff(a, radius))
 
-    def factors(self, names: np.ndarray, radius: np.ndarray) -> np.ndarray:
-        """(N, 3) BGR: how much brighter each photograph in `names` shows the ground at each radius than it is."""
+    def factors(self, names: np.ndarray, radius: np.ndarray, rays: np.ndarray | None = None) -> np.ndarray:
+        """(N, 3) BGR: how much brighter each photograph in `names` shows the ground at each radius (and along
+        each ray, for the hotspot) than it is."""
         unique, inverse = np.unique(names, return_inverse=True)
         gains = np.array([self.gains.get(n, (1.0, 1.0, 1.0)) for n in unique])[inverse.ravel()]
         falloff = np.array([self.falloff.get(self.cameras.get(n, ""), (0.0, 0.0, 0.0)) for n in unique])
-        return gains * np.exp(log_falloff(falloff[inverse.ravel()], radius))[:, None]
+        factors = gains * np.exp(log_falloff(falloff[inverse.ravel()], radius))[:, None]
+        if self.hotspot is not None and rays is not None:
+            factors *= np.exp(self.hotspot.log_factor(rays))
+        return factors
 
     def correct(self, image: np.ndarray, name: str) -> np.ndarray:
         """The photograph (BGR uint8, stored size or reduced by any factor) with its gains and its camera's
@@ -105,17 +150,34 @@ class Photometry:
             return image
         h, w = image.shape[:2]
         boost = _boost_map(self.falloff.get(camera, (0.0, 0.0, 0.0)), self.frames[camera], w, h)
-        bands = [cv2.multiply(band, boost, dtype=cv2.CV_8U, scale=1.0 / gain)
-                 for band, gain in zip(cv2.split(image), self.gains[name])]
+        boosts = [boost] * 3
+        if self.hotspot is not None and name in self.rotations:
+            darken = np.exp(-self.hotspot.log_factor(self.pixel_rays(name, w, h))).astype(np.float32)
+            boosts = [boost * darken[:, band].reshape(h, w) for band in range(3)]
+        bands = [cv2.multiply(band, factor, dtype=cv2.CV_8U, scale=1.0 / gain)
+                 for band, factor, gain in zip(cv2.split(image), boosts, self.gains[name])]
         return cv2.merge(bands)
+
+    def pixel_rays(self, name: str, width: int, height: int) -> np.ndarray:
+        """(width * height, 3) unit world rays of the pixels of the photograph read at width x height (a
+        pinhole: the kernel is too smooth for the distortion to matter)."""
+        frame = self.frames[self.cameras[name]]
+        x = (np.arange(width, dtype=np.float64) + 0.5) * frame.width / width
+        y = (np.arange(height, dtype=np.float64) + 0.5) * frame.height / height
+        xx, yy = np.meshgrid((x - frame.cx) / frame.focal, (y - frame.cy) / frame.focal)
+        rays = np.stack([xx.ravel(), yy.ravel(), np.ones(xx.size)], axis=1) @ np.reshape(self.rotations[name], (3, 3)).T
+        return rays / np.linalg.norm(rays, axis=1, keepdims=True)
 
     def figures(self) -> dict:
         """What stats.json records: the fall-off at the corner per camera and the spread of the gains."""
         gains = np.array(list(self.gains.values())) if self.gains else np.ones((1, 3))
+        hotspot = None if self.hotspot is None else {
+            "brightening": [round(float(np.exp(a)), 3) for a in self.hotspot.amplitude[::-1]],
+            "width_deg": self.hotspot.width_deg, "direction": [round(v, 4) for v in self.hotspot.direction]}
         return {"corner_falloff": {c: round(float(self.vignetting(c, np.array(1.0))), 3) for c in self.falloff},
                 "gain_min": [round(float(v), 3) for v in gains.min(axis=0)[::-1]],
                 "gain_max": [round(float(v), 3) for v in gains.max(axis=0)[::-1]],
-                "images": len(self.gains)}
+                "images": len(self.gains), "hotspot": hotspot}
 
 
 @functools.lru_cache(maxsize=8)
@@ -127,14 +189,15 @@ def _boost_map(falloff: tuple[float, float, float], frame: Frame, width: int, he
     return np.exp(-log_falloff(falloff, radius)).astype(np.float32)
 
 
-def estimate(observations: Observations, names: list[str], cameras: list[str],
-             frames: dict[str, Frame]) -> Photometry | None:
+def estimate(observations: Observations, names: list[str], cameras: list[str], frames: dict[str, Frame],
+             rotations: dict[str, tuple[float, ...]] | None = None) -> Photometry | None:
     """The corrections that make the observations of each point agree (see the module's notes); None when too
-    few points are seen twice to tell."""
+    few points are seen twice to tell. `rotations` (world from camera, per photograph) let a hotspot be corrected,
+    with the observations' rays."""
     usable = _usable(observations)
     if usable is None:
         return None
-    image, track, radius, log_colour = usable
+    image, track, radius, log_colour, rays = usable
     camera_keys = sorted(set(cameras))
     camera_of = np.array([camera_keys.index(c) for c in cameras])[image]
     n_images, n_cameras, n_tracks = len(names), len(camera_keys), int(track.max()) + 1
@@ -156,11 +219,17 @@ def estimate(observations: Observations, names: list[str], cameras: list[str],
     matrix = scipy.sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows_of), np.concatenate(columns_of))),
                                      shape=(3 * rows, columns))
     right = log_colour.T.ravel()
-    weights = np.ones(3 * rows)
     groups = _tied_groups(image, track, n_images)
-    for _ in range(ROUNDS):
-        solution = _solve(matrix, right, weights, groups, 3 * n_images + len(POWERS) * n_cameras)
-        weights = np.minimum(1.0, HUBER / np.maximum(np.abs(matrix @ solution - right), 1e-12))
+    unknowns = 3 * n_images + len(POWERS) * n_cameras
+    solution = _robust_solve(matrix, right, groups, unknowns)
+    hotspot = None
+    for _ in range(2 if rays is not None and rotations else 0):
+        # The residuals hold the hotspot whole, whatever the last round divided out.
+        found = find_hotspot(rays, (right - matrix @ solution).reshape(3, rows))
+        if found is None:
+            break
+        hotspot = found
+        solution = _robust_solve(matrix, right - hotspot.log_factor(rays).T.ravel(), groups, unknowns)
     log_gains = solution[:3 * n_images].reshape(n_images, 3)
     spread = float(np.exp(np.ptp(log_gains, axis=1)).max())
     if spread > MAX_BAND_SPREAD:
@@ -174,11 +243,71 @@ def estimate(observations: Observations, names: list[str], cameras: list[str],
     kept = {key: tuple(map(float, a)) for key, a in zip(camera_keys, falloff)
             if MIN_CORNER <= np.exp(a.sum()) <= 1.05}
     return Photometry({name: tuple(map(float, g)) for name, g in zip(names, gains)}, dict(zip(names, cameras)),
-                      kept, frames)
+                      kept, frames, hotspot, dict(rotations or {}) if hotspot is not None else {})
 
 
-def _usable(observations: Observations) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """(image, track index, radius, log colour) of the well-exposed observations of points seen at least twice
+def _robust_solve(matrix: scipy.sparse.csr_matrix, right: np.ndarray, groups: np.ndarray, unknowns: int
+                  ) -> np.ndarray:
+    """The model's unknowns, reweighted ROUNDS times (Huber)."""
+    weights = np.ones(len(right))
+    for _ in range(ROUNDS):
+        solution = _solve(matrix, right, weights, groups, unknowns)
+        weights = np.minimum(1.0, HUBER / np.maximum(np.abs(matrix @ solution - right), 1e-12))
+    return solution
+
+
+def find_hotspot(rays: np.ndarray, residual: np.ndarray) -> Hotspot | None:
+    """The hotspot the residuals (3, N) of observations along `rays` (N, 3) show: the sunlight's direction within
+    HOTSPOT_REACH of the mean view (a coarse search, then a fine one around its best), the width and the
+    amplitudes that explain most of them; None when it brightens too little, explains too little, or brightens
+    the bands too unequally."""
+    sample = np.random.default_rng(1).permutation(len(rays))[:HOTSPOT_SAMPLE]
+    rays, residual = rays[sample], residual[:, sample]
+    mean = rays.mean(axis=0)
+    coarse = _search(rays, residual, cone(mean / np.linalg.norm(mean), HOTSPOT_REACH, 4.0))
+    direction, width, amplitude, explained = _search(rays, residual, cone(coarse[0], 4.0, 0.5))
+    if (max(amplitude) < MIN_HOTSPOT or explained < MIN_EXPLAINED * float((residual**2).sum())
+            or max(amplitude) > MAX_HOTSPOT_SPREAD * min(amplitude)):
+        return None
+    return Hotspot(tuple(map(float, direction)), width, tuple(map(float, amplitude)))
+
+
+def cone(axis: np.ndarray, reach_deg: float, step_deg: float) -> np.ndarray:
+    """(C, 3) unit directions within reach_deg of `axis`, on rings step_deg apart."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(axis, helper)
+    u /= np.linalg.norm(u)
+    v = np.cross(axis, u)
+    directions = [axis]
+    for tilt in np.radians(np.arange(step_deg, reach_deg + 1e-9, step_deg)):
+        count = max(6, int(round(2 * np.pi * np.degrees(tilt) / step_deg)))
+        turns = np.linspace(0, 2 * np.pi, count, endpoint=False)[:, None]
+        directions.append(np.cos(tilt) * axis + np.sin(tilt) * (np.cos(turns) * u + np.sin(turns) * v))
+    return np.vstack(directions)
+
+
+def _search(rays: np.ndarray, residual: np.ndarray, candidates: np.ndarray
+            ) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """Of the candidate directions and HOTSPOT_WIDTHS, the one whose kernel (less its mean: the points' radiances
+    take any constant) explains most of the residuals with positive amplitudes: direction, width, amplitudes and
+    the sum of squares explained."""
+    best: tuple[np.ndarray, float, np.ndarray, float] = (candidates[0], HOTSPOT_WIDTHS[0], np.zeros(3), -1.0)
+    cosines = rays @ candidates.T
+    for width in HOTSPOT_WIDTHS:
+        k = kernel(cosines, width)
+        k -= k.mean(axis=0)
+        norms = np.maximum((k * k).sum(axis=0), 1e-12)
+        projections = residual @ k
+        explained = np.where((projections > 0).all(axis=0), (projections**2).sum(axis=0) / norms, -1.0)
+        j = int(np.argmax(explained))
+        if explained[j] > best[3]:
+            best = (candidates[j], width, projections[:, j] / norms[j], float(explained[j]))
+    return best
+
+
+def _usable(observations: Observations
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """(image, track index, radius, log colour, ray or None) of the well-exposed observations of points seen at least twice
     that way, at most MAX_TRACKS of them; None when fewer than MIN_TRACKS."""
     ok = ((observations.colour > DARK) & (observations.colour < BRIGHT)).all(axis=1)
     points, inverse, counts = np.unique(observations.point[ok], return_inverse=True, return_counts=True)
@@ -194,7 +323,8 @@ def _usable(observations: Observations) -> tuple[np.ndarray, np.ndarray, np.ndar
     keep = track >= 0
     index = np.flatnonzero(ok)[keep]
     return (observations.image[index], track[keep], observations.radius[index],
-            np.log(observations.colour[index].astype(np.float64)))
+            np.log(observations.colour[index].astype(np.float64)),
+            observations.ray[index] if observations.ray is not None else None)
 
 
 def _tied_groups(image: np.ndarray, track: np.ndarray, n_images: int) -> np.ndarray:
@@ -228,7 +358,9 @@ def write(path: Path, photometry: Photometry | None) -> None:
         path.unlink(missing_ok=True)
         return
     write_json(path, {"gains": photometry.gains, "cameras": photometry.cameras, "falloff": photometry.falloff,
-                      "frames": {k: asdict(f) for k, f in photometry.frames.items()}})
+                      "frames": {k: asdict(f) for k, f in photometry.frames.items()},
+                      "hotspot": asdict(photometry.hotspot) if photometry.hotspot else None,
+                      "rotations": photometry.rotations})
 
 
 def load(path: Path) -> Photometry | None:
@@ -236,9 +368,12 @@ def load(path: Path) -> Photometry | None:
     values = read_json(path)
     if not values:
         return None
+    hotspot = values.get("hotspot")
     return Photometry({k: tuple(v) for k, v in values["gains"].items()}, values["cameras"],
                       {k: tuple(v) for k, v in values["falloff"].items()},
-                      {k: Frame(**f) for k, f in values["frames"].items()})
+                      {k: Frame(**f) for k, f in values["frames"].items()},
+                      Hotspot(tuple(hotspot["direction"]), hotspot["width_deg"], tuple(hotspot["amplitude"]))
+                      if hotspot else None, {k: tuple(v) for k, v in values.get("rotations", {}).items()})
 
 
 def applied(path: Path, enabled: bool) -> Photometry | None:

@@ -137,6 +137,7 @@ def test_the_estimate_on_brighton_finds_the_applied_gains_and_falloff(spoilt: Pr
     assert np.abs(measured / falloff_at(FALLOFF, radii) - 1).max() < 0.06
     stats = json.loads(spoilt.stats_file.read_text())["reconstruction"]["photometry"]
     assert stats["images"] == len(SUBSET)
+    assert found.hotspot is None and natural.hotspot is None  # no hotspot in these frames: none is invented
 
 
 def test_the_corrections_take_the_steps_out_of_the_seams(spoilt: Project, tmp_path: Path) -> None:
@@ -156,3 +157,55 @@ def test_the_corrections_take_the_steps_out_of_the_seams(spoilt: Project, tmp_pa
     # brightness crosses them over a wide band: more than inside a photograph, and far more than corrected.
     assert seam_off > 1.1 * inside_off
     assert seam_off / inside_off > 1.4 * seam_on / inside_on
+
+
+SUNLIGHT = np.array([np.sin(np.radians(15.0)) * np.cos(np.radians(40.0)),
+                     np.sin(np.radians(15.0)) * np.sin(np.radians(40.0)), -np.cos(np.radians(15.0))])
+HOTSPOT = (0.2, 0.25, 0.3)  # BGR log brightening at the antisolar point: strongest in the reddest band
+
+
+def rays_near_nadir(rng: np.random.Generator, count: int, reach_deg: float = 30.0) -> np.ndarray:
+    tilt = np.radians(reach_deg) * np.sqrt(rng.random(count))
+    turn = rng.uniform(0, 2 * np.pi, count)
+    return np.stack([np.sin(tilt) * np.cos(turn), np.sin(tilt) * np.sin(turn), -np.cos(tilt)], axis=1)
+
+
+def test_a_hotspot_in_the_observations_is_found_beside_the_gains() -> None:
+    """Observations brightened towards the antisolar point (a kernel of 6 degrees) give back the sunlight's
+    direction within a degree, the width and the amplitudes, and the gains as well as without a hotspot; the same
+    observations without it give none."""
+    rng = np.random.default_rng(5)
+    gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
+    plain = synthetic_observations(rng, gains, (0.0, 0.0, 0.0), points=6000)
+    rays = rays_near_nadir(rng, len(plain.image))
+    bright = photometry.Hotspot(tuple(SUNLIGHT), 6.0, HOTSPOT).log_factor(rays)
+    names = [f"{n}.jpg" for n in range(len(gains))]
+    rotations = {name: tuple(np.eye(3).ravel()) for name in names}
+    frames = {"camera": Frame(4000, 3000, 2000.0, 1500.0, 3000.0)}
+    observed = Observations(plain.image, plain.point, plain.radius, np.clip(plain.colour * np.exp(bright), 0, 255),
+                            rays)
+    found = estimate(observed, names, ["camera"] * len(names), frames, rotations)
+    assert found.hotspot is not None and found.hotspot.width_deg == 6.0
+    assert np.degrees(np.arccos(np.dot(found.hotspot.direction, SUNLIGHT))) < 1.0
+    assert np.abs(np.array(found.hotspot.amplitude) - HOTSPOT).max() < 0.03
+    relative = gains / np.exp(np.log(gains).mean(axis=0))
+    assert np.abs(np.array([found.gains[n] for n in names]) / relative - 1).max() < 0.015
+    assert found.rotations == rotations
+
+    without = estimate(Observations(plain.image, plain.point, plain.radius, plain.colour, rays), names,
+                       ["camera"] * len(names), frames, rotations)
+    assert without.hotspot is None and without.rotations == {}
+
+
+def test_correcting_a_photograph_divides_out_its_hotspot() -> None:
+    """A uniform photograph looking straight down, the sunlight along the ray of one of its pixels: that pixel is
+    darkened by the whole brightening, pixels far from it not at all."""
+    frame = Frame(400, 300, 200.0, 150.0, 300.0)
+    rotation = np.diag([1.0, -1.0, -1.0])  # camera x east, y south, z down
+    ray = rotation @ np.array([(300.5 - 200.0) / 300.0, (100.5 - 150.0) / 300.0, 1.0])
+    correction = photometry.Photometry({"a.jpg": (1.0, 1.0, 1.0)}, {"a.jpg": "camera"}, {}, {"camera": frame},
+                                       photometry.Hotspot(tuple(ray / np.linalg.norm(ray)), 6.0, HOTSPOT),
+                                       {"a.jpg": tuple(rotation.ravel())})
+    corrected = correction.correct(np.full((300, 400, 3), 200, np.uint8), "a.jpg").astype(float)
+    np.testing.assert_allclose(corrected[100, 300], 200 / np.exp(HOTSPOT), atol=1.0)
+    np.testing.assert_allclose(corrected[290, 10], 200, atol=1.0)

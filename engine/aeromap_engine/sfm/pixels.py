@@ -66,32 +66,41 @@ def observe_points(model: pycolmap.Reconstruction, images_dir: Path, levels: Lev
     every stage reads them: COLMAP's own colour extraction would cut 16-bit images to their high byte."""
     image_ids = list(model.reg_image_ids())
 
-    def observed(number: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def observed(number: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         image = model.image(image_ids[number])
         points = [p for p in image.points2D if p.has_point3D()]
         if not points:
-            return np.empty(0, np.int64), np.empty(0), np.empty((0, 3)), np.empty((0, 3))
+            return np.empty(0, np.int64), np.empty(0), np.empty((0, 3)), np.empty((0, 3)), np.empty((0, 3))
         xy = np.array([p.xy for p in points], np.float32)
         pixels = read_scaled(images_dir / image.name, 1.0, levels)
         at = xy.reshape(-1, 1, 2) - 0.5  # pixel centres lie at .5
         sharp = cv2.remap(pixels, at, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
         smooth = cv2.remap(cv2.blur(pixels, (SMOOTHING, SMOOTHING)), at, None, cv2.INTER_LINEAR,
                            borderMode=cv2.BORDER_REPLICATE)
+        rays = np.array([model.points3D[p.point3D_id].xyz for p in points]) - image.projection_center()
         return (np.array([p.point3D_id for p in points], np.int64), frame_of(model.camera(image.camera_id))
-                .radius(xy[:, 0], xy[:, 1]), sharp.reshape(-1, 3), smooth.reshape(-1, 3))
+                .radius(xy[:, 0], xy[:, 1]), sharp.reshape(-1, 3), smooth.reshape(-1, 3),
+                rays / np.linalg.norm(rays, axis=1, keepdims=True))
 
     with opencv_threads(1), ThreadPoolExecutor(threads) as pool:
         parts = list(pool.map(observed, range(len(image_ids))))
     names = [model.image(i).name for i in image_ids]
     observations = Observations(np.concatenate([np.full(len(p[0]), n) for n, p in enumerate(parts)]),
                                 np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                                np.concatenate([p[3] for p in parts]).astype(np.float64))
+                                np.concatenate([p[3] for p in parts]).astype(np.float64),
+                                np.concatenate([p[4] for p in parts]))
     return names, observations, np.concatenate([p[2] for p in parts]).astype(np.float64)
 
 
 def frame_of(camera: pycolmap.Camera) -> Frame:
     return Frame(int(camera.width), int(camera.height), float(camera.principal_point_x),
-                 float(camera.principal_point_y))
+                 float(camera.principal_point_y), float(camera.mean_focal_length()))
+
+
+def rotations_of(model: pycolmap.Reconstruction) -> dict[str, tuple[float, ...]]:
+    """Each registered photograph's rotation from its camera to the world, row by row."""
+    return {image.name: tuple(image.cam_from_world().rotation.matrix().T.ravel().tolist())
+            for image in (model.image(i) for i in model.reg_image_ids())}
 
 
 def colour_points(model: pycolmap.Reconstruction, names: list[str], observations: Observations, sharp: np.ndarray,
@@ -100,7 +109,8 @@ def colour_points(model: pycolmap.Reconstruction, names: list[str], observations
     photometry."""
     colours = sharp
     if photometry is not None:
-        colours = colours / photometry.factors(np.array(names)[observations.image], observations.radius)
+        colours = colours / photometry.factors(np.array(names)[observations.image], observations.radius,
+                                               observations.ray)
     ids, inverse = np.unique(observations.point, return_inverse=True)
     counts = np.bincount(inverse, minlength=len(ids))
     sums = np.stack([np.bincount(inverse, colours[:, c], len(ids)) for c in range(3)], axis=1)

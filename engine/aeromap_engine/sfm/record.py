@@ -19,7 +19,7 @@ from ..photo import Photo
 from ..quality import Check
 from .cameras import CameraKind, lens_coverage
 from .export import cameras_json, mean_gsd_cm, shots_geojson, sparse_cloud
-from .pixels import colour_points, frame_of, observe_points
+from .pixels import colour_points, frame_of, observe_points, rotations_of
 from .survey import Survey
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def finish(ctx: "StageContext", project: "Project", survey: Survey, model: pycol
                                                     ctx.options.max_concurrency)
         cameras = {name: str(model.find_image_with_name(name).camera_id) for name in names}
         corrections = photometry.estimate(observations, names, [cameras[n] for n in names],
-                                          {str(i): frame_of(c) for i, c in model.cameras.items()})
+                                          {str(i): frame_of(c) for i, c in model.cameras.items()},
+                                          rotations_of(model))
         photometry.write(project.photometry_file, corrections)
         colour_points(model, names, observations, sharp, corrections)
     figures["photometry"] = corrections.figures() if corrections is not None else None

@@ -170,6 +170,19 @@ def refine(field: HeightField, origin: np.ndarray, dx: np.ndarray, dy: np.ndarra
 
 
 @dataclass(frozen=True)
+class Hotspot:
+    """The ground's brightening towards the antisolar point: exp(amplitude * exp(-angle / width)), the angle
+    between the viewing ray and the sunlight."""
+
+    amplitude: float
+    width_deg: float
+
+    def factor(self, directions: np.ndarray, sun: np.ndarray) -> np.ndarray:
+        cosines = np.clip(-(directions @ sun) / np.linalg.norm(directions, axis=1), -1.0, 1.0)
+        return np.exp(self.amplitude * np.exp(-np.degrees(np.arccos(cosines)) / self.width_deg))
+
+
+@dataclass(frozen=True)
 class RenderModel:
     """Everything the renderer samples, precomputed once per scene."""
 
@@ -180,13 +193,15 @@ class RenderModel:
     walls: Walls
     texture: Texture
     sun: np.ndarray  # unit vector towards the sun
+    hotspot: Hotspot | None = None
 
     @classmethod
-    def build(cls, scene: Scene, texture: Texture) -> "RenderModel":
+    def build(cls, scene: Scene, texture: Texture, sun: np.ndarray | None = None,
+              hotspot: Hotspot | None = None) -> "RenderModel":
         field = scene.surface
         gy, gx = np.gradient(field.z.astype(np.float32), field.cell)
         return cls(field, max_pyramid(field), gx.astype(np.float32), gy.astype(np.float32),
-                   wall_owners(scene), texture, sun_direction())
+                   wall_owners(scene), texture, sun_direction() if sun is None else sun, hotspot)
 
     def gradient(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         u, v = x / self.field.cell - 0.5, y / self.field.cell - 0.5
@@ -250,7 +265,10 @@ def surface_colour(model: RenderModel, points: np.ndarray, directions: np.ndarra
     if len(steep):
         colour[steep] = _blend_walls(model, points[steep], directions[steep], gx[steep], gy[steep],
                                      footprint_scale[steep], colour[steep], wall[steep])
-    return colour * shading(gx, gy, model.sun)[:, None]
+    light = shading(gx, gy, model.sun)
+    if model.hotspot is not None:
+        light = light * model.hotspot.factor(directions, model.sun)
+    return colour * light[:, None]
 
 
 def _blend_walls(model: RenderModel, points: np.ndarray, directions: np.ndarray, gx: np.ndarray, gy: np.ndarray,

@@ -17,6 +17,7 @@ import pyproj
 from ..geo import crs_name, utm_crs
 from .camera import FlightSpec, LensSpec
 from .scene import SceneSpec
+from .render import SUN_AZIMUTH_DEG, SUN_ELEVATION_DEG
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class SurveySpec:
     # Photographs rendered at 1/n of their size and enlarged: the pixel count a benchmark needs for a fraction of
     # the rendering time, with no detail finer than n pixels (feature extraction at "high" halves them anyway).
     render_downscale: int = 1
+    sun_azimuth_deg: float = SUN_AZIMUTH_DEG
+    sun_elevation_deg: float = SUN_ELEVATION_DEG
+    hotspot_amplitude: float = 0.0  # log brightening looking straight away from the sun (0: none)
+    hotspot_width_deg: float = 5.0
 
 
 @dataclass(frozen=True)

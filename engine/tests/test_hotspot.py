@@ -1,0 +1,96 @@
+"""The hotspot on a rendered survey: flown under a high sun whose antisolar point falls inside the frames, with
+the ground brightened towards it (synthetic/render.py Hotspot). The engine finds the sunlight's direction, and
+the orthophoto's brightness around each photograph's antisolar point, against the true orthophoto, is flat once
+the hotspot is divided out, where without the correction it is not."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+import rasterio
+from rasterio.enums import Resampling
+from rasterio.warp import reproject
+
+from aeromap_engine import photometry, pipeline
+from aeromap_engine.project import Project
+from aeromap_engine.synthetic.camera import FlightSpec, LensSpec
+from aeromap_engine.synthetic.render import sun_direction
+from aeromap_engine.synthetic.scene import SceneSpec
+from aeromap_engine.synthetic.site import SurveySpec
+from aeromap_engine.synthetic.survey import SurveyTruth, generate
+
+SPEC = SurveySpec(scene=SceneSpec(size_m=85.0, buildings=0, trees=0, roads=1, control_points=0),
+                  lens=LensSpec(width=640, height=480),
+                  flight=FlightSpec(height_m=50.0, forward_overlap=0.75, side_overlap=0.7),
+                  truth_ortho_level=1, seed=4, sun_elevation_deg=84.0, sun_azimuth_deg=135.0,
+                  hotspot_amplitude=0.25, hotspot_width_deg=6.0)
+OPTIONS = [{"name": "fast-orthophoto", "value": True}, {"name": "skip-report", "value": True},
+           {"name": "skip-3dmodel", "value": True}, {"name": "feature-quality", "value": "ultra"},
+           {"name": "min-num-features", "value": 3000}]
+DISC_M, RING_M = 3.0, (6.0, 10.0)  # around each antisolar point: the disc measured, the ring it is compared with
+
+
+@pytest.fixture(scope="module")
+def hotspot_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[SurveyTruth, Project, Project]:
+    """The survey processed with the photometric corrections (the default) and without them."""
+    root = tmp_path_factory.mktemp("hotspot")
+    truth = generate(root / "corrected", SPEC, workers=2)
+    corrected = Project(root / "corrected")
+    pipeline.run(corrected, OPTIONS)
+    plain = Project(root / "plain")
+    plain.images_dir.mkdir(parents=True)
+    for path in corrected.images_dir.iterdir():
+        (plain.images_dir / path.name).symlink_to(path)
+    pipeline.run(plain, OPTIONS + [{"name": "photometric-correction", "value": False}])
+    return truth, corrected, plain
+
+
+def disc_steps(project: Project, truth: SurveyTruth, sunlight: np.ndarray) -> np.ndarray:
+    """Per photograph, the orthophoto's brightness over the true orthophoto's within DISC_M of its antisolar point
+    on the ground, against the same in the ring around it, less 1 (the true orthophoto registered on the
+    orthophoto by phase correlation first: the georeferencing by GPS leaves it a few pixels off)."""
+    with rasterio.open(project.orthophoto()) as ortho:
+        values = ortho.read().astype(np.float32)
+        expected = np.full((3, ortho.height, ortho.width), np.nan, np.float32)
+        with rasterio.open(truth.orthophoto) as source:
+            reproject(source.read().astype(np.float32), expected, src_transform=source.transform,
+                      src_crs=source.crs, dst_transform=ortho.transform, dst_crs=ortho.crs,
+                      resampling=Resampling.average, dst_nodata=np.nan)
+        transform = ortho.transform
+    brightness, true = values[:3].mean(axis=0), np.nan_to_num(np.nanmean(expected, axis=0))
+    h, w = brightness.shape
+    window = np.s_[h // 2 - 256:h // 2 + 256, w // 2 - 256:w // 2 + 256]
+    (dx, dy), _ = cv2.phaseCorrelate(true[window].copy(), brightness[window].copy(),
+                                     cv2.createHanningWindow((512, 512), cv2.CV_32F))
+    true = cv2.warpAffine(true, np.float32([[1, 0, dx], [0, 1, dy]]), (w, h))
+    ratio = np.where((values[3] > 0) & (true > 5), brightness / np.maximum(true, 1), np.nan)
+    rows, cols = np.indices(ratio.shape)
+    steps = []
+    for photo in json.loads(truth.cameras_json.read_text())["photographs"]:
+        centre = np.array(photo["position"])
+        ground = centre - sunlight * SPEC.flight.height_m / -sunlight[2]
+        col, row = ~transform @ (ground[0], ground[1])
+        distance = np.hypot(cols - col, rows - row) * abs(transform.a)
+        disc, ring = ratio[distance < DISC_M], ratio[(distance > RING_M[0]) & (distance < RING_M[1])]
+        if np.isfinite(disc).sum() > 500 and np.isfinite(ring).sum() > 2000:
+            steps.append(np.nanmean(disc) / np.nanmean(ring) - 1)
+    return np.array(steps)
+
+
+def test_the_hotspot_is_found_and_divided_out(hotspot_survey) -> None:
+    truth, corrected, plain = hotspot_survey
+    sunlight = -sun_direction(SPEC.sun_azimuth_deg, SPEC.sun_elevation_deg)
+    found = photometry.load(corrected.photometry_file).hotspot
+    assert found is not None and np.degrees(np.arccos(np.dot(found.direction, sunlight))) < 1.5
+    assert 0.15 < min(found.amplitude) and max(found.amplitude) < 0.45  # exp(0.25) brighter, as rendered
+    stats = corrected.read_stats()["reconstruction"]["photometry"]["hotspot"]
+    assert stats["width_deg"] == found.width_deg
+
+    flat, bright = disc_steps(corrected, truth, sunlight), disc_steps(plain, truth, sunlight)
+    assert len(flat) >= 10 and len(bright) == len(flat)
+    assert abs(np.median(flat)) <= 0.02 and np.abs(flat).max() <= 0.04, np.round(flat, 3)
+    # Without the correction the discs show: the typical one differs twice as much from its ring.
+    assert np.abs(bright).max() > 0.04 and np.median(np.abs(bright)) > 2 * np.median(np.abs(flat)), np.round(bright, 3)
