@@ -6,7 +6,7 @@ import { ANONYMOUS, OPTIONAL_SECURITY, type TokenService, optionalUser } from '.
 import { notFound } from '../errors.ts';
 import type { App } from '../typed-app.ts';
 import { resolveAssetPath } from '../tasks/assets.ts';
-import { sendFile } from '../tasks/routes.ts';
+import { sendFile } from '../tasks/replies.ts';
 import { ASSETS } from '../../protocol/files.ts';
 import { TaskParams } from '../tasks/schema.ts';
 import type { TaskRules } from '../tasks/tasks.ts';

@@ -1,8 +1,7 @@
 // The task routes of the spec under /api/projects/{project_id}/tasks/: thin handlers over TaskRules (rules and
-// actions), the downloads, the photographs, the 3D scene, and the import. Multipart bodies (images, zips) are
+// actions), the downloads and the import; the photographs and the 3D scene are in view-routes.ts. Multipart bodies (images, zips) are
 // streamed to disk. The reads WebODM opens to anyone on a public task are ANONYMOUS routes that TaskRules.readable
 // guards.
-import send from '@fastify/send';
 import multipart from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -17,8 +16,8 @@ import type { App } from '../typed-app.ts';
 import { ASSETS } from '../../protocol/files.ts';
 import { downloadName, filesUnder, resolveAssetPath } from './assets.ts';
 import { readConsole } from './console.ts';
-import { PhotoThumbnailQuery, photoFile, photoThumbnail, photoViewOf } from './photos.ts';
-import { mergeScene, withCameraView } from './scene.ts';
+import { TASK_ERRORS, TASK_TAGS, type TaskIds, readableTask, sendFile } from './replies.ts';
+import { taskViewRoutes } from './view-routes.ts';
 import { type BackupEntry, backupEntries } from './backup.ts';
 import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
 import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
@@ -26,8 +25,8 @@ import type { TaskRules } from './tasks.ts';
 import { tileRoutes } from '../tiles/routes.ts';
 import type { TileService } from '../tiles/service.ts';
 
-const tags = ['tasks'];
-const errors = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
+const tags = TASK_TAGS;
+const errors = TASK_ERRORS;
 /** Routes that store files: a file over the size limit, and a disk within its reserve (403: a quota used up). */
 const storingErrors = {
   ...errors,
@@ -53,15 +52,6 @@ export interface TaskRouteDeps {
   imports: ImportSettings;
   uploadLimits: { fileBytes: number };
   tiles: TileService;
-}
-
-type TaskIds = { project_id: number; task_id: number };
-
-/** Streams a result file with ranges, under WebODM's download name (inline only where its type is inert). */
-export async function sendFile(request: FastifyRequest, reply: FastifyReply, file: string, filename: string, inline: boolean) {
-  const sent = await send(request.raw, file, { root: '/', acceptRanges: true, cacheControl: false, dotfiles: 'allow' });
-  if (sent.type === 'error') throw notFound();
-  return resultHeaders(reply.code(sent.statusCode).headers(sent.headers), filename, inline).send(sent.stream);
 }
 
 /** Files as a zip built while it is sent, stored (the outputs are compressed already), with its length. */
@@ -109,11 +99,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
     const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
     return rules.task(currentUser(request), projectId, taskId, permission);
   };
-  /** The task when the caller may read it: a viewer of its project, or anyone when it is public. */
-  const readableOf = async (request: FastifyRequest) => {
-    const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
-    return (await rules.readable(optionalUser(request), projectId, taskId)).task;
-  };
+  const readableOf = (request: FastifyRequest) => readableTask(rules, request);
 
   app.get(
     `${base}/`,
@@ -373,108 +359,7 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
     },
   );
 
-  const PhotoParams = Type.Object({ ...TaskParams.properties, filename: Type.String({ maxLength: 255 }) });
-  app.get(
-    `${base}/:task_id/images/download/:filename`,
-    {
-      ...ANONYMOUS,
-      schema: {
-        tags,
-        security: OPTIONAL_SECURITY,
-        summary: 'Download one of the photographs the task was made from',
-        description: 'By its uploaded name. A compacted task has none left (404).',
-        params: PhotoParams,
-        response: { 404: Type.Ref('Error'), 403: Type.Ref('Error') },
-      },
-    },
-    async (request, reply) => {
-      const task = await readableOf(request);
-      const file = await photoFile(rules.folder(task).images, request.params.filename);
-      return sendFile(request, reply, file, request.params.filename, false);
-    },
-  );
-
-  app.get(
-    `${base}/:task_id/images/thumbnail/:filename`,
-    {
-      ...ANONYMOUS,
-      schema: {
-        tags,
-        security: OPTIONAL_SECURITY,
-        summary: 'A JPEG thumbnail of one of the photographs the task was made from',
-        params: PhotoParams,
-        querystring: PhotoThumbnailQuery,
-        response: { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') },
-      },
-    },
-    async (request, reply) => {
-      const task = await readableOf(request);
-      const file = await photoFile(rules.folder(task).images, request.params.filename);
-      const data = await photoThumbnail(file, request.query.size, request.query.quality, photoViewOf(request.query));
-      return reply.type('image/jpeg').header('content-disposition', 'inline').header('cache-control', 'private, max-age=3600').send(data);
-    },
-  );
-
-  const SceneBody = Type.Record(Type.String(), Type.Unknown());
-  const sceneOf = (request: FastifyRequest) => {
-    const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
-    return rules.sceneEditable(optionalUser(request), projectId, taskId);
-  };
-  app.get(
-    `${base}/:task_id/3d/scene`,
-    {
-      ...ANONYMOUS,
-      schema: {
-        tags,
-        security: OPTIONAL_SECURITY,
-        summary: "The task's saved 3D scene (WebODM's Potree scene); {} when none",
-        params: TaskParams,
-        response: { 200: SceneBody, ...errors },
-      },
-    },
-    async (request) => JSON.parse((await readableOf(request)).potree_scene) as Record<string, unknown>,
-  );
-  app.post(
-    `${base}/:task_id/3d/scene`,
-    {
-      ...ANONYMOUS,
-      schema: {
-        tags,
-        security: OPTIONAL_SECURITY,
-        summary: "Save the task's 3D scene",
-        description:
-          'A Potree scene ({"type": "Potree", ...}); its fields replace the stored ones, but for view, pointclouds and settings. ' +
-          'Needs "change", or a public task with public_edit.',
-        params: TaskParams,
-        body: SceneBody,
-        response: { 200: Success, ...errors },
-      },
-    },
-    async (request) => {
-      await rules.saveScene(await sceneOf(request), (stored) => mergeScene(stored, request.body));
-      return { success: true };
-    },
-  );
-  app.post(
-    `${base}/:task_id/3d/cameraview`,
-    {
-      ...ANONYMOUS,
-      schema: {
-        tags,
-        security: OPTIONAL_SECURITY,
-        summary: "Save the initial camera view of the task's 3D scene",
-        description: 'The view as a JSON object. Needs "change", or a public task with public_edit.',
-        params: TaskParams,
-        body: SceneBody,
-        response: { 200: Success, ...errors },
-      },
-    },
-    async (request) => {
-      await rules.saveScene(await sceneOf(request), (stored) => withCameraView(stored, request.body));
-      return { success: true };
-    },
-  );
-
+  await taskViewRoutes(app, rules);
   await tileRoutes(app, rules, deps.tiles);
 
   app.post(

@@ -1,0 +1,27 @@
+// What the task routes share: the task a request names, read as its caller may, and result files sent with ranges
+// under WebODM's download names.
+import send from '@fastify/send';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { optionalUser } from '../auth.ts';
+import { notFound } from '../errors.ts';
+import { resultHeaders } from '../security-headers.ts';
+import type { TaskRules } from './tasks.ts';
+
+export const TASK_TAGS = ['tasks'];
+export const TASK_ERRORS = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
+
+export type TaskIds = { project_id: number; task_id: number };
+
+/** The task when the caller may read it: a viewer of its project, or anyone when it is public. */
+export async function readableTask(rules: TaskRules, request: FastifyRequest) {
+  const { project_id: projectId, task_id: taskId } = request.params as TaskIds;
+  return (await rules.readable(optionalUser(request), projectId, taskId)).task;
+}
+
+/** Streams a result file with ranges, under WebODM's download name (inline only where its type is inert). */
+export async function sendFile(request: FastifyRequest, reply: FastifyReply, file: string, filename: string, inline: boolean) {
+  const sent = await send(request.raw, file, { root: '/', acceptRanges: true, cacheControl: false, dotfiles: 'allow' });
+  if (sent.type === 'error') throw notFound();
+  return resultHeaders(reply.code(sent.statusCode).headers(sent.headers), filename, inline).send(sent.stream);
+}
