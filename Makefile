@@ -34,9 +34,10 @@ $(NODE_STAMP): package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
-$(ENGINE_STAMP): engine/pyproject.toml engine/requirements.txt engine/requirements-dev.txt
+$(ENGINE_STAMP): engine/pyproject.toml engine/requirements.txt engine/requirements-dev.txt engine/requirements-thermal.txt
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r engine/requirements.txt -r engine/requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --ignore-requires-python -r engine/requirements-thermal.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e engine
 	touch $@
 

@@ -70,6 +70,15 @@ class Project:
         return self.root / "bands.json"
 
     @property
+    def temperatures_dir(self) -> Path:
+        """A thermal survey's temperatures in °C, a float32 TIFF per photograph (bands/thermal.py)."""
+        return self.root / "temperatures"
+
+    def band_files_dir(self, bands: dict) -> Path:
+        """Where the files bands.json names are: the temperatures of a thermal survey, else the photographs."""
+        return self.temperatures_dir if bands.get("temperatures") else self.images_dir
+
+    @property
     def state_dir(self) -> Path:
         """Engine bookkeeping: stage completion markers and the options of the last successful run."""
         return self.root / ".aeromap"

@@ -61,6 +61,11 @@ def test_formulas_know_their_bands_and_the_orders_that_suit_them() -> None:
                               "help": "Visual Atmospheric Resistance Index shows the areas of vegetation.",
                               "range": [-1.0, 1.0]}
     assert describe()["bands"] == ["R", "G", "B", "N", "Re", "L"] and "NDVI (Blue)" in describe()["formulas"]
+    # A thermal camera's lone L band, which no WebODM filter is: offered in its own order, for the thermal
+    # formulas alone.
+    thermal = {a["id"]: a["filters"] for a in algorithms(1, "L")}
+    assert thermal == {"Thermal C": ["L"], "Thermal K": ["L"]}
+    assert algorithms(1, "?") == [] and FORMULAS["NDVI"].filters(3, "RGB") == ["RGN", "NRG", "NRB"]
 
 
 def test_band_orders_are_read_letter_by_letter() -> None:

@@ -12,13 +12,16 @@ import numpy as np
 import pytest
 import rasterio
 from rasterio.enums import Resampling
+from rasterio.transform import Affine
 from rasterio.warp import reproject
 
 from aeromap_engine import photometry, pipeline
 from aeromap_engine.project import Project
+from aeromap_engine.stages.odm_orthophoto import NO_SOURCE
 from aeromap_engine.synthetic.camera import FlightSpec, LensSpec
 from aeromap_engine.synthetic.render import sun_direction
 from aeromap_engine.synthetic.scene import SceneSpec
+from aeromap_engine.synthetic.seams import seam_steps
 from aeromap_engine.synthetic.site import SurveySpec
 from aeromap_engine.synthetic.survey import SurveyTruth, generate
 
@@ -48,10 +51,9 @@ def hotspot_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[SurveyTrut
     return truth, corrected, plain
 
 
-def disc_steps(project: Project, truth: SurveyTruth, sunlight: np.ndarray) -> np.ndarray:
-    """Per photograph, the orthophoto's brightness over the true orthophoto's within DISC_M of its antisolar point
-    on the ground, against the same in the ring around it, less 1 (the true orthophoto registered on the
-    orthophoto by phase correlation first: the georeferencing by GPS leaves it a few pixels off)."""
+def registered(project: Project, truth: SurveyTruth) -> tuple[np.ndarray, np.ndarray, np.ndarray, Affine]:
+    """The orthophoto's brightness, the true orthophoto's on its grid (registered by phase correlation: the
+    georeferencing by GPS leaves it a few pixels off), where both hold ground, and the grid's transform."""
     with rasterio.open(project.orthophoto()) as ortho:
         values = ortho.read().astype(np.float32)
         expected = np.full((3, ortho.height, ortho.width), np.nan, np.float32)
@@ -66,7 +68,14 @@ def disc_steps(project: Project, truth: SurveyTruth, sunlight: np.ndarray) -> np
     (dx, dy), _ = cv2.phaseCorrelate(true[window].copy(), brightness[window].copy(),
                                      cv2.createHanningWindow((512, 512), cv2.CV_32F))
     true = cv2.warpAffine(true, np.float32([[1, 0, dx], [0, 1, dy]]), (w, h))
-    ratio = np.where((values[3] > 0) & (true > 5), brightness / np.maximum(true, 1), np.nan)
+    return brightness, true, (values[3] > 0) & (true > 5), transform
+
+
+def disc_steps(project: Project, truth: SurveyTruth, sunlight: np.ndarray) -> np.ndarray:
+    """Per photograph, the orthophoto's brightness over the true orthophoto's within DISC_M of its antisolar point
+    on the ground, against the same in the ring around it, less 1."""
+    brightness, true, valid, transform = registered(project, truth)
+    ratio = np.where(valid, brightness / np.maximum(true, 1), np.nan)
     rows, cols = np.indices(ratio.shape)
     steps = []
     for photo in json.loads(truth.cameras_json.read_text())["photographs"]:
@@ -94,3 +103,18 @@ def test_the_hotspot_is_found_and_divided_out(hotspot_survey) -> None:
     assert abs(np.median(flat)) <= 0.02 and np.abs(flat).max() <= 0.04, np.round(flat, 3)
     # Without the correction the discs show: the typical one differs twice as much from its ring.
     assert np.abs(bright).max() > 0.04 and np.median(np.abs(bright)) > 2 * np.median(np.abs(flat)), np.round(bright, 3)
+
+
+def test_the_seams_add_no_step_to_the_ground(hotspot_survey) -> None:
+    """bench/ortho_seams.py's measure, the brightness step across the seams against the same inside one
+    photograph's part: on this scene the ground itself steps more along the seams than elsewhere (they follow its
+    texture), so the orthophoto's steps are weighed against the true orthophoto's along the same seams."""
+    truth, corrected, _ = hotspot_survey
+    brightness, true, valid, _ = registered(corrected, truth)
+    with rasterio.open(corrected.orthophoto_sources) as dataset:
+        sources = dataset.read(1).astype(np.int32)
+    sources[sources == NO_SOURCE] = -1
+    across, inside = seam_steps(brightness, valid, sources)
+    true_across, true_inside = seam_steps(true, valid, sources)
+    assert across <= 1.03 * true_across and inside <= 1.03 * true_inside, (across, true_across, inside, true_inside)
+    assert across / inside <= 1.03 * true_across / true_inside

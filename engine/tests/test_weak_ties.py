@@ -1,7 +1,7 @@
 """Surveys whose photographs are weakly tied: each ends placed at its GPS with products, or refused with an [ERROR]
 that names the measured cause (texture, overlap) and what to try.
 
-h20t_thermal: 32 thermal frames (640 x 512) of autumn canopy from 95 m, two strips about 9 m apart with about 12 m
+h20t_thermal: 32 thermal frames (their temperatures mapped) (640 x 512) of autumn canopy from 95 m, two strips about 9 m apart with about 12 m
 between frames. Truth is each frame's own EXIF GPS (read here with Pillow, not by the engine).
 """
 
@@ -20,6 +20,8 @@ from pyproj import Transformer
 from aeromap_engine import pipeline
 from aeromap_engine.errors import InputError
 from aeromap_engine.project import Project
+from aeromap_engine.stages.odm_orthophoto import NO_SOURCE
+from aeromap_engine.synthetic.seams import seam_steps
 from conftest import datasets_dir
 from test_sfm import exif_lonlat_alt, make_project, model_centres
 
@@ -75,13 +77,27 @@ def test_thermal_orthophoto_covers_both_strips(thermal: Project) -> None:
     placed = list(model_centres(thermal))
     fixes = np.array(list(gps_truth(placed).values()))
     with rasterio.open(thermal.path("odm_orthophoto", "odm_orthophoto.tif")) as ortho:
-        alpha = ortho.read(4) > 0
+        alpha = ortho.read(ortho.count) > 0
         rows, cols = rasterio.transform.rowcol(ortho.transform, fixes[:, 0], fixes[:, 1])
         low, high = fixes.min(axis=0), fixes.max(axis=0)
         (top, bottom), (left, right) = rasterio.transform.rowcol(ortho.transform, [low[0], high[0]],
                                                                   [high[1], low[1]])
     assert alpha[rows, cols].all()
     assert alpha[top:bottom + 1, left:right + 1].mean() > 0.99
+
+
+@pytest.mark.long
+def test_thermal_orthophoto_seams_show_no_more_than_the_inside_of_frames(thermal: Project) -> None:
+    """The frames' temperatures (°C, in Kelvin for the measure's logarithm): the step across seams is no larger
+    than inside one frame's part (bench/ortho_seams.py's measure), the camera's drift removed."""
+    with rasterio.open(thermal.orthophoto()) as ortho:
+        assert ortho.descriptions[0] == "LWIR"
+        kelvin, covered = np.nan_to_num(ortho.read(1)) + 273.15, ortho.read(2) > 0
+    with rasterio.open(thermal.orthophoto_sources) as dataset:
+        sources = dataset.read(1).astype(np.int32)
+    sources[sources == NO_SOURCE] = -1
+    across, inside = seam_steps(kelvin, covered, sources)
+    assert across <= 1.05 * inside, (across * 273, inside * 273)
 
 
 def test_frames_without_overlap_are_refused_naming_it(tmp_path: Path) -> None:

@@ -61,9 +61,10 @@ for name in sys.argv[4:]:
  * 8 bits) and its tile pyramid, made by the engine. `rgba` is Python that sets `rgba`, its (4, height, width)
  * values; `resolution` its pixel size in metres; `withModel` adds an empty glTF model. With `bands` 'rgbn' the four
  * bands are red, green, blue and near infrared instead, named by their descriptions (Red, Green, Blue, NIR) as a
- * multispectral camera's orthophoto names them.
+ * multispectral camera's orthophoto names them. With 'lwir' the orthophoto is a thermal camera's: `rgba` sets
+ * `celsius`, (height, width) float32 temperatures (NaN where there is none), written as the band LWIR and alpha.
  */
-export function orthophotoZip(dir: string, rgba: string, resolution: number, withModel = false, bands: 'rgba' | 'rgbn' = 'rgba'): string {
+export function orthophotoZip(dir: string, rgba: string, resolution: number, withModel = false, bands: 'rgba' | 'rgbn' | 'lwir' = 'rgba'): string {
   python(
     `import sys, subprocess, zipfile, numpy as np, rasterio
 from rasterio.enums import ColorInterp
@@ -71,15 +72,22 @@ from rasterio.transform import from_origin
 d, engine, resolution = sys.argv[1], sys.argv[2], float(sys.argv[3])
 tif, mbtiles = f"{d}/odm_orthophoto.tif", f"{d}/odm_orthophoto.mbtiles"
 ${rgba}
-nir = sys.argv[5] == "rgbn"
-with rasterio.open(tif, "w", driver="GTiff", width=rgba.shape[2], height=rgba.shape[1], count=4, dtype="uint8",
-                   crs="EPSG:32615", transform=from_origin(576000, 4565000, resolution, resolution), photometric="RGB",
-                   **({} if nir else {"alpha": "YES"})) as out:
-    out.write(rgba)
-    if nir:
-        out.colorinterp = [ColorInterp.red, ColorInterp.green, ColorInterp.blue, ColorInterp.undefined]
-        for number, description in enumerate(["Red", "Green", "Blue", "NIR"], 1):
-            out.set_band_description(number, description)
+nir, lwir = sys.argv[5] == "rgbn", sys.argv[5] == "lwir"
+place = {"crs": "EPSG:32615", "transform": from_origin(576000, 4565000, resolution, resolution)}
+if lwir:
+    with rasterio.open(tif, "w", driver="GTiff", width=celsius.shape[1], height=celsius.shape[0], count=2,
+                       dtype="float32", nodata=float("nan"), **place) as out:
+        out.colorinterp = [ColorInterp.gray, ColorInterp.alpha]
+        out.set_band_description(1, "LWIR")
+        out.write(np.stack([celsius, np.where(np.isfinite(celsius), 255, 0)]).astype(np.float32))
+else:
+    with rasterio.open(tif, "w", driver="GTiff", width=rgba.shape[2], height=rgba.shape[1], count=4, dtype="uint8",
+                       photometric="RGB", **place, **({} if nir else {"alpha": "YES"})) as out:
+        out.write(rgba)
+        if nir:
+            out.colorinterp = [ColorInterp.red, ColorInterp.green, ColorInterp.blue, ColorInterp.undefined]
+            for number, description in enumerate(["Red", "Green", "Blue", "NIR"], 1):
+                out.set_band_description(number, description)
 subprocess.run([engine, "tiles", tif, mbtiles], check=True, stdout=subprocess.DEVNULL)
 with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
     z.write(tif, "odm_orthophoto/odm_orthophoto.tif")

@@ -9,6 +9,7 @@ import {
   colorMapRamp,
   colourBandCount,
   decimalsFor,
+  defaultColorMap,
   defaultFormula,
   formatValue,
   formulaGroups,
@@ -34,9 +35,11 @@ const stats: BandStatistics = { percentiles: [-0.2, 0.6], min: -1, max: 1, std: 
 const greys = Array.from({ length: 256 }, (_, i) => [i, i, i, 255]);
 
 describe('plant health choices', () => {
-  it('starts with NDVI where there is a fourth colour band, VARI on an RGB orthophoto', () => {
+  it('starts with NDVI where there is a fourth colour band, VARI on an RGB orthophoto, °C on a lone thermal band', () => {
     expect(defaultFormula(colourBandCount({ statistics: { 1: stats, 2: stats, 3: stats } }))).toBe('VARI');
     expect(defaultFormula(colourBandCount({ statistics: { 1: stats, 2: stats, 3: stats, 4: stats } }))).toBe('NDVI');
+    expect(defaultFormula(colourBandCount({ statistics: { 1: stats } }))).toBe('Thermal C');
+    expect([defaultColorMap('Thermal C'), defaultColorMap('NDVI')]).toEqual(['magma', 'rdylgn']);
   });
 
   it('groups the formulas by the light they read, and offers auto and their camera filters', () => {

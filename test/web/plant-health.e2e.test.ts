@@ -1,7 +1,8 @@
 // The map's Plant Health section in Chromium, against the real service and engine: a multispectral orthophoto
 // (red, green, blue and near infrared, named by their band descriptions) imported as a task; NDVI drawn with its
 // histogram; a formula the bands cannot feed refused in words; the range moved with the keys and by dragging a
-// handle, each time asking for new tiles. The screenshot goes to dist/screenshots.
+// handle, each time asking for new tiles; a thermal orthophoto (one LWIR band) drawn in °C. The screenshots go to
+// dist/screenshots.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,6 +24,11 @@ rgba[3, :, :100] = (140 + 100 * rows).astype(np.uint8)
 rgba[:3, :, 100:] = np.array([120, 110, 90], np.uint8)[:, None, None]
 rgba[3, :, 100:] = np.random.default_rng(7).integers(120, 160, (200, 100))`;
 
+/** 100 m square at 0.5 m: a field warming from 12 °C in the north to 24 °C in the south, a 40 °C roof in its middle. */
+const THERMAL = `rows = np.linspace(12, 24, 200, dtype=np.float32)[:, None]
+celsius = np.repeat(rows, 200, axis=1)
+celsius[90:110, 90:110] = 40`;
+
 /** The rescale of a tile URL, such as "0.01,0.71". */
 const rescaleOf = (url: string) => new URL(url).searchParams.get('rescale');
 
@@ -31,6 +37,7 @@ describe('plant health in Chromium', () => {
   let work: string;
   let browser: Browser;
   let mapUrl: string;
+  let thermalMapUrl: string;
 
   beforeAll(async () => {
     if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
@@ -42,6 +49,11 @@ describe('plant health in Chromium', () => {
     const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${imported.body.id}/`, finished);
     expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
     mapUrl = `${t.url}/map/project/${projectId}/task/${done.id}/`;
+    const thermalZip = orthophotoZip(await mkdtemp(path.join(work, 'thermal-')), THERMAL, 0.5, false, 'lwir');
+    const thermal = await postForm(t.admin, `/api/projects/${projectId}/tasks/import`, await imageForm([thermalZip], { name: 'Thermal flight' }, 'file'));
+    const thermalDone = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${thermal.body.id}/`, finished);
+    expect(thermalDone.status, thermalDone.last_error).toBe(TaskStatus.COMPLETED);
+    thermalMapUrl = `${t.url}/map/project/${projectId}/task/${thermalDone.id}/`;
     browser = await launchBrowser();
   }, 60_000);
 
@@ -129,6 +141,34 @@ describe('plant health in Chromium', () => {
     expect(tiles.filter(({ status }) => status !== 200 && status !== 304)).toEqual([]);
     await screenshot(page, 'plant-health-desktop');
     expect(await accessibilityFailures(page)).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
+  it('draws a thermal orthophoto in °C on a magma ramp, with its legend', async () => {
+    const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
+    const tiles: { url: string; status: number }[] = [];
+    page.on('response', (r) => r.url().includes('/orthophoto/tiles/') && tiles.push({ url: r.url(), status: r.status() }));
+    await page.goto(thermalMapUrl);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+
+    // A lone LWIR band: the section starts with the temperatures, over their 2nd to 98th percentiles.
+    const range = await newRange(page, null, () => page.getByRole('checkbox', { name: 'Plant health' }).check());
+    expect(await page.getByRole('combobox', { name: 'Index' }).inputValue()).toBe('Thermal C');
+    expect(await page.getByRole('combobox', { name: 'Bands' }).locator('option').first().textContent()).toBe('Automatic (L)');
+    const [low, high] = range.split(',').map(Number);
+    expect(low).toBeGreaterThan(11.9);
+    expect(low).toBeLessThan(13);
+    expect(high).toBeGreaterThan(23.5); // the roof is 1 % of the field: above the 98th percentile
+    expect(high).toBeLessThan(24.5);
+    const drawn = tiles.filter(({ url }) => url.includes('formula=Thermal+C') || url.includes('formula=Thermal%20C'));
+    expect(drawn.length).toBeGreaterThan(0);
+    expect(drawn.every(({ url }) => /color_map=magma/.test(url))).toBe(true);
+    const caption = await page.getByTestId('plant-legend').locator('figcaption').textContent();
+    expect(caption).toMatch(/^Thermal C \(\d+\.\d °C – \d+\.\d °C\)$/);
+    expect(await page.getByTestId('plant-legend').textContent()).toContain('°C');
+    expect(tiles.filter(({ status }) => status !== 200 && status !== 304)).toEqual([]);
+    await screenshot(page, 'plant-health-thermal-desktop');
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);

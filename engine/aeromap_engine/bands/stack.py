@@ -43,8 +43,10 @@ class BandStack:
 
     def measure_unit(self) -> None:
         primaries = [self.band_values(files[self.survey.primary]) for files in self.samples()]
-        typical = float(np.median([np.median(values) for values in primaries]))
-        self.unit = 2 * typical if typical > 0 else 1.0
+        typical = float(np.median([np.nanmedian(values) for values in primaries]))
+        # Temperatures may be at or below zero: their spread over a frame is their scale then.
+        spread = float(np.median([np.subtract(*np.nanpercentile(values, [98, 2])) for values in primaries]))
+        self.unit = 2 * typical if typical > 0 else 2 * spread if spread > 0 else 1.0
 
     def band_values(self, filename: str) -> np.ndarray:
         """One band file's calibrated values, full resolution."""

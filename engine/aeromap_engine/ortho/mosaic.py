@@ -34,7 +34,8 @@ def low_pass(image: np.ndarray, sigma: float) -> np.ndarray:
     factor = int(min(8, 2 ** np.floor(np.log2(max(sigma, 1.0)))))
     small = cv2.resize(image, (max(1, w // factor), max(1, h // factor)), interpolation=cv2.INTER_AREA)
     small = cv2.GaussianBlur(small, (0, 0), sigma / factor)
-    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+    # OpenCV drops a lone channel's axis: a single band (thermal) keeps its shape.
+    return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR).reshape(image.shape)
 
 
 @dataclass

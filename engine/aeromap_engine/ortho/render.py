@@ -180,5 +180,5 @@ def render_tile(grid: Grid, core: Window, padded: Window, surface_model: Surface
     rgba[:-1] = images.to_output(values).transpose(2, 0, 1)
     rgba[-1] = np.where(covered & inside, 255, 0)
     rgba[:-1, rgba[-1] == 0] = images.empty
-    sources[rgba[3] == 0] = -1
+    sources[rgba[-1] == 0] = -1
     return rgba, sources

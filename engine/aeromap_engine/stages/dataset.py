@@ -10,12 +10,15 @@ pixels and written for the stages that read pixels; the uniform-frame check sees
 
 Photographs that are the bands of multispectral captures (bands/groups.py) are grouped: the geometry is solved on
 the primary band's photographs alone (images.json), and bands.json records every capture's band files and what
-each records of its radiometry, for the orthophoto.
+each records of its radiometry, for the orthophoto. A survey of radiometric thermal photographs (DJI R-JPEGs) has
+its temperatures written here (bands/thermal.py): the geometry is solved on the palette JPEGs, the orthophoto
+blends the temperatures, a band survey of one LWIR band.
 """
 
 from __future__ import annotations
 
 import math
+import shutil
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -29,6 +32,8 @@ from PIL import UnidentifiedImageError
 from ..atomic_files import write_json
 from ..bands.groups import AUTO, BandSurvey, band_of, group_bands
 from ..bands.radiometry import Radiometry
+from ..bands.thermal import convert as convert_temperatures
+from ..bands.thermal import holds_raw_counts
 from ..errors import InputError
 from ..geo import WGS84, crs_name, transform, utm_crs
 from ..io.exif import captured_stretch, exif_tags, photo_from_metadata, xmp_packet, xmp_tags
@@ -68,6 +73,7 @@ class Inspection:
     stretch: float | None  # how many times taller for its width than captured (io/exif.py captured_stretch)
     band: tuple[str, str] | None  # (band, capture) of one band of a multispectral capture
     radiometry: Radiometry
+    thermal: bool  # a radiometric thermal JPEG, whose temperatures can be read
 
 
 def inspect_image(path: Path) -> Inspection:
@@ -86,7 +92,7 @@ def inspect_image(path: Path) -> Inspection:
     xmp = xmp_tags(xmp_packet(data))
     photo = photo_from_metadata(path.name, layout.width, layout.height, tags, xmp)
     return Inspection(photo, layout, pixel_sample(stored), captured_stretch(layout.width, layout.height, tags),
-                      band_of(path.name, xmp), Radiometry.of(tags, xmp))
+                      band_of(path.name, xmp), Radiometry.of(tags, xmp), holds_raw_counts(data, photo.camera_make))
 
 
 def pixel_sample(image: np.ndarray, count: int = SAMPLE_PIXELS) -> np.ndarray:
@@ -166,7 +172,9 @@ def run(ctx: "StageContext") -> None:
     _record_levels(project, levels, usable)
     warn_stretched(usable)
     photos = [i.photo for i in usable]
-    _record_bands(project, survey, every_band, {p.filename for p in photos})
+    temperatures = thermal_survey(project, usable, ctx.options.max_concurrency) if survey is None else None
+    _record_bands(project, survey or temperatures, every_band, {p.filename for p in photos},
+                  temperatures is not None)
 
     if project.geo_file.exists():
         try:
@@ -222,20 +230,48 @@ def _record_levels(project: "Project", levels: Levels | None, usable: list[Inspe
                  _tally(bands))
 
 
+def thermal_survey(project: "Project", usable: list[Inspection], jobs: int) -> BandSurvey | None:
+    """The temperatures of a survey of radiometric thermal photographs, written to the project, as a band survey
+    of one LWIR band; None (and no temperatures kept) when the photographs are not all such, or when the
+    temperatures of any cannot be read: the palette colours are mapped then, as for any photograph."""
+    shutil.rmtree(project.temperatures_dir, ignore_errors=True)
+    thermal = [i.photo.filename for i in usable if i.thermal]
+    if not thermal:
+        return None
+    if len(thermal) < len(usable):
+        log.warning("%d of %d photographs are radiometric thermal JPEGs: the survey is mapped from the photographs' "
+                    "colours, without temperatures (process the thermal photographs as a task of their own)",
+                    len(thermal), len(usable))
+        return None
+    files = convert_temperatures(project.images_dir, thermal, project.temperatures_dir, jobs)
+    unread = [name for name in thermal if name not in files]
+    if unread:
+        log.warning("The temperatures of %d thermal photograph(s) (%s...) cannot be read: the survey is mapped from "
+                    "the palette colours the camera rendered", len(unread), unread[0])
+        shutil.rmtree(project.temperatures_dir, ignore_errors=True)
+        return None
+    return BandSurvey("LWIR", ("LWIR",), {name: {"LWIR": file} for name, file in files.items()})
+
+
 def _record_bands(project: "Project", survey: BandSurvey | None, inspections: dict[str, Inspection],
-                  usable: set[str]) -> None:
-    """Write bands.json for a multispectral survey (its captures whose primary photograph is usable), remove that
-    of an earlier dataset otherwise."""
+                  usable: set[str], temperatures: bool) -> None:
+    """Write bands.json for a multispectral or thermal survey (its captures whose primary photograph is usable),
+    remove that of an earlier dataset otherwise."""
     if survey is None:
         project.bands_file.unlink(missing_ok=True)
         return
     captures = {name: files for name, files in survey.captures.items() if name in usable}
-    radiometry = {file: inspections[file].radiometry.to_json() for files in captures.values()
-                  for file in files.values()}
+    # A temperature file records no radiometry: its values are final.
+    radiometry = {file: (inspections[file].radiometry if file in inspections else Radiometry.of({}, {})).to_json()
+                  for files in captures.values() for file in files.values()}
     write_json(project.bands_file, {**BandSurvey(survey.primary, survey.bands, captures).to_json(),
-                                    "radiometry": radiometry})
-    log.info("Multispectral captures: %d of bands %s; the geometry is solved on %s", len(captures),
-             ", ".join(survey.bands), survey.primary)
+                                    "radiometry": radiometry, "temperatures": temperatures})
+    if temperatures:
+        log.info("Thermal survey: the temperatures of %d photographs in °C; the geometry is solved on their "
+                 "palette renderings", len(captures))
+    else:
+        log.info("Multispectral captures: %d of bands %s; the geometry is solved on %s", len(captures),
+                 ", ".join(survey.bands), survey.primary)
 
 
 def _tally(counts: Counter) -> str:

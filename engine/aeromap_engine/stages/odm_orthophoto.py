@@ -13,7 +13,8 @@ the orthophoto is cut to: the surveyed area, cropped). With skip-orthophoto, non
 
 A multispectral survey's orthophoto holds every band (float32, named Green, Red, RedEdge, NIR, ... as ODM names
 them) and alpha: each capture's bands calibrated by radiometric-calibration and aligned to the primary band by
-the rig's homographies (bands/), unless skip-band-alignment.
+the rig's homographies (bands/), unless skip-band-alignment. A thermal survey's holds its temperatures in °C
+(float32, the band LWIR), blended from the dataset stage's temperature files.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
     if document is None:
         return None
     options = ctx.options
-    stack = BandStack.load(ctx.project.images_dir, document, options.radiometric_calibration)
+    stack = BandStack.load(ctx.project.band_files_dir(document), document, options.radiometric_calibration)
     stack.measure_unit()
     if options.radiometric_calibration == "camera+sun" and stack.reference is None:
         log.warning("radiometric-calibration camera+sun: the photographs record no sunlight sensor irradiance, so "
@@ -221,7 +222,7 @@ def run(ctx: "StageContext") -> None:
         rendered = forked_map(job, tiles, workers, chunk=max(1, len(tiles) // (TILE_CHUNKS * workers)),
                               spill=Path(spill))
         for n, ((core, _), (rgba, sources)) in enumerate(zip(tiles, rendered)):
-            covered += int(np.count_nonzero(rgba[3]))
+            covered += int(np.count_nonzero(rgba[-1]))
             out.write(core, rgba)
             sources_out.write(core, sources)
             ctx.progress(0.95 * (n + 1) / len(tiles))

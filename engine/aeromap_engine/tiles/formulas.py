@@ -93,9 +93,12 @@ class Formula:
             values = np.asarray(self._function(bands), dtype=np.float32)
         return np.where(np.isfinite(values), values, np.float32(np.nan))
 
-    def filters(self, max_bands: int) -> list[str]:
-        """The camera filters (band orders) that hold every band this formula needs, of at most max_bands bands."""
+    def filters(self, max_bands: int, own: str | None = None) -> list[str]:
+        """The camera filters (band orders) that hold every band this formula needs, of at most max_bands bands,
+        and then the raster's own order where WebODM lists no filter like it (a thermal camera's lone L band)."""
         orders = {f: split_bands(f) for f in CAMERA_FILTERS}
+        if own and "?" not in own and own not in orders:
+            orders[own] = split_bands(own)
         return [f for f, letters in orders.items() if self.bands <= set(letters) and len(letters) <= max_bands]
 
 
@@ -168,12 +171,12 @@ def formula(name: str) -> Formula:
     return FORMULAS[name]
 
 
-def algorithms(max_bands: int) -> list[dict[str, object]]:
-    """WebODM's `algorithms`: the formulas a raster of max_bands bands can hold, each with the band orders that
-    suit it."""
+def algorithms(max_bands: int, own: str | None = None) -> list[dict[str, object]]:
+    """WebODM's `algorithms`: the formulas a raster of max_bands bands (in its own order `own`) can hold, each
+    with the band orders that suit it."""
     listed = []
     for f in FORMULAS.values():
-        filters = f.filters(max_bands)
+        filters = f.filters(max_bands, own)
         if filters:
             listed.append({"id": f.id, "expr": f.expression, "help": f.help, "filters": filters,
                            **({"range": list(f.range)} if f.range else {})})
@@ -242,7 +245,7 @@ def auto_bands(name: str | None, bands: str | None, raster: RasterBands) -> dict
     formula's band orders include it; otherwise nothing."""
     if name is None or bands != AUTO:
         return {"filter": "", "match": None}
-    return {"filter": raster.order, "match": raster.order in formula(name).filters(len(raster.numbers))}
+    return {"filter": raster.order, "match": raster.order in formula(name).filters(len(raster.numbers), raster.order)}
 
 
 def describe() -> dict[str, object]:

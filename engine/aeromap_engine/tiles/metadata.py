@@ -54,7 +54,7 @@ def raster_metadata(src: rasterio.io.DatasetReader, elevation: bool, formula: st
         values = index_from(src, index, lambda numbers: preview(src, numbers, PREVIEW))[None]
         span = index.formula.range
         choices = color_map_choices(INDEX_COLOR_MAPS)
-        listed = algorithms(len(raster.numbers))
+        listed = algorithms(len(raster.numbers), raster.order)
     else:
         values = preview(src, [1] if elevation else list(raster.numbers), PREVIEW)
         span = None

@@ -8,6 +8,7 @@ import {
   AUTO_BANDS,
   type BandStatistics,
   DEFAULT_INDEX_COLOR_MAP,
+  defaultColorMap,
   type Handle,
   type LayerMetadata,
   type PlantStyle,
@@ -96,7 +97,9 @@ export function PlantPanel({ task, style, describedBy, onChange }: Props) {
     }
     try {
       const plain = await api<LayerMetadata>(metadataPath(task));
-      setChoice({ formula: defaultFormula(colourBandCount(plain)), bands: AUTO_BANDS });
+      const formula = defaultFormula(colourBandCount(plain));
+      setColorMap(defaultColorMap(formula));
+      setChoice({ formula, bands: AUTO_BANDS });
     } catch (failure) {
       setError(message(failure));
     }

@@ -49,13 +49,21 @@ export const AUTO_BANDS = 'auto';
 /** WebODM's colour map for a vegetation index: red (bare) to green (healthy). */
 export const DEFAULT_INDEX_COLOR_MAP = 'rdylgn';
 
+/** WebODM's colour map for temperatures: dark (cold) to bright (hot). */
+export const THERMAL_COLOR_MAP = 'magma';
+
 /**
- * The formula the panel starts with, from the number of the orthophoto's colour bands: NDVI where there is more than
- * red, green and blue (a near-infrared band, as multispectral cameras give), VARI (visible light only) otherwise.
+ * The formula the panel starts with, from the number of the orthophoto's colour bands: temperatures in °C for a lone
+ * band (a thermal camera's), NDVI where there is more than red, green and blue (a near-infrared band, as
+ * multispectral cameras give), VARI (visible light only) otherwise.
  */
 export function defaultFormula(colourBands: number): string {
+  if (colourBands === 1) return 'Thermal C';
   return colourBands > 3 ? 'NDVI' : 'VARI';
 }
+
+/** The colour map a formula starts with: magma for temperatures, red to green for the vegetation indices. */
+export const defaultColorMap = (formula: string): string => (formula.startsWith('Thermal') ? THERMAL_COLOR_MAP : DEFAULT_INDEX_COLOR_MAP);
 
 /** The orthophoto's colour bands in its plain metadata (one statistics entry each, its alpha band left out). */
 export const colourBandCount = (metadata: Pick<LayerMetadata, 'statistics'>): number => Object.keys(metadata.statistics).length;
