@@ -1,5 +1,5 @@
 """`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | formulas |
-export SOURCE OUTPUT --format F | version."""
+export SOURCE OUTPUT --format F | volume DEM OUTPUT --area GEOJSON | contours DEM OUTPUT | version."""
 
 from __future__ import annotations
 
@@ -130,6 +130,51 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     export.set_defaults(func=_cmd_export)
 
 
+def _cmd_volume(args: argparse.Namespace) -> int:
+    from .atomic_files import write_json
+    from .earthworks.measure import volume_of
+
+    try:
+        area = json.loads(args.area)
+    except json.JSONDecodeError as exc:
+        raise OptionsError(f"The area is not GeoJSON: {exc}") from None
+    figures = volume_of(Path(args.dem), area, args.base_method, args.base, args.crs)
+    write_json(Path(args.output), figures)
+    log.info("Volume over %.1f m2: cut %.3f m3, fill %.3f m3, net %.3f m3", figures["area"], figures["cut"],
+             figures["fill"], figures["net"])
+    return 0
+
+
+def _cmd_contours(args: argparse.Namespace) -> int:
+    from .earthworks.contours import write_contours
+
+    count = write_contours(Path(args.dem), Path(args.output), args.interval, args.simplify, args.format, args.crs)
+    log.info("%d contour lines at %g m", count, args.interval)
+    return 0
+
+
+def _add_earthworks(sub: argparse._SubParsersAction) -> None:
+    from .earthworks.volume import BASES
+    from .io.lines import LINE_FORMATS
+
+    volume = sub.add_parser("volume", help="the volume of an elevation model over a polygon, against a base")
+    volume.add_argument("dem", help="the DSM or DTM GeoTIFF")
+    volume.add_argument("output", help="the JSON file to write the figures to")
+    volume.add_argument("--area", required=True, help="the polygon, GeoJSON")
+    volume.add_argument("--crs", default="EPSG:4326", help="the CRS of the polygon's positions")
+    volume.add_argument("--base-method", choices=BASES, default="triangulate")
+    volume.add_argument("--base", type=float, help="the custom base's height")
+    volume.set_defaults(func=_cmd_volume)
+    contours = sub.add_parser("contours", help="the contour lines of an elevation model")
+    contours.add_argument("dem", help="the DSM or DTM GeoTIFF")
+    contours.add_argument("output", help="the file to write")
+    contours.add_argument("--interval", type=float, required=True, help="metres between contours")
+    contours.add_argument("--simplify", type=float, default=0.0, help="the lines' tolerance, in the DEM's units")
+    contours.add_argument("--format", choices=tuple(LINE_FORMATS), default="GPKG")
+    contours.add_argument("--crs", help="the CRS to write (default: the DEM's)")
+    contours.set_defaults(func=_cmd_contours)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="aeromap-engine", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -153,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("formulas", help="print the vegetation indices tiles can be drawn in, and the band letters"
                    ).set_defaults(func=_cmd_formulas)
     _add_export(sub)
+    _add_earthworks(sub)
     args = parser.parse_args(argv)
 
     setup_logging()

@@ -29,6 +29,7 @@ import { sweepProjects } from './tasks/actions.ts';
 import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
 import { ExportJobs } from './exports/jobs.ts';
+import { earthworksRoutes } from './earthworks/routes.ts';
 import { exportRoutes, workerRoutes } from './exports/routes.ts';
 import { TaskSchema } from './tasks/schema.ts';
 import { publicRoutes } from './public.ts';
@@ -201,6 +202,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
       tiles,
     });
     await exportRoutes(api, { rules, tiles, jobs: exportJobs });
+    await earthworksRoutes(api, { rules, jobs: exportJobs });
   });
   await publicRoutes(app, { db, rules, pages });
   finishMethodRoutes();

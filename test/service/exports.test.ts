@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExportJobs } from '../../src/service/exports/jobs.ts';
 import { engineArguments, exportPlan } from '../../src/service/exports/request.ts';
 import { type TestService, startService } from './helpers.ts';
-import { REPO, TaskStatus, download, finished, imageForm, postForm, python, waitForTask } from './taskhelpers.ts';
+import { REPO, download, importTask, python } from './taskhelpers.ts';
 
 /** Runs engine/tests/brighton_products.py into dir and zips its products as ODM's all.zip. */
 function brightonZip(dir: string): string {
@@ -57,9 +57,7 @@ describe('exports', () => {
     t = await startService('sqlite');
     const project = (await t.admin.post('/api/projects/', { name: 'Brighton' })).body.id as number;
     const zip = brightonZip(t.dataDir);
-    const imported = await postForm(t.admin, `/api/projects/${project}/tasks/import`, await imageForm([zip], { name: 'Brighton Beach' }, 'file'));
-    const done = await waitForTask(t.admin, `/api/projects/${project}/tasks/${imported.body.id}/`, finished, 120_000);
-    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    const done = await importTask(t.admin, project, zip, 'Brighton Beach', 120_000);
     base = `/api/projects/${project}/tasks/${done.id}`;
   }, 180_000);
 

@@ -175,3 +175,54 @@ export async function completedTask(client: Client, projectId: number, images: s
   expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
   return done;
 }
+
+/** The stockpile's volume: a cone of radius 10 m, 5 m high. */
+export const STOCKPILE_CONE = (Math.PI * 10 ** 2 * 5) / 3;
+
+/**
+ * A stockpile's DSM (a cone 10 m in radius and 5 m high on level ground at 100 m, centred at 500000, 5700000 in UTM
+ * 33N) and DTM (the ground) at 0.2 m, zipped as ODM's all.zip.
+ */
+export function stockpileZip(dir: string): string {
+  python(
+    `import sys, zipfile, numpy as np, rasterio
+from rasterio.transform import from_origin
+d = sys.argv[1]
+n = 400
+centres = (np.arange(n) + 0.5) * 0.2 - 40
+x, y = np.meshgrid(centres, -centres)
+cone = 5 * np.clip(1 - np.hypot(x, y) / 10, 0, None)
+with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
+    for name, heights in (("dsm", 100 + cone), ("dtm", np.full_like(cone, 100.0))):
+        path = f"{d}/{name}.tif"
+        with rasterio.open(path, "w", driver="GTiff", width=n, height=n, count=1, dtype="float32", nodata=-9999,
+                           crs="EPSG:32633", transform=from_origin(499960, 5700040, 0.2, 0.2)) as out:
+            out.write(heights.astype(np.float32), 1)
+        z.write(path, f"odm_dem/{name}.tif")`,
+    dir,
+  );
+  return path.join(dir, 'all.zip');
+}
+
+/** A closed ring of `corners` corners `radius` metres about the stockpile, in WGS84 (longitude, latitude). */
+export function stockpileRing(radius: number, corners: number): number[][] {
+  const out = python(
+    `import sys, json, numpy as np
+from pyproj import Transformer
+a = np.linspace(0, 2 * np.pi, int(sys.argv[2]) + 1)
+r = float(sys.argv[1])
+lon, lat = Transformer.from_crs("EPSG:32633", "EPSG:4326", always_xy=True).transform(500000 + r * np.cos(a), 5700000 + r * np.sin(a))
+print(json.dumps(np.column_stack([lon, lat]).tolist()))`,
+    String(radius),
+    String(corners),
+  );
+  return JSON.parse(out);
+}
+
+/** Imports an all.zip as a task of the project and waits for it to complete; answers the task. */
+export async function importTask(client: Client, projectId: number, zip: string, name: string, timeoutMs?: number): Promise<any> {
+  const imported = await postForm(client, `/api/projects/${projectId}/tasks/import`, await imageForm([zip], { name }, 'file'));
+  const done = await waitForTask(client, `/api/projects/${projectId}/tasks/${imported.body.id}/`, finished, timeoutMs);
+  expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+  return done;
+}

@@ -7,7 +7,7 @@ import { defaultEnginePath } from '../../src/protocol/engine.ts';
 import { engineFormulas } from '../../src/service/tiles/formulas.ts';
 import { tileStyle } from '../../src/service/tiles/query.ts';
 import { type TestService, startService } from './helpers.ts';
-import { TaskStatus, finished, imageForm, orthophotoZip, postForm, waitForTask } from './taskhelpers.ts';
+import { importTask, orthophotoZip } from './taskhelpers.ts';
 
 /** The orthophoto: 100 m square at 0.25 m, crop (60, 160, 60) in its west half and grey soil in its east half. */
 const FIELD = `rgba = np.full((4, 400, 400), 255, np.uint8)
@@ -33,9 +33,7 @@ describe('plant health tiles and metadata', () => {
   beforeAll(async () => {
     t = await startService('sqlite');
     const project = (await t.admin.post('/api/projects/', { name: 'Farm' })).body.id as number;
-    const imported = await postForm(t.admin, `/api/projects/${project}/tasks/import`, await imageForm([orthophotoZip(t.dataDir, FIELD, 0.25)], { name: 'field' }, 'file'));
-    const done = await waitForTask(t.admin, `/api/projects/${project}/tasks/${imported.body.id}/`, finished);
-    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    const done = await importTask(t.admin, project, orthophotoZip(t.dataDir, FIELD, 0.25), 'field');
     base = `/api/projects/${project}/tasks/${done.id}`;
     const layer = (await t.admin.get(`${base}/orthophoto/tiles.json`)).body;
     const [west, south, east, north] = layer.bounds as number[];

@@ -13,7 +13,7 @@ import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
 import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
 import { ADMIN, type TestService, startService } from '../service/helpers.ts';
 import { TaskStatus, brightonCopies, download, finished, python, waitForTask } from '../service/taskhelpers.ts';
-import { type ViewportName, accessibilityFailures, launchBrowser, openPage, screenshot } from './browser.ts';
+import { type ViewportName, accessibilityFailures, launchBrowser, openPage, pixelOf, screenshot } from './browser.ts';
 
 const PHOTOS = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG', 'DJI_0032.JPG'];
 
@@ -31,14 +31,6 @@ async function pixelStats(png: Buffer) {
   }
   const n = info.width * info.height;
   return { colours: colours.size, spread: Math.sqrt(sumSq / n - (sum / n) ** 2) };
-}
-
-/** Where the map draws a longitude and latitude, in the canvas's pixels. */
-function pixelOf(page: Page, lonLat: number[]): Promise<{ x: number; y: number }> {
-  return page.evaluate((p) => {
-    const pixel = (window as unknown as { __aeromapMap: { project(p: number[]): { x: number; y: number } } }).__aeromapMap.project(p);
-    return { x: pixel.x, y: pixel.y };
-  }, lonLat);
 }
 
 /** The DSM's height at a longitude and latitude, read with rasterio (the engine's own reader). */

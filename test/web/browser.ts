@@ -62,3 +62,11 @@ export async function accessibilityFailures(page: Page): Promise<string[]> {
     .filter((v) => v.impact === 'serious' || v.impact === 'critical')
     .map((v) => `${v.id} (${v.help}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 5).join(', ')}`);
 }
+
+/** Where the map draws a longitude and latitude, in the canvas's pixels. */
+export function pixelOf(page: Page, lonLat: number[]): Promise<{ x: number; y: number }> {
+  return page.evaluate((p) => {
+    const pixel = (window as unknown as { __aeromapMap: { project(p: number[]): { x: number; y: number } } }).__aeromapMap.project(p);
+    return { x: pixel.x, y: pixel.y };
+  }, lonLat);
+}

@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
 import { type TestService, startService } from '../service/helpers.ts';
-import { TaskStatus, finished, imageForm, orthophotoZip, postForm, waitForTask } from '../service/taskhelpers.ts';
+import { importTask, orthophotoZip } from '../service/taskhelpers.ts';
 import { accessibilityFailures, launchBrowser, openPage, screenshot } from './browser.ts';
 
 /**
@@ -45,14 +45,10 @@ describe('plant health in Chromium', () => {
     work = await mkdtemp(path.join(tmpdir(), 'aeromap-web-plant-'));
     const projectId = (await t.admin.post('/api/projects/', { name: 'Farm' })).body.id as number;
     const zip = orthophotoZip(work, FIELD, 0.5, false, 'rgbn');
-    const imported = await postForm(t.admin, `/api/projects/${projectId}/tasks/import`, await imageForm([zip], { name: 'Multispectral flight' }, 'file'));
-    const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${imported.body.id}/`, finished);
-    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    const done = await importTask(t.admin, projectId, zip, 'Multispectral flight');
     mapUrl = `${t.url}/map/project/${projectId}/task/${done.id}/`;
     const thermalZip = orthophotoZip(await mkdtemp(path.join(work, 'thermal-')), THERMAL, 0.5, false, 'lwir');
-    const thermal = await postForm(t.admin, `/api/projects/${projectId}/tasks/import`, await imageForm([thermalZip], { name: 'Thermal flight' }, 'file'));
-    const thermalDone = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${thermal.body.id}/`, finished);
-    expect(thermalDone.status, thermalDone.last_error).toBe(TaskStatus.COMPLETED);
+    const thermalDone = await importTask(t.admin, projectId, thermalZip, 'Thermal flight');
     thermalMapUrl = `${t.url}/map/project/${projectId}/task/${thermalDone.id}/`;
     browser = await launchBrowser();
   }, 60_000);

@@ -1,14 +1,10 @@
-// Heights straight from the task's DSM GeoTIFF: geotiff.js reads only the header, then the tiles a query
+// Heights straight from the task's DSM GeoTIFF: geotiff.js reads only the header, then the tile a point
 // needs, over HTTP Range requests; proj4 takes map coordinates to the raster's projected CRS.
 import { type GeoTIFFImage, fromUrl } from 'geotiff';
 import proj4 from 'proj4';
 import { epsgFromGeoKeys, proj4Definition } from './crs.ts';
 import type { LonLat } from './geodesy.ts';
-import { type Grid, type XY, bbox, isValid, pickLevel, windowFor } from './raster.ts';
-import { type VolumeResult, computeVolume } from './volume.ts';
-
-/** About 64 MB of float32: beyond this a volume window is read from an overview instead. */
-const MAX_WINDOW_PIXELS = 16_000_000;
+import { type Grid, type XY, isValid } from './raster.ts';
 
 interface Level {
   image: GeoTIFFImage;
@@ -25,13 +21,6 @@ export interface Dem {
   nodata: number | null;
   levels: Level[];
   toCrs: (point: LonLat) => XY;
-}
-
-export interface DemVolume extends VolumeResult {
-  /** Pixel size used, in CRS units (metres), and that of the full-resolution image. */
-  res: number;
-  fullRes: number;
-  overview: boolean;
 }
 
 const opened = new Map<string, Promise<Dem>>();
@@ -97,19 +86,4 @@ export async function elevationAt(dem: Dem, point: LonLat): Promise<number | nul
   const grid = await readGrid(dem, level, [col, row, col + 1, row + 1]);
   const value = grid.values[0];
   return isValid(grid, value) ? value : null;
-}
-
-/** Fill, cut and net volume over the polygon (lon/lat ring), at full resolution unless the window is huge. */
-export async function volumeOver(dem: Dem, ring: LonLat[]): Promise<DemVolume> {
-  const crsRing = ring.map(dem.toCrs);
-  const [minX, minY, maxX, maxY] = bbox(crsRing);
-  const index = pickLevel(dem.levels, maxX - minX, maxY - minY, MAX_WINDOW_PIXELS);
-  const level = dem.levels[index];
-  // One pixel of margin so that the boundary's pixels are in the window.
-  const window = windowFor(level, [minX - level.res, minY - level.resY, maxX + level.res, maxY + level.resY]);
-  if (!window) throw new Error('The polygon is outside the surface model.');
-  const grid = await readGrid(dem, level, window);
-  const result = computeVolume(grid, crsRing);
-  if (result.pixels === 0) throw new Error('The surface model has no heights inside this polygon.');
-  return { ...result, res: level.res, fullRes: dem.levels[0].res, overview: index > 0 };
 }

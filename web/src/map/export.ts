@@ -4,6 +4,7 @@
 import { type Task, api, taskPath } from '../api.ts';
 import { LAYER_KINDS, type LayerKind } from './layers.ts';
 import { type PlantStyle, decimalsFor, formatValue, plantQuery, unitOf } from './plant.ts';
+import { type JobDone, type Started, waitForJob } from './jobs.ts';
 
 export type ExportLayer = LayerKind | 'georeferenced_model';
 
@@ -94,26 +95,10 @@ export function describeIndex(plant: PlantStyle, format: string): string {
 }
 
 /** Where the finished export downloads from, and its file name. */
-export interface ExportDone {
-  url: string;
-  filename: string;
-}
-
-type Started = { url: string; filename: string } | { celery_task_id: string; filename: string };
-type JobState = { ready: boolean; error?: string };
+export type ExportDone = JobDone;
 
 /** Starts an export and polls it to the end; a failed job throws its error. */
 export async function runExport(task: Task, layer: ExportLayer, body: Record<string, string>, signal: AbortSignal, pollMs = 1000): Promise<ExportDone> {
   const started = await api<Started>(`${taskPath(task.project, task.id)}/${layer}/export`, { method: 'POST', body, signal });
-  if ('url' in started) return started;
-  const id = encodeURIComponent(started.celery_task_id);
-  for (;;) {
-    const state = await api<JobState>(`/api/workers/check/${id}`, { signal });
-    if (state.ready && state.error) throw new Error(state.error);
-    if (state.ready) return { url: `/api/workers/get/${id}?filename=${encodeURIComponent(started.filename)}`, filename: started.filename };
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, pollMs);
-      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
-    });
-  }
+  return waitForJob(started, signal, pollMs);
 }

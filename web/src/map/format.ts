@@ -20,8 +20,3 @@ export function formatVolume(cubicMetres: number): string {
 export function formatElevation(metres: number): string {
   return `${number(metres, 2)} m`;
 }
-
-/** A ground resolution such as 0.1 m/px → "10 cm/px". */
-export function formatResolution(metresPerPixel: number): string {
-  return metresPerPixel < 1 ? `${number(metresPerPixel * 100, 1)} cm/px` : `${number(metresPerPixel, 2)} m/px`;
-}

@@ -125,6 +125,8 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
   const dems: DemSource[] = (tasks ?? [])
     .filter(({ task }) => task.available_assets.includes('dsm.tif'))
     .map(({ task }) => ({
+      task,
+      surfaces: task.available_assets.includes('dtm.tif') ? ['dsm' as const, 'dtm' as const] : ['dsm' as const],
       taskName: task.name || `task ${task.id}`,
       url: downloadUrl(task, 'dsm.tif'),
       bounds: layers[layerKey(task.id, 'dsm')]?.tilejson?.bounds ?? (task.extent?.length === 4 ? (task.extent as [number, number, number, number]) : null),

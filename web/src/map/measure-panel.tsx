@@ -1,9 +1,12 @@
 // The measuring tools: distance, area, elevation at a point and volume, each drawn on the map with Sketch and
-// reported with units in one result element that the end-to-end tests read.
+// reported with units in one result element that the end-to-end tests read. Heights at a point are read from the
+// DSM in the browser; volumes are measured by the service, on the DSM or the DTM, against a base.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { elevationAt, openDem, volumeOver } from './dem.ts';
+import type { Task } from '../api.ts';
+import { elevationAt, openDem } from './dem.ts';
 import { type SketchMode, Sketch, clearShape } from './draw.ts';
-import { formatArea, formatElevation, formatLength, formatResolution, formatVolume } from './format.ts';
+import { BASES, type Base, type Surface, type VolumeSettings, measureVolume, volumeDetails } from './earthworks.ts';
+import { formatArea, formatElevation, formatLength, formatVolume } from './format.ts';
 import { type LonLat, pathLength, polygonArea } from './geodesy.ts';
 import type { MapController } from './map-controller.ts';
 
@@ -18,11 +21,13 @@ interface Result {
   provisional: boolean;
 }
 
-/** A DSM the elevation and volume tools can read. */
+/** A task with a DSM, which the elevation and volume tools can read (the volume its DTM too, where it has one). */
 export interface DemSource {
+  task: Task;
   taskName: string;
   url: string;
   bounds: [number, number, number, number] | null;
+  surfaces: Surface[];
 }
 
 const TOOLS: { tool: Tool; label: string; mode: SketchMode; hint: string }[] = [
@@ -41,7 +46,9 @@ export function useMeasure(controller: MapController | null, dems: DemSource[]) 
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [vertices, setVertices] = useState(0);
+  const [volume, setVolume] = useState<VolumeSettings>({ base: 'triangulate', height: null, surface: 'dsm' });
   const sketch = useRef<Sketch | null>(null);
+  const running = useRef<AbortController | null>(null);
   // Each measurement gets a number; a slow DSM read that finishes after a newer one started is dropped.
   const generation = useRef(0);
 
@@ -101,10 +108,11 @@ export function useMeasure(controller: MapController | null, dems: DemSource[]) 
     if (kind === 'distance') return setResult(lengthResult(points, false));
     if (kind === 'area') return setResult(areaResult(points, false));
     const dem = demFor(dems, points);
-    setBusy(kind === 'volume' ? 'Reading the surface model inside the polygon…' : 'Reading the surface model…');
+    running.current?.abort();
+    const abort = (running.current = new AbortController());
+    setBusy(kind === 'volume' ? 'Measuring the volume where the elevation model is…' : 'Reading the surface model…');
     try {
-      const model = await openDem(dem.url);
-      const measured = kind === 'volume' ? volumeResult(await volumeOver(model, points), dem) : elevationResult(await elevationAt(model, points[0]), model.epsg, dem);
+      const measured = kind === 'volume' ? await volumeOver(dem, points, volume, abort.signal) : await elevationOf(dem, points[0]);
       if (id === generation.current) setResult(measured);
     } catch (failure) {
       if (id === generation.current) setError(failure instanceof Error ? failure.message : String(failure));
@@ -124,8 +132,9 @@ export function useMeasure(controller: MapController | null, dems: DemSource[]) 
 
   const active = TOOLS.find((entry) => entry.tool === tool) ?? null;
   const needed = active ? (active.mode === 'line' ? 2 : active.mode === 'polygon' ? 3 : 1) : 0;
+  const surfaces = [...new Set(dems.flatMap((dem) => dem.surfaces))];
   return {
-    controller, tool, active, needed, vertices, result, busy, error, start, clear,
+    controller, tool, active, needed, vertices, result, busy, error, start, clear, volume, setVolume, surfaces,
     finish: () => sketch.current?.finish(),
     cancel: () => sketch.current?.cancel(),
   };
@@ -143,6 +152,7 @@ export function MeasurePanel({ measure }: { measure: Measure }) {
           </button>
         ))}
       </div>
+      {measure.surfaces.length > 0 && <VolumeChoices measure={measure} />}
       {busy && <p class="muted map-note" role="status">{busy}</p>}
       {error && <p class="error map-note" role="alert">{error}</p>}
       {result && (
@@ -157,6 +167,39 @@ export function MeasurePanel({ measure }: { measure: Measure }) {
         <button type="button" onClick={measure.clear}>Clear measurement</button>
       )}
     </section>
+  );
+}
+
+/** The volume's base and surface, chosen before drawing (a change applies to the next polygon). */
+function VolumeChoices({ measure }: { measure: Measure }) {
+  const { volume, setVolume, surfaces } = measure;
+  return (
+    <fieldset class="map-task">
+      <legend>Volume</legend>
+      <label class="map-field">
+        <span>Base</span>
+        <select value={volume.base} onChange={(event) => setVolume({ ...volume, base: event.currentTarget.value as Base })}>
+          {BASES.map(({ base, label }) => (
+            <option key={base} value={base}>{label}</option>
+          ))}
+        </select>
+      </label>
+      {volume.base === 'custom' && (
+        <label class="map-field">
+          <span>Height (m)</span>
+          <input type="number" step="0.01" value={volume.height ?? ''} onInput={(event) => setVolume({ ...volume, height: event.currentTarget.value === '' ? null : Number(event.currentTarget.value) })} />
+        </label>
+      )}
+      {surfaces.length > 1 && (
+        <label class="map-field">
+          <span>Model</span>
+          <select value={volume.surface} onChange={(event) => setVolume({ ...volume, surface: event.currentTarget.value as Surface })}>
+            <option value="dsm">Surface (DSM)</option>
+            <option value="dtm">Terrain (DTM)</option>
+          </select>
+        </label>
+      )}
+    </fieldset>
   );
 }
 
@@ -200,18 +243,16 @@ function elevationResult(height: number | null, epsg: number, dem: DemSource): R
   return { kind: 'elevation', value: height, text: `Elevation: ${formatElevation(height)}`, details: [`Surface model of ${dem.taskName} (EPSG:${epsg})`], provisional: false };
 }
 
-function volumeResult(volume: Awaited<ReturnType<typeof volumeOver>>, dem: DemSource): Result {
-  const resolution = volume.overview
-    ? `${formatResolution(volume.res)} (an overview: the full ${formatResolution(volume.fullRes)} window would be too large)`
-    : `${formatResolution(volume.res)} (full resolution)`;
-  const details = [
-    `Above the base: ${formatVolume(volume.above)} (to cut)`,
-    `Below the base: ${formatVolume(volume.below)} (to fill)`,
-    `Over ${formatArea(volume.area)}, ${volume.pixels.toLocaleString('en-US')} pixels at ${resolution}`,
-    `Base: plane fitted to ${volume.boundarySamples.toLocaleString('en-US')} heights along the boundary; surface model of ${dem.taskName}`,
-  ];
-  if (volume.nodataPixels > 0) details.push(`${volume.nodataPixels.toLocaleString('en-US')} pixels without data left out`);
-  return { kind: 'volume', value: volume.net, text: `Net volume: ${formatVolume(volume.net)}`, details, provisional: false };
+async function elevationOf(dem: DemSource, point: LonLat): Promise<Result> {
+  const model = await openDem(dem.url);
+  return elevationResult(await elevationAt(model, point), model.epsg, dem);
+}
+
+/** The volume on the surface asked where the task has it, else on its DSM. */
+async function volumeOver(dem: DemSource, ring: LonLat[], settings: VolumeSettings, signal: AbortSignal): Promise<Result> {
+  const surface = dem.surfaces.includes(settings.surface) ? settings.surface : 'dsm';
+  const figures = await measureVolume(dem.task, ring, { ...settings, surface }, signal);
+  return { kind: 'volume', value: figures.net, text: `Net volume: ${formatVolume(figures.net)}`, details: volumeDetails(figures, surface, dem.taskName), provisional: false };
 }
 
 /** The DSM whose bounds hold the first point; the first DSM when none does (its read then says "outside"). */

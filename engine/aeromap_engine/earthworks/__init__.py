@@ -1,0 +1,1 @@
+"""Earthworks on elevation models: volumes over a polygon against a base, contour lines."""

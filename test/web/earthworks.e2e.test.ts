@@ -1,0 +1,81 @@
+// The map's volume tool in Chromium, against the real service and engine: a stockpile task (a cone of 523.6 m³ on
+// level ground, with its DTM) imported; a hexagon drawn around the cone on the map with a plane base, then on the
+// DTM; the map shows the same figures the API gives for the same polygon, within 1 % of the cone's volume.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
+import { type TestService, startService } from '../service/helpers.ts';
+import { STOCKPILE_CONE, download, importTask, stockpileRing, stockpileZip } from '../service/taskhelpers.ts';
+import { accessibilityFailures, launchBrowser, openPage, pixelOf, screenshot } from './browser.ts';
+
+describe('volumes in Chromium', () => {
+  let t: TestService;
+  let work: string;
+  let browser: Browser;
+  let base: string;
+  let mapUrl: string;
+
+  beforeAll(async () => {
+    if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
+    t = await startService('sqlite');
+    work = await mkdtemp(path.join(tmpdir(), 'aeromap-web-volume-'));
+    const projectId = (await t.admin.post('/api/projects/', { name: 'Quarry' })).body.id as number;
+    const done = await importTask(t.admin, projectId, stockpileZip(work), 'Stockpile');
+    base = `/api/projects/${projectId}/tasks/${done.id}`;
+    mapUrl = `${t.url}/map/project/${projectId}/task/${done.id}/`;
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    if (work) await rm(work, { recursive: true, force: true });
+  });
+
+  /** The API's net volume over a ring, polled to its end. */
+  async function apiVolume(ring: number[][], body: Record<string, unknown>): Promise<number> {
+    const started = await t.admin.post(`${base}/volume`, { area: { type: 'Polygon', coordinates: [ring] }, ...body });
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
+      if ((await t.admin.get(`/api/workers/check/${started.body.celery_task_id}`)).body.ready) break;
+    }
+    const result = await download(t.admin, `/api/workers/get/${started.body.celery_task_id}`);
+    return JSON.parse(result.bytes.toString('utf8')).net as number;
+  }
+
+  it('measures the stockpile on the DSM and nothing on the DTM, as the API does', async () => {
+    const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
+    await page.goto(mapUrl);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    const hexagon = stockpileRing(15, 6);
+    const result = page.getByTestId('measure-result');
+
+    const draw = async () => {
+      await page.getByRole('button', { name: 'Measure volume' }).click();
+      for (const corner of hexagon.slice(0, 6)) await page.locator('#map canvas').click({ position: await pixelOf(page, corner) });
+      await page.getByRole('button', { name: 'Finish' }).click();
+      await expect.poll(() => result.getAttribute('data-kind'), { timeout: 30_000 }).toBe('volume');
+      return Number(await result.getAttribute('data-value'));
+    };
+
+    await page.getByRole('combobox', { name: 'Base' }).selectOption('plane');
+    const onDsm = await draw();
+    expect(Math.abs(onDsm - STOCKPILE_CONE) / STOCKPILE_CONE).toBeLessThan(0.01);
+    const same = await apiVolume(hexagon, { method: 'plane' });
+    expect(Math.abs(onDsm - same) / same).toBeLessThan(0.005); // clicks land on whole pixels of the screen
+    expect(await result.textContent()).toMatch(/Net volume: 52\d\.\d\d m³.*Cut: .*Fill: .*base: a plane fitted to the boundary heights.*Surface model \(DSM\) of Stockpile/);
+    await screenshot(page, 'map-volume-desktop');
+
+    await page.getByRole('button', { name: 'Clear measurement' }).click();
+    await page.getByRole('combobox', { name: 'Model' }).selectOption('dtm');
+    const onDtm = await draw();
+    expect(Math.abs(onDtm)).toBeLessThan(0.01);
+    expect(await result.textContent()).toMatch(/Terrain model \(DTM\)/);
+    expect(await accessibilityFailures(page)).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 90_000);
+});
