@@ -1,5 +1,6 @@
 """`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | formulas |
-export SOURCE OUTPUT --format F | volume DEM OUTPUT --area GEOJSON | contours DEM OUTPUT | version."""
+export SOURCE OUTPUT --format F | volume DEM OUTPUT --area GEOJSON | contours DEM OUTPUT |
+difference EARLIER LATER OUTPUT | version."""
 
 from __future__ import annotations
 
@@ -153,6 +154,20 @@ def _cmd_contours(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_difference(args: argparse.Namespace) -> int:
+    from .atomic_files import write_json
+    from .earthworks.difference import figures, measure_difference, write_difference
+
+    output = Path(args.output)
+    difference, profile, change = measure_difference(Path(args.earlier), Path(args.later), args.noise)
+    if output.suffix.lower() == ".json":
+        write_json(output, figures(change))
+    else:
+        write_difference(output, difference, profile, change)
+    log.info("Height change over %.1f m2: cut %.3f m3, fill %.3f m3", change.area, change.cut, change.fill)
+    return 0
+
+
 def _add_earthworks(sub: argparse._SubParsersAction) -> None:
     from .earthworks.volume import BASES
     from .io.lines import LINE_FORMATS
@@ -173,6 +188,13 @@ def _add_earthworks(sub: argparse._SubParsersAction) -> None:
     contours.add_argument("--format", choices=tuple(LINE_FORMATS), default="GPKG")
     contours.add_argument("--crs", help="the CRS to write (default: the DEM's)")
     contours.set_defaults(func=_cmd_contours)
+    difference = sub.add_parser("difference", help="a later elevation model less an earlier one: the change, "
+                                "its cut and fill")
+    difference.add_argument("earlier", help="the earlier DSM or DTM GeoTIFF, whose grid the result takes")
+    difference.add_argument("later", help="the later one")
+    difference.add_argument("output", help="the GeoTIFF of the change to write, or a .json file for its figures")
+    difference.add_argument("--noise", type=float, default=0.0, help="changes smaller than this (m) are none")
+    difference.set_defaults(func=_cmd_difference)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from rasterio.transform import from_origin
 
 from aeromap_engine.cli import main
 from aeromap_engine.earthworks.contours import contour_lines
+from aeromap_engine.earthworks.difference import measure_difference
 from aeromap_engine.earthworks.measure import volume_of
 from aeromap_engine.errors import InputError
 from aeromap_engine.io.lines import LINE_FORMATS
@@ -154,3 +155,48 @@ def test_contours_refuse_a_mistaken_interval() -> None:
         contour_lines(heights, np.arange(2.0), np.arange(2.0), 0)
     with pytest.raises(InputError, match="choose a larger interval"):
         contour_lines(heights * 1000, np.arange(2.0), np.arange(2.0), 0.001)
+
+
+def test_an_excavation_between_two_surveys_is_its_cut(tmp_path: Path) -> None:
+    """A 20 x 10 m pit 2 m deep dug between two surveys of a slope (400 m3), the later one on a grid shifted by
+    half a cell and coarser, with 2 cm of noise each: the cut within 1 %, the rest unchanged."""
+    rng = np.random.default_rng(5)
+
+    def pit_depth(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        inside = (np.abs(x - CENTRE[0]) < 10) & (np.abs(y - CENTRE[1]) < 5)
+        return np.where(inside, 2.0, 0.0)
+
+    earlier = write_dem(tmp_path / "earlier.tif", lambda x, y: ground(x, y, True) + rng.normal(0, 0.02, x.shape))
+    n = int(SIDE / 0.2) - 2
+    cols, rows = np.meshgrid(np.arange(n) + 0.5, np.arange(n) + 0.5)
+    x, y = ORIGIN[0] + 0.05 + cols * 0.2, ORIGIN[1] - 0.05 - rows * 0.2
+    later_heights = ground(x, y, True) - pit_depth(x, y) + rng.normal(0, 0.02, x.shape)
+    later = tmp_path / "later.tif"
+    with rasterio.open(later, "w", driver="GTiff", width=n, height=n, count=1, dtype="float32", crs=CRS,
+                       transform=from_origin(ORIGIN[0] + 0.05, ORIGIN[1] - 0.05, 0.2, 0.2)) as out:
+        out.write(later_heights.astype(np.float32), 1)
+    raster, figures_file = tmp_path / "change.tif", tmp_path / "change.json"
+    assert main(["difference", str(earlier), str(later), str(raster), "--noise", "0.1"]) == 0
+    assert main(["difference", str(earlier), str(later), str(figures_file), "--noise", "0.1"]) == 0
+    found = json.loads(figures_file.read_text())
+    assert found["cut"] == pytest.approx(400.0, rel=0.01) and found["fill"] < 1.0
+    assert found["net"] == pytest.approx(-400.0, rel=0.01)
+    assert found["changed_area"] == pytest.approx(200.0, rel=0.03)
+    with rasterio.open(raster) as change:
+        assert change.descriptions[0] == "height change (m)" and float(change.tags()["CUT"]) == found["cut"]
+        values = change.read(1)
+        transform = change.transform
+    with rasterio.open(earlier) as base:
+        assert transform == base.transform  # on the earlier model's grid
+    inside = values[np.abs(values + 2) < 0.2].size * CELL**2
+    assert inside == pytest.approx(200.0, rel=0.03) and np.nanmedian(np.abs(values)) < 0.05
+
+
+def test_models_that_do_not_overlap_have_no_difference(tmp_path: Path) -> None:
+    earlier = write_dem(tmp_path / "earlier.tif", lambda x, y: ground(x, y, False) + 0 * x)
+    far = tmp_path / "far.tif"
+    with rasterio.open(far, "w", driver="GTiff", width=10, height=10, count=1, dtype="float32", crs=CRS,
+                       transform=from_origin(ORIGIN[0] + 1000, ORIGIN[1], 1, 1)) as out:
+        out.write(np.zeros((10, 10), np.float32), 1)
+    with pytest.raises(InputError, match="do not overlap"):
+        measure_difference(earlier, far, 0.0)

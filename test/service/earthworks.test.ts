@@ -1,7 +1,8 @@
 // Volumes and contours measured by the real engine on a task's elevation models, through the API: a cone stockpile
 // (radius 10 m, 5 m high: 523.6 m³) on a level DSM whose DTM is the level ground, imported as an all.zip. Every base
 // on the DSM gives the cone's volume within 1 %, the DTM none; contours come back in each format; what cannot be
-// measured is refused with a 400 that says why, and a private task's volume is nobody else's.
+// measured is refused with a 400 that says why, and a private task's volume is nobody else's. A second survey of
+// the ground, the stockpile gone and a pit dug (400 m³), differs from the first by both.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -92,6 +93,38 @@ print(json.dumps(radii))`,
       );
       for (const level of [101, 102, 103, 104]) expect(read[String(level)], `${format} ${level}`).toBeCloseTo(10 * (1 - (level - 100) / 5), 0);
     }
+  }, 120_000);
+
+  it('measures what was dug between two surveys of the ground', async () => {
+    const project = Number(base.split('/')[3]);
+    const after = await importTask(t.admin, project, stockpileZip(await mkdtemp(path.join(work, 'after-')), true), 'After');
+    const later = `/api/projects/${project}/tasks/${after.id}`;
+    const reference = { reference_project: project, reference_task: Number(base.split('/').pop()) };
+    // The stockpile taken away and the pit dug: both went down.
+    const figures = JSON.parse((await finishedJob(`${later}/dsm/difference`, { ...reference, format: 'json', noise: 0.01 })).bytes.toString('utf8'));
+    expect(Math.abs(figures.cut - (CONE + 400)) / (CONE + 400), JSON.stringify(figures)).toBeLessThan(0.01);
+    expect(figures.fill).toBeLessThan(1);
+    expect(figures.net).toBeCloseTo(-figures.cut, 1);
+    const raster = await finishedJob(`${later}/dsm/difference`, { ...reference, noise: 0.01 });
+    expect(raster.filename).toBe(`After-dsm-difference-from-task-${reference.reference_task}.tif`);
+    const file = path.join(work, raster.filename);
+    await writeFile(file, raster.bytes);
+    const read = JSON.parse(
+      python(
+        `import sys, json, rasterio, numpy as np
+with rasterio.open(sys.argv[1]) as r:
+    v = r.read(1)
+    print(json.dumps({"cut": float(r.tags()["CUT"]), "pit": float(np.nanmedian(v[(v < -1.9) & (v > -2.1)])), "crs": r.crs.to_string()}))`,
+        file,
+      ),
+    );
+    expect(read).toEqual({ cut: figures.cut, pit: expect.closeTo(-2, 2), crs: 'EPSG:32633' });
+    // The DTM went down by the pit alone.
+    const terrain = JSON.parse((await finishedJob(`${later}/dtm/difference`, { ...reference, format: 'json' })).bytes.toString('utf8'));
+    expect(Math.abs(terrain.cut - 400) / 400).toBeLessThan(0.01);
+    // A reference the caller may not read is not found.
+    const other = (await t.admin.post('/api/projects/', { name: 'Elsewhere' })).body.id as number;
+    expect((await t.admin.post(`${later}/dsm/difference`, { reference_project: other, reference_task: reference.reference_task })).status).toBe(404);
   }, 120_000);
 
   it('refuses what it cannot measure, saying why', async () => {

@@ -181,9 +181,10 @@ export const STOCKPILE_CONE = (Math.PI * 10 ** 2 * 5) / 3;
 
 /**
  * A stockpile's DSM (a cone 10 m in radius and 5 m high on level ground at 100 m, centred at 500000, 5700000 in UTM
- * 33N) and DTM (the ground) at 0.2 m, zipped as ODM's all.zip.
+ * 33N) and DTM (the ground) at 0.2 m, zipped as ODM's all.zip. `excavated`: the same ground after the stockpile was
+ * taken away and a pit dug where it stood, 20 m east to west, 10 m north to south and 2 m deep (400 m³).
  */
-export function stockpileZip(dir: string): string {
+export function stockpileZip(dir: string, excavated = false): string {
   python(
     `import sys, zipfile, numpy as np, rasterio
 from rasterio.transform import from_origin
@@ -192,14 +193,17 @@ n = 400
 centres = (np.arange(n) + 0.5) * 0.2 - 40
 x, y = np.meshgrid(centres, -centres)
 cone = 5 * np.clip(1 - np.hypot(x, y) / 10, 0, None)
+if sys.argv[2] == "excavated":
+    cone = np.where((np.abs(x) < 10) & (np.abs(y) < 5), -2.0, 0.0)
 with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
-    for name, heights in (("dsm", 100 + cone), ("dtm", np.full_like(cone, 100.0))):
+    for name, heights in (("dsm", 100 + cone), ("dtm", 100 + np.minimum(cone, 0))):
         path = f"{d}/{name}.tif"
         with rasterio.open(path, "w", driver="GTiff", width=n, height=n, count=1, dtype="float32", nodata=-9999,
                            crs="EPSG:32633", transform=from_origin(499960, 5700040, 0.2, 0.2)) as out:
             out.write(heights.astype(np.float32), 1)
         z.write(path, f"odm_dem/{name}.tif")`,
     dir,
+    excavated ? 'excavated' : 'stockpile',
   );
   return path.join(dir, 'all.zip');
 }

@@ -1,6 +1,7 @@
 // What a volume or contours request asks, as WebODM's measure and contours plugins ask it: a polygon and a base for
-// a volume (on the DSM or the DTM), an interval, a tolerance, a format and a CRS for contours. Pure: bad input is a
-// 400 that says what is wrong; the engine's command line for what is asked.
+// a volume (on the DSM or the DTM), an interval, a tolerance, a format and a CRS for contours; and the earlier task a
+// difference is taken from. Pure: bad input is a 400 that says what is wrong; the engine's command line for what is
+// asked.
 import { type Static, Type } from '@sinclair/typebox';
 import { HttpError } from '../errors.ts';
 import { downloadName } from '../tasks/assets.ts';
@@ -30,6 +31,14 @@ export const ContoursBody = Type.Object({
   epsg: Type.Optional(Type.Integer({ minimum: 1, maximum: 999_999_999, description: "The CRS to write (default: the model's own)" })),
 });
 export type ContoursBody = Static<typeof ContoursBody>;
+
+export const DifferenceBody = Type.Object({
+  reference_project: Type.Integer({ minimum: 1, description: "The earlier survey's project" }),
+  reference_task: Type.Integer({ minimum: 1, description: "The earlier survey's task: the change is this task's model less that one's" }),
+  noise: Type.Optional(Type.Number({ minimum: 0, maximum: 100, description: 'Changes smaller than this (m) count as none (default 0)' })),
+  format: Type.Optional(Type.Union([Type.Literal('gtiff'), Type.Literal('json')], { description: 'gtiff (default): the change as a GeoTIFF on the earlier model\'s grid, its figures in its metadata; json: the figures alone (cut, fill, net, area, changed_area)' })),
+});
+export type DifferenceBody = Static<typeof DifferenceBody>;
 
 const badRequest = (detail: string) => new HttpError(400, { detail });
 
@@ -84,3 +93,14 @@ export function contoursArguments(body: ContoursBody, dem: string, output: strin
 export function contoursFilename(taskName: string, surface: Surface, body: ContoursBody): string {
   return downloadName(taskName, `${surface}-contours.${CONTOUR_FORMATS[body.format ?? 'GPKG']}`);
 }
+
+/** The engine's command line (`aeromap-engine difference`): the later model less the earlier. */
+export function differenceArguments(body: DifferenceBody, earlier: string, later: string, output: string): string[] {
+  return ['difference', earlier, later, output, `--noise=${body.noise ?? 0}`];
+}
+
+export const differenceExtension = (body: DifferenceBody): string => (body.format === 'json' ? 'json' : 'tif');
+
+/** The download's name: the task's, the surface, the earlier task's id. */
+export const differenceFilename = (taskName: string, surface: Surface, body: DifferenceBody): string =>
+  downloadName(taskName, `${surface}-difference-from-task-${body.reference_task}.${differenceExtension(body)}`);

@@ -1,6 +1,7 @@
 // Earthworks on a task's elevation models, measured where the models are (by the engine, as export jobs): POST
-// .../volume (a polygon's cut, fill and net volume over the DSM or DTM against a base) and POST
-// .../{dsm|dtm}/contours (contour lines in a format and CRS). Each answers a job id to poll with
+// .../volume (a polygon's cut, fill and net volume over the DSM or DTM against a base), POST
+// .../{dsm|dtm}/contours (contour lines in a format and CRS) and POST .../{dsm|dtm}/difference (the change since
+// an earlier task's model, and its cut and fill). Each answers a job id to poll with
 // /api/workers/check/{id} and fetch with /api/workers/get/{id}. Read as the task's downloads: "view", or anyone on
 // a public task.
 import { Type } from '@sinclair/typebox';
@@ -13,7 +14,23 @@ import type { TaskRules } from '../tasks/tasks.ts';
 import type { Task } from '../../db/schema.ts';
 import type { App } from '../typed-app.ts';
 import { ASSETS } from '../../protocol/files.ts';
-import { CONTOUR_FORMATS, ContoursBody, SURFACES, type Surface, SurfaceSchema, VolumeBody, contoursArguments, contoursFilename, volumeArguments, volumeFilename, volumePlan } from './request.ts';
+import {
+  CONTOUR_FORMATS,
+  ContoursBody,
+  DifferenceBody,
+  SURFACES,
+  type Surface,
+  SurfaceSchema,
+  VolumeBody,
+  contoursArguments,
+  contoursFilename,
+  differenceArguments,
+  differenceExtension,
+  differenceFilename,
+  volumeArguments,
+  volumeFilename,
+  volumePlan,
+} from './request.ts';
 
 const Started = Type.Object({ celery_task_id: Type.String({ description: 'Poll it with /api/workers/check/{id}' }), filename: Type.String() });
 const replies = { 200: Started, 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
@@ -80,6 +97,33 @@ export async function earthworksRoutes(app: App, { rules, jobs }: EarthworksDeps
       const dem = await surfaceFile(rules, task, surface);
       const filename = contoursFilename(task.name, surface, request.body);
       const id = await jobs.start((output) => contoursArguments(request.body, dem, output), filename, CONTOUR_FORMATS[request.body.format ?? 'GPKG']);
+      return { celery_task_id: id, filename };
+    },
+  );
+  app.post(
+    '/api/projects/:project_id/tasks/:task_id/:layer/difference',
+    {
+      ...ANONYMOUS,
+      schema: {
+        security: OPTIONAL_SECURITY,
+        tags: ['tasks'],
+        summary: "The change since an earlier task's elevation model",
+        description:
+          "This task's DSM or DTM less an earlier task's (both readable by the caller), on the earlier model's grid: a GeoTIFF of the change in metres (its cut, fill and net in its metadata), or with format json the figures alone: cut (m³ the ground went down by), fill, net, area, changed_area.",
+        params: Type.Object({ ...TaskParams.properties, layer: SurfaceSchema }),
+        body: DifferenceBody,
+        response: replies,
+      },
+    },
+    async (request) => {
+      const user = optionalUser(request);
+      const { task } = await rules.readable(user, request.params.project_id, request.params.task_id);
+      const { task: reference } = await rules.readable(user, request.body.reference_project, request.body.reference_task);
+      const surface = request.params.layer;
+      const later = await surfaceFile(rules, task, surface);
+      const earlier = await surfaceFile(rules, reference, surface);
+      const filename = differenceFilename(task.name, surface, request.body);
+      const id = await jobs.start((output) => differenceArguments(request.body, earlier, later, output), filename, differenceExtension(request.body));
       return { celery_task_id: id, filename };
     },
   );
