@@ -21,7 +21,7 @@ from aeromap_engine.options import resolve
 from aeromap_engine.project import Project
 from aeromap_engine.report.document import Cell, Document
 from aeromap_engine.report.overlap import images_per_point, overlap_map
-from aeromap_engine.report.sections import BuiltReport, build_report
+from aeromap_engine.report.sections import BuiltReport, build_report, checkpoints
 from aeromap_engine.report.statistics import (DATE_FORMAT, EMPTY_CLOUD, UNKNOWN, CloudMoments, ErrorStats,
                                               capture_dates, duration_text, point_cloud_statistics,
                                               track_length_histogram, value_at_level)
@@ -293,3 +293,18 @@ def test_document_records_what_it_prints_in_any_script() -> None:
     assert [(r.section, r.key, r.text, r.value) for r in document.rows] == [
         ("Ground Control Points", "Point", "Żuraw-Ω Жук ✓", 7), ("Ground Control Points", "Ω1", "Ω1", None),
         ("Ground Control Points", "Ω1 / Error", "0.10 m", 0.1)]
+
+
+def test_the_checkpoints_section_lists_each_error_and_the_rms() -> None:
+    document = Document("Title", ["subtitle"])
+    residuals = {"points": [{"name": "chk1", "images": 4, "delta_m": [0.03, -0.04, 0.12]},
+                            {"name": "chk2", "images": 3, "delta_m": [-0.03, 0.04, -0.05]}],
+                 "not_measured": ["chk3 is marked in fewer than 2 placed photographs"],
+                 "rmse_x": 0.03, "rmse_y": 0.04, "rmse_z": 0.092, "rmse_horizontal": 0.05, "rmse_vertical": 0.092}
+    checkpoints(document, residuals)
+    assert page_count(document.output()) == 1
+    printed = {r.key: r.value for r in document.rows if r.section == "Checkpoints"}
+    assert printed["chk1 / Error Z"] == 0.12 and printed["chk2 / Error Y (north)"] == 0.04
+    assert printed["RMS horizontal error"] == 0.05 and printed["RMS vertical error"] == 0.092
+    checkpoints(document, None)  # no checkpoints: no section
+    assert sum(r.key == "RMS vertical error" for r in document.rows) == 1

@@ -143,7 +143,15 @@ def test_upright_pixels_map_to_the_stored_layout(orientation: int) -> None:
 def test_control_heights_all_alike_are_not_surveyed() -> None:
     flat = parse_gcp_list("EPSG:32611\n1 2 0 4 5 a.jpg p\n3 4 0 4 5 a.jpg q\n5 1 0 4 5 a.jpg r\n")
     surveyed = parse_gcp_list("EPSG:32611\n1 2 0 4 5 a.jpg p\n3 4 0.4 4 5 a.jpg q\n5 1 0 4 5 a.jpg r\n")
-    assert not heights_surveyed(flat) and heights_surveyed(surveyed)
+    assert not heights_surveyed(flat.points) and heights_surveyed(surveyed.points)
+
+
+def test_checkpoints_are_read_from_the_column_after_the_name() -> None:
+    gcps = parse_gcp_list("EPSG:32611\n1 2 0 4 5 a.jpg p\n3 4 0.4 4 5 a.jpg q check\n3 4 0.4 6 7 b.jpg q check\n"
+                          "5 1 0 4 5 a.jpg r Checkpoint extra\n6 1 0 4 5 a.jpg s other\n")
+    assert {p.name: p.check for p in gcps.points} == {"p": False, "q": True, "r": True, "s": False}
+    with pytest.raises(ValueError, match="point q is a checkpoint on some lines, not on others"):
+        parse_gcp_list("EPSG:32611\n3 4 0.4 4 5 a.jpg q check\n3 4 0.4 6 7 b.jpg q\n")
 
 def test_geo_txt_optional_columns() -> None:
     geo = parse_geo_txt("EPSG:4326\na.jpg 10.5 45.25\nb.jpg 10.6 45.3 120 90 0 0 0.5 1.5\n")

@@ -285,6 +285,24 @@ def without_xmp(jpeg: bytes) -> bytes:
     return bytes(kept + jpeg[i:])
 
 
+CHECKPOINTS = 3  # of the survey's 8 control points, kept out of the georeferencing to measure it
+
+
+def with_checkpoints(text: str, count: int) -> str:
+    """gcp_list.txt as a person would mark it, each mark up to a pixel off (0.5 px standard deviation), the last
+    `count` points (by name) marked as checkpoints."""
+    header, *lines = [line for line in text.splitlines() if line.strip()]
+    checks = set(sorted({line.split()[6] for line in lines})[-count:])
+    rng = np.random.default_rng(11)
+    marked = []
+    for line in lines:
+        x, y, z, px, py, image, name = line.split()[:7]
+        dx, dy = np.clip(rng.normal(0, 0.5, 2), -1, 1)
+        check = " check" if name in checks else ""
+        marked.append(f"{x} {y} {z} {float(px) + dx:.2f} {float(py) + dy:.2f} {image} {name}{check}")
+    return "\n".join([header, *marked]) + "\n"
+
+
 def _process(truth: SurveyTruth, root: Path, with_gcps: bool, engine_log, xmp: bool = True) -> Project:
     project = Project(root)
     if xmp:  # hard links: the engine only reads the photographs
@@ -294,7 +312,7 @@ def _process(truth: SurveyTruth, root: Path, with_gcps: bool, engine_log, xmp: b
         for photo in truth.photographs:
             (project.images_dir / photo.name).write_bytes(without_xmp((truth.images_dir / photo.name).read_bytes()))
     if with_gcps:
-        shutil.copy(truth.gcp_list, project.gcp_file)
+        project.gcp_file.write_text(with_checkpoints(truth.gcp_list.read_text(), CHECKPOINTS))
     began = time.monotonic()
     with engine_log() as captured, contextlib.redirect_stdout(io.StringIO()):  # the log kept, progress lines not
         pipeline.run(project, OPTIONS)
@@ -460,6 +478,23 @@ def test_dsm_with_control_points(gcp_run: Project, survey: SurveyTruth) -> None:
           f"{residuals.share:.0%} of the DSM compared")
     assert residuals.share > 0.5
     assert error <= 1.5
+
+
+def test_checkpoints_measure_the_model_they_took_no_part_in(gcp_run: Project, survey: SurveyTruth) -> None:
+    """Three of the eight points marked as checkpoints, every mark up to a pixel off: the other five place the
+    model, the three measure it within 1.5 GSD horizontally and 2 GSD vertically (root mean square), in
+    stats.json and ground_control_points.geojson."""
+    reconstruction = json.loads(gcp_run.stats_file.read_text())["reconstruction"]
+    control, checks = reconstruction["gcp_residual_m"], reconstruction["checkpoint_residual_m"]
+    checked = {point["name"] for point in checks["points"]}
+    assert len(checked) == CHECKPOINTS and not checks["not_measured"]
+    assert not checked & {point["name"] for point in control["points"]}
+    gsd = survey.gsd_m
+    print(f"\n[synthetic] checkpoints RMSE {checks['rmse_horizontal'] / gsd:.2f} GSD horizontal, "
+          f"{checks['rmse_vertical'] / gsd:.2f} GSD vertical")
+    assert checks["rmse_horizontal"] <= 1.5 * gsd and checks["rmse_vertical"] <= 2 * gsd
+    features = json.loads(gcp_run.control_points_geojson.read_text())["features"]
+    assert {f["properties"]["id"] for f in features if f["properties"]["checkpoint"]} == checked
 
 
 def gps_noise_tilt_deg(truth: SurveyTruth) -> float:

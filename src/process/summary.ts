@@ -22,14 +22,21 @@ function figure(label: string, value: unknown, format: (v: number) => string): s
   return typeof value === 'number' && Number.isFinite(value) ? [`  ${label.padEnd(22)} ${format(value)}`] : [];
 }
 
+/** The checkpoints' root mean square errors: the model's accuracy where surveyed points were kept out of it. */
+function checkpoints(residuals: { rmse_horizontal?: number; rmse_vertical?: number } | null): string[] {
+  const { rmse_horizontal: h, rmse_vertical: v } = residuals ?? {};
+  return figure('checkpoints RMSE', h, (value) => `${value.toFixed(3)} m horizontal, ${(v ?? Number.NaN).toFixed(3)} m vertical`);
+}
+
 function quality(stats: Stats): string[] {
   const sfm = stats.reconstruction ?? {};
   const registered = typeof sfm.images_registered === 'number' ? [`  ${'images registered'.padEnd(22)} ${sfm.images_registered} of ${sfm.images_total}`] : [];
   return [
     ...registered,
     ...figure('reprojection error', sfm.mean_reprojection_error_px, (v) => `${v.toFixed(2)} px`),
-    ...figure('GPS residual', sfm.gps_residual_m, (v) => `${v.toFixed(2)} m`),
-    ...figure('GCP residual', sfm.gcp_residual_m, (v) => `${v.toFixed(2)} m`),
+    ...figure('GPS residual', (sfm.gps_residual_m as { mean?: number } | null)?.mean, (v) => `${v.toFixed(2)} m mean`),
+    ...figure('GCP residual', (sfm.gcp_residual_m as { mean?: number } | null)?.mean, (v) => `${v.toFixed(2)} m mean`),
+    ...checkpoints(sfm.checkpoint_residual_m as { rmse_horizontal?: number; rmse_vertical?: number } | null),
     ...figure('ground sample distance', sfm.gsd_cm, (v) => `${v.toFixed(2)} cm`),
     ...figure('area', stats.point_cloud?.area_m2, (v) => `${Math.round(v).toLocaleString('en')} m²`),
     ...figure('points', stats.point_cloud?.points, (v) => v.toLocaleString('en')),

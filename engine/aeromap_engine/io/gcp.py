@@ -1,10 +1,12 @@
 """ODM's gcp_list.txt: ground control points and where they appear in the photographs.
 
     EPSG:32630 | +proj=utm ... | WGS84 UTM 30N      (first line: the CRS of the coordinates)
-    x y z pixel_x pixel_y image_name [gcp_name] [...]
+    x y z pixel_x pixel_y image_name [gcp_name] [check] [...]
 
 Pixel coordinates follow ODM (the first pixel's centre is 0, 0). Observations of one point share its name; without
-a name, the coordinates identify the point. Lines starting with # are comments.
+a name, the coordinates identify the point. Lines starting with # are comments. A point whose lines say `check` (or
+`checkpoint`) after its name is a checkpoint: kept out of the georeferencing and measured against it; ODM ignores
+the column and takes the point as control.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ class GcpObservation:
     pixel: tuple[float, float]
 
 
+CHECK_WORDS = ("check", "checkpoint")
+
+
 @dataclass
 class ControlPoint:
     name: str
     xyz: np.ndarray  # in the file's CRS
     observations: list[GcpObservation]
+    check: bool = False  # a checkpoint: measured against the model, not used to place it
 
 
 @dataclass(frozen=True)
@@ -54,9 +60,12 @@ def parse_gcp_list(text: str) -> GcpFile:
         except ValueError:
             raise ValueError(f"gcp_list.txt line {number}: coordinates must be numbers, got {line!r}") from None
         name = parts[6] if len(parts) > 6 else f"{x:.3f} {y:.3f} {z:.3f}"
-        point = points.setdefault(name, ControlPoint(name, np.array([x, y, z]), []))
+        check = len(parts) > 7 and parts[7].lower() in CHECK_WORDS
+        point = points.setdefault(name, ControlPoint(name, np.array([x, y, z]), [], check))
         if not np.allclose(point.xyz, [x, y, z]):
             raise ValueError(f"gcp_list.txt line {number}: point {name} has two different coordinates")
+        if point.check != check:
+            raise ValueError(f"gcp_list.txt line {number}: point {name} is a checkpoint on some lines, not on others")
         point.observations.append(GcpObservation(parts[5], (px, py)))
     return GcpFile(crs, list(points.values()))
 

@@ -117,6 +117,7 @@ def build_report(content: ReportContent) -> BuiltReport:
     survey_data(document, content.overlap, unit)
     position_errors(document, stats)
     control_points(document, reconstruction.get("gcp_residual_m"))
+    checkpoints(document, reconstruction.get("checkpoint_residual_m"))
     features_details(document, content)
     reconstruction_details(document, content)
     camera_models(document, content.camera_models)
@@ -305,6 +306,28 @@ def control_points(document: Document, residuals: dict[str, Any] | None) -> None
                                       residuals["rmse_horizontal"])),
         ("RMS vertical error", Cell(metres_text(residuals["rmse_vertical"], digits=3), residuals["rmse_vertical"])),
     ])
+
+
+def checkpoints(document: Document, residuals: dict[str, Any] | None) -> None:
+    """The checkpoints: surveyed points kept out of the georeferencing, so their errors are the model's accuracy."""
+    if not residuals:
+        return
+    points = residuals["points"]
+    document.section("Checkpoints", needs=document.table_height(min(len(points), 12) + 1))
+    document.note("Surveyed points kept out of the georeferencing: their errors measure the model's accuracy.")
+    rows = [[Cell(point["name"], point["name"]), Cell(str(point["images"]), point["images"])]
+            + [Cell(metres_text(value, digits=3), value) for value in point["delta_m"]]
+            for point in points]
+    if rows:
+        document.table(["Point", "Images", "Error X (east)", "Error Y (north)", "Error Z"], rows,
+                       widths=(2.2, 1, 1.6, 1.6, 1.6))
+        document.key_values([(label, Cell(metres_text(residuals[key], digits=3), residuals[key]))
+                             for key, label in (("rmse_x", "RMS error X"), ("rmse_y", "RMS error Y"),
+                                                ("rmse_z", "RMS error Z"),
+                                                ("rmse_horizontal", "RMS horizontal error"),
+                                                ("rmse_vertical", "RMS vertical error"))])
+    for text in residuals["not_measured"]:
+        document.note(f"Not measured: {text}")
 
 
 def features_details(document: Document, content: ReportContent) -> None:

@@ -100,6 +100,43 @@ def align_to_control_points(model: pycolmap.Reconstruction, frame: WorldFrame, p
     return ControlOutcome(figures, problem.checks(used, rejected))
 
 
+def checkpoint_residuals(model: pycolmap.Reconstruction, frame: WorldFrame, photos: list[Photo]
+                         ) -> dict[str, Any] | None:
+    """The checkpoints against the georeferenced model (they took no part in placing it): each one's error
+    (modelled minus surveyed) and the root mean square errors along each axis; those that cannot be located are
+    named with why. None when the frame holds no checkpoints."""
+    if not frame.checkpoints:
+        return None
+    surveyed = {point.name: xyz for point, xyz in frame.checkpoints}
+    points, _ = _read_marks(model, [point for point, _ in frame.checkpoints], photos)
+    rows: dict[str, control.ControlResidual] = {}
+    missed: list[str] = []
+    for point in points:
+        fit = control.mark_fit(model, point)
+        row = control.residual(model, point, surveyed[point.name]) if fit is not None and fit.meets else None
+        if control.placed_marks(model, point) < 2:
+            missed.append(f"{point.name} is marked in fewer than 2 placed photographs")
+        elif row is None:
+            missed.append(_astray_text(model, point, fit))
+        else:
+            rows[point.name] = row
+    for text in missed:
+        log.warning("Checkpoint not measured: %s", text)
+    figures: dict[str, Any] = {"points": [
+        {"name": r.name, "images": r.images, "delta_m": list(r.delta), "horizontal_m": r.horizontal_m,
+         "vertical_m": r.vertical_m, "reprojection_px": r.reprojection_px,
+         "surveyed_m": [float(v) for v in surveyed[r.name]],
+         "marked_in": [o.image for o in next(p for p in points if p.name == r.name).observations]}
+        for r in rows.values()], "not_measured": missed}
+    if rows:
+        rmse = np.sqrt(np.mean(np.array([r.delta for r in rows.values()]) ** 2, axis=0))
+        figures.update({"rmse_x": float(rmse[0]), "rmse_y": float(rmse[1]), "rmse_z": float(rmse[2]),
+                        "rmse_horizontal": float(np.hypot(rmse[0], rmse[1])), "rmse_vertical": float(rmse[2])})
+        log.info("Checkpoints: root mean square error %.3f m horizontal, %.3f m vertical, over %d of %d",
+                 figures["rmse_horizontal"], figures["rmse_vertical"], len(rows), len(points))
+    return figures
+
+
 @dataclass(frozen=True)
 class ControlOutcome:
     figures: dict[str, Any] | None  # the residual figures when the control points georeference the model

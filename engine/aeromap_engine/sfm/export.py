@@ -50,12 +50,14 @@ def shots_geojson(reconstruction: pycolmap.Reconstruction, georef: Georef, kinds
     return {"type": "FeatureCollection", "features": features}
 
 
-def control_points_geojson(residuals: dict, georef: Georef) -> dict:
+def control_points_geojson(residuals: dict, georef: Georef, checks: dict | None = None) -> dict:
     """ODM's ground_control_points.geojson: each control point the model located, at its position in the model
     (WGS84 longitude, latitude, altitude), with the photographs it is marked in and its error (model minus
-    surveyed, metres in the projected CRS). `residuals`: the georeferencing's gcp_residual_m figures (those of a
-    model solved before they recorded the surveyed positions have none to place)."""
-    points = [p for p in residuals.get("points", []) if "surveyed_m" in p]
+    surveyed, metres in the projected CRS); then each checkpoint measured, `checkpoint` true. `residuals`: the
+    georeferencing's gcp_residual_m figures (those of a model solved before they recorded the surveyed positions
+    have none to place); `checks`: its checkpoint_residual_m."""
+    checkpoints = [{**p, "used": False, "checkpoint": True} for p in (checks or {}).get("points", [])]
+    points = [p for p in residuals.get("points", []) if "surveyed_m" in p] + checkpoints
     offset = np.array([georef.offset[0], georef.offset[1], 0.0])
     modelled = np.array([np.add(p["surveyed_m"], p["delta_m"]) for p in points]).reshape(-1, 3) + offset
     lonlatalt = transform(georef.crs, WGS84, modelled) if len(points) else modelled
@@ -63,7 +65,8 @@ def control_points_geojson(residuals: dict, georef: Georef) -> dict:
         "type": "Feature",
         "properties": {"id": p["name"], "observations_count": len(p["marked_in"]),
                        "observations_list": ",".join(p["marked_in"]), "error_x": p["delta_m"][0],
-                       "error_y": p["delta_m"][1], "error_z": p["delta_m"][2], "used": p["used"]},
+                       "error_y": p["delta_m"][1], "error_z": p["delta_m"][2], "used": p["used"],
+                       "checkpoint": p.get("checkpoint", False)},
         "geometry": {"type": "Point", "coordinates": geographic.tolist()},
     } for p, geographic in zip(points, lonlatalt)]
     return {"type": "FeatureCollection", "features": features}

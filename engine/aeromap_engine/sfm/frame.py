@@ -5,7 +5,7 @@ GPS's, and the priors with their accuracy."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,30 +28,46 @@ class WorldFrame:
     source: str  # "gcp", "gps" or "none"
     control_points: list[tuple[ControlPoint, np.ndarray]]  # with their surveyed positions in the world frame
     heights_surveyed: bool = True  # False when every control point has the same height: no vertical datum
+    checkpoints: list[tuple[ControlPoint, np.ndarray]] = field(default_factory=list)  # likewise, kept out of it
 
 
 def world_frame(photos: list[Photo], gcps: GcpFile | None) -> WorldFrame:
-    """The frame of the control points when given, else of the photographs' GPS, else a local one."""
-    if gcps is not None and gcps.points:
+    """The frame of the control points when given, else of the photographs' GPS, else a local one; checkpoints
+    in it where there is one."""
+    control = [p for p in gcps.points if not p.check] if gcps is not None else []
+    checks = [p for p in gcps.points if p.check] if gcps is not None else []
+    if control:
         crs = gcps.crs if is_metric_projected(gcps.crs) else utm_crs(*_lonlat_centre(gcps))
-        surveyed = transform(gcps.crs, crs, np.array([p.xyz for p in gcps.points]))
-        offset = _offset(surveyed)
-        log.info("Georeferencing with %d ground control points in %s", len(gcps.points), crs_name(crs))
-        points = [(p, xyz - [offset[0], offset[1], 0.0]) for p, xyz in zip(gcps.points, surveyed)]
-        return WorldFrame(crs_name(crs), offset, "gcp", points, heights_surveyed(gcps))
+        offset = _offset(transform(gcps.crs, crs, np.array([p.xyz for p in control])))
+        log.info("Georeferencing with %d ground control points in %s%s", len(control), crs_name(crs),
+                 f"; {len(checks)} checkpoints kept out of it" if checks else "")
+        return WorldFrame(crs_name(crs), offset, "gcp", _in_frame(control, gcps.crs, crs, offset),
+                          heights_surveyed(control), _in_frame(checks, gcps.crs, crs, offset))
     centre = gps_centre(photos)
     if centre is None:
+        if checks:
+            log.warning("%d checkpoints cannot be measured: nothing georeferences the model", len(checks))
         return WorldFrame(None, (0.0, 0.0), "none", [])
     crs = crs_name(utm_crs(*centre))
     located = np.array([[p.longitude, p.latitude, p.altitude] for p in photos if p.has_gps])
-    return WorldFrame(crs, _offset(transform(WGS84, crs, located)), "gps", [])
+    offset = _offset(transform(WGS84, crs, located))
+    return WorldFrame(crs, offset, "gps", [], checkpoints=_in_frame(checks, gcps.crs, crs, offset) if checks else [])
 
 
-def heights_surveyed(gcps: GcpFile) -> bool:
+def _in_frame(points: list[ControlPoint], source: object, crs: object, offset: tuple[float, float]
+              ) -> list[tuple[ControlPoint, np.ndarray]]:
+    """The points with their surveyed positions in the world frame (its CRS, less its offset)."""
+    if not points:
+        return []
+    surveyed = transform(source, crs, np.array([p.xyz for p in points]))
+    return [(p, xyz - [offset[0], offset[1], 0.0]) for p, xyz in zip(points, surveyed)]
+
+
+def heights_surveyed(points: list[ControlPoint]) -> bool:
     """Whether the control points' heights can be surveyed ones: heights all the same (all 0.0 where a file
     gives none) say nothing of the vertical datum, so the model is levelled by them but its heights are
     relative to their plane and their vertical residuals are the ground's relief, not an error."""
-    heights = [point.xyz[2] for point in gcps.points]
+    heights = [point.xyz[2] for point in points]
     if len(heights) < 2 or np.ptp(heights) > 0:
         return True
     log.warning("All %d ground control points have the height %g m: not surveyed heights, so the vertical datum is "

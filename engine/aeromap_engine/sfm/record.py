@@ -120,6 +120,7 @@ def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Ge
         "gps_outliers": figures.get("gps_outliers", {}),
         "mappings": figures["mappings"],
         "gcp_residual_m": figures.get("gcp_residual_m"),
+        "checkpoint_residual_m": figures.get("checkpoint_residual_m"),
         "gsd_cm": gsd,
         "sfm_algorithm": figures["sfm_algorithm"],
         "georef_source": georef.source,

@@ -22,6 +22,7 @@ from ..split.plan import Submodel
 from .alignment import MIN_ALIGNMENT_POINTS, adjust_with_priors
 from .blocks import map_in_blocks
 from .consistency import GpsVerdict, gps_verdict, horizontal_distances, layout_uncertainty
+from .control_fit import checkpoint_residuals
 from .database import PositionPrior
 from .focal import geometry_constrains_focal, refine_focal
 from .frame import WorldFrame, flight_names
@@ -102,6 +103,8 @@ def solve(ctx: "StageContext", database: Path, work_dir: Path, settings: Mapping
         with timed("focal refinement", timings):
             model = refine_focal(model, {n: p for n, p in priors.items() if n not in wild}, settings.refine,
                                  settings.threads)
+    if figures["georef_source"] != "none":  # on the model as it is finally placed and refined
+        figures["checkpoint_residual_m"] = checkpoint_residuals(model, frame, photos)
     final = gps_verdict(model, priors, wild, flights)
     if figures.get("gps_residual_m") is not None:
         figures["gps_residual_m"] = gps_residuals(model, priors, wild)

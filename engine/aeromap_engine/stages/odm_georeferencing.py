@@ -32,8 +32,9 @@ def run(ctx: "StageContext") -> None:
     project = ctx.project
     georef = Georef.load(project)
     write_cloud(project, ctx.options, TiledCloud.open(project.filtered_cloud), georef, ctx.progress)
-    residuals = project.read_stats().get("reconstruction", {}).get("gcp_residual_m")
-    if residuals and georef.georeferenced:
-        write_json(project.control_points_geojson, control_points_geojson(residuals, georef))
+    reconstruction = project.read_stats().get("reconstruction", {})
+    residuals, checks = reconstruction.get("gcp_residual_m"), reconstruction.get("checkpoint_residual_m")
+    if (residuals or checks) and georef.georeferenced:
+        write_json(project.control_points_geojson, control_points_geojson(residuals or {}, georef, checks or {}))
     else:
         project.control_points_geojson.unlink(missing_ok=True)  # none of an earlier run with control points

@@ -113,10 +113,29 @@ function Progress({ task, onChanged }: { task: Task; onChanged: () => Promise<un
 }
 
 type Stats = Record<string, Record<string, unknown> | undefined> & { gsd?: number; area?: number; pointcloud?: { points?: number } };
+/** The engine's residuals of control points or checkpoints (stats.json), metres. */
+type Residuals = { rmse_horizontal?: number; rmse_vertical?: number; points?: unknown[] };
+
+/** Root mean square errors of the points, horizontal and vertical; nothing where none was measured. */
+function Accuracy({ label, residuals }: { label: string; residuals: Residuals | null | undefined }) {
+  if (residuals?.rmse_horizontal == null || residuals.rmse_vertical == null) return null;
+  return (
+    <>
+      <dt>
+        {label} ({residuals.points?.length ?? 0})
+      </dt>
+      <dd>
+        RMS error {residuals.rmse_horizontal.toFixed(3)} m horizontal, {residuals.rmse_vertical.toFixed(3)} m vertical
+      </dd>
+    </>
+  );
+}
 
 function Quality({ task }: { task: Task }) {
   const stats = task.statistics as Stats;
-  const reconstruction = stats.reconstruction as { images_registered?: number; images_total?: number; mean_reprojection_error_px?: number } | undefined;
+  const reconstruction = stats.reconstruction as
+    | { images_registered?: number; images_total?: number; mean_reprojection_error_px?: number; gcp_residual_m?: Residuals | null; checkpoint_residual_m?: Residuals | null }
+    | undefined;
   const quality = stats.quality as { verdict?: string; checks?: Record<string, { passed: boolean; message: string }> } | undefined;
   if (!reconstruction && stats.gsd == null) return null;
   const failed = Object.values(quality?.checks ?? {}).filter((c) => !c.passed);
@@ -138,6 +157,8 @@ function Quality({ task }: { task: Task }) {
             <dd>{reconstruction.mean_reprojection_error_px.toFixed(2)} px</dd>
           </>
         )}
+        <Accuracy label="Control points" residuals={reconstruction?.gcp_residual_m} />
+        <Accuracy label="Checkpoints" residuals={reconstruction?.checkpoint_residual_m} />
         {typeof stats.gsd === 'number' && (
           <>
             <dt>Ground sampling distance</dt>
