@@ -137,11 +137,17 @@ def test_control_points_geojson_places_each_point_in_wgs84() -> None:
     georef = Georef(UTM, (699000.0, 5630000.0), "gcp")
     residuals = {"points": [{"name": "a", "surveyed_m": [10.0, 20.0, 30.0], "delta_m": [0.1, -0.2, 0.3],
                              "marked_in": ["x.jpg", "y.jpg"], "used": True}]}
-    feature = control_points_geojson(residuals, georef)["features"][0]
+    checks = {"points": [{"name": "k", "surveyed_m": [0.0, 0.0, 5.0], "delta_m": [0.0, 0.1, 0.0],
+                          "marked_in": ["x.jpg", "z.jpg", "w.jpg"]}]}
+    feature, checkpoint = control_points_geojson(residuals, georef, checks)["features"]
     lon, lat = Transformer.from_crs(UTM, "EPSG:4326", always_xy=True).transform(699010.1, 5630019.8)
     assert feature["geometry"]["coordinates"] == pytest.approx([lon, lat, 30.3])
     assert feature["properties"] == {"id": "a", "observations_count": 2, "observations_list": "x.jpg,y.jpg",
-                                     "error_x": 0.1, "error_y": -0.2, "error_z": 0.3, "used": True}
+                                     "error_x": 0.1, "error_y": -0.2, "error_z": 0.3, "used": True,
+                                     "checkpoint": False}
+    # A checkpoint: placed where the model has it, never used to place the model.
+    assert checkpoint["properties"]["checkpoint"] and not checkpoint["properties"]["used"]
+    assert checkpoint["properties"]["observations_count"] == 3 and checkpoint["properties"]["error_y"] == 0.1
 
 
 SQUARE = {"type": "Polygon", "coordinates": [[[-3.0, 50.0], [-2.9, 50.0], [-2.9, 50.1], [-3.0, 50.1], [-3.0, 50.0]]]}

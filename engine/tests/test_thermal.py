@@ -100,6 +100,7 @@ def thermal_run(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return project
 
 
+@pytest.mark.long
 def test_thermal_orthophoto_holds_the_frames_temperatures(thermal_run: Project) -> None:
     """One float32 band named LWIR (and alpha). Each frame's temperatures are the tool's single-frame reading but
     for the camera's drift (at most a few degrees over a flight); around each frame's nadir point the orthophoto's

@@ -52,7 +52,9 @@ describe('earthworks', () => {
   });
 
   it('measures the stockpile against every base on the DSM, and nothing on the DTM', async () => {
-    for (const method of ['triangulate', 'plane', 'average', 'highest', 'lowest']) {
+    // Every base against the exact volumes is the engine's test (engine/tests/test_earthworks.py); here, through
+    // the API, one base of each kind: triangulated, fitted, level.
+    for (const method of ['triangulate', 'plane', 'highest']) {
       const figures = await volume({ area: area(), method });
       expect(Math.abs(figures.net - CONE) / CONE, `${method}: ${JSON.stringify(figures)}`).toBeLessThan(0.01);
       expect(figures.volume).toBe(figures.net);
@@ -68,8 +70,9 @@ describe('earthworks', () => {
     expect(Math.abs(terrain.net)).toBeLessThan(0.01);
   }, 120_000);
 
-  it('draws contours in every format', async () => {
-    for (const [format, extension] of [['GeoJSON', 'geojson'], ['GPKG', 'gpkg'], ['DXF', 'dxf'], ['ESRI Shapefile', 'zip']]) {
+  it('draws contours as a file and as a zipped Shapefile', async () => {
+    // The four formats read back are the engine's test; here a file and a zipped set of files.
+    for (const [format, extension] of [['GPKG', 'gpkg'], ['ESRI Shapefile', 'zip']]) {
       const { bytes, filename } = await finishedJob(`${base}/dsm/contours`, { interval: 1, simplify: 0.05, format, epsg: 4326 });
       expect(filename).toBe(`Stockpile-dsm-contours.${extension}`);
       const file = path.join(work, filename);

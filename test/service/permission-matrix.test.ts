@@ -145,6 +145,13 @@ const MATRIX: Record<string, Row> = {
   'GET /api/projects/{project_id}/tasks/{task_id}/textured_model/': { rule: 'read', ok: 200, call: onCompleted('textured_model/') },
   'POST /api/projects/{project_id}/tasks/{task_id}/{layer}/export': { rule: 'read', ok: 200, call: (c, fx) =>
     c.post(`${tasksOf(fx)}${fx.completed}/orthophoto/export`, { format: 'gtiff' }) },
+  // The task has no elevation model: past the permission check, these are refused for what it lacks.
+  'POST /api/projects/{project_id}/tasks/{task_id}/volume': { rule: 'read', ok: 400, call: (c, fx) =>
+    c.post(`${tasksOf(fx)}${fx.completed}/volume`, { area: { type: 'Polygon', coordinates: [[[0, 0], [0.001, 0], [0, 0.001], [0, 0]]] } }) },
+  'POST /api/projects/{project_id}/tasks/{task_id}/{layer}/contours': { rule: 'read', ok: 400, call: (c, fx) =>
+    c.post(`${tasksOf(fx)}${fx.completed}/dsm/contours`, { interval: 1 }) },
+  'POST /api/projects/{project_id}/tasks/{task_id}/{layer}/difference': { rule: 'read', ok: 400, call: (c, fx) =>
+    c.post(`${tasksOf(fx)}${fx.completed}/dsm/difference`, { reference_project: fx.project, reference_task: fx.completed }) },
   'GET /api/workers/check/{id}': { rule: 'open', ok: 200, call: (c) => c.get('/api/workers/check/00000000-0000-4000-8000-000000000000') },
   'GET /api/workers/get/{id}': { rule: 'open', ok: 200, call: (c) => c.get('/api/workers/get/00000000-0000-4000-8000-000000000000') },
   'GET /api/projects/{project_id}/tasks/{task_id}/images/download/{filename}': { rule: 'read', ok: 200, call: async (c, fx) =>

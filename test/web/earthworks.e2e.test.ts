@@ -1,6 +1,7 @@
 // The map's volume tool in Chromium, against the real service and engine: a stockpile task (a cone of 523.6 m³ on
 // level ground, with its DTM) imported; a hexagon drawn around the cone on the map with a plane base, then on the
-// DTM; the map shows the same figures the API gives for the same polygon, within 1 % of the cone's volume.
+// DTM; the map shows the same figures the API gives for the same polygon, within 1 % of the cone's volume; the DSM's
+// contours exported from the map's Export dialog.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -75,6 +76,19 @@ describe('volumes in Chromium', () => {
     expect(Math.abs(onDtm)).toBeLessThan(0.01);
     expect(await result.textContent()).toMatch(/Terrain model \(DTM\)/);
     expect(await accessibilityFailures(page)).toEqual([]);
+
+    // Contours of the DSM from the Export dialog: a GeoPackage of the rings about the cone, one a metre.
+    await page.getByRole('button', { name: 'Export…' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByRole('combobox', { name: 'Layer' }).selectOption('dsm');
+    await dialog.getByRole('combobox', { name: 'Format' }).selectOption('contours:GPKG');
+    await dialog.getByRole('textbox', { name: 'Interval (m)' }).fill('1');
+    await dialog.getByRole('button', { name: 'Export', exact: true }).click();
+    const link = dialog.getByRole('link', { name: 'Stockpile-dsm-contours.gpkg' });
+    await link.waitFor({ timeout: 30_000 });
+    const gpkg = await download(t.admin, (await link.getAttribute('href'))!);
+    expect(gpkg.bytes.subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
+    await screenshot(page, 'map-contours-export-desktop');
     expect(errors).toEqual([]);
     await page.context().close();
   }, 90_000);

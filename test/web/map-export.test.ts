@@ -13,7 +13,8 @@ vi.hoisted(() => {
 });
 
 const task = { id: 7, project: 3, available_assets: ['orthophoto.tif', 'dsm.tif', 'georeferenced_model.laz', 'all.zip'] } as Task;
-const style = { colorMap: 'jet', hillshade: true, plant: null };
+const contours = { interval: '1', simplify: '0.1' };
+const style = { colorMap: 'jet', hillshade: true, plant: null, contours };
 const ndvi: PlantStyle = { formula: 'NDVI', bands: 'auto', colorMap: 'rdylgn', rescale: [0.183456, 0.84] };
 
 describe('map exports', () => {
@@ -22,7 +23,8 @@ describe('map exports', () => {
   it("offer the task's layers, each in its formats", () => {
     expect(exportLayers(task).map(({ layer }) => layer)).toEqual(['orthophoto', 'dsm', 'georeferenced_model']);
     expect(exportFormats('georeferenced_model').map(({ format }) => format)).toEqual(['laz', 'las', 'ply', 'csv']);
-    expect(exportFormats('dsm').map(({ format }) => format)).toEqual(['gtiff', 'gtiff-rgb', 'jpg', 'png', 'kmz']);
+    expect(exportFormats('orthophoto').map(({ format }) => format)).toEqual(['gtiff', 'gtiff-rgb', 'jpg', 'png', 'kmz']);
+    expect(exportFormats('dsm').map(({ format }) => format)).toEqual(['gtiff', 'gtiff-rgb', 'jpg', 'png', 'kmz', 'contours:GPKG', 'contours:DXF', 'contours:ESRI Shapefile', 'contours:GeoJSON']);
     expect(drawsElevation('dsm', 'png')).toBe(true);
     expect(drawsElevation('dsm', 'gtiff')).toBe(false);
     expect(drawsElevation('orthophoto', 'png')).toBe(false);
@@ -32,9 +34,22 @@ describe('map exports', () => {
     expect(exportBody('orthophoto', 'gtiff', { kind: 'task' }, style)).toEqual({ format: 'gtiff' });
     expect(exportBody('orthophoto', 'gtiff', { kind: 'epsg', code: ' EPSG:27700 ' }, style)).toEqual({ format: 'gtiff', epsg: '27700' });
     expect(exportBody('georeferenced_model', 'las', { kind: 'proj', text: ' +proj=longlat ' }, style)).toEqual({ format: 'las', proj: '+proj=longlat' });
-    expect(exportBody('dsm', 'png', { kind: 'task' }, { colorMap: 'jet', hillshade: false, plant: null })).toEqual({ format: 'png', color_map: 'jet', hillshade: '0' });
+    expect(exportBody('dsm', 'png', { kind: 'task' }, { ...style, hillshade: false })).toEqual({ format: 'png', color_map: 'jet', hillshade: '0' });
     expect(exportBody('orthophoto', 'gtiff', { kind: 'epsg', code: 'utm' }, style)).toHaveProperty('error');
     expect(exportBody('orthophoto', 'gtiff', { kind: 'proj', text: '  ' }, style)).toHaveProperty('error');
+  });
+
+  it('ask for contours at an interval, in an EPSG code or the task\'s CRS', () => {
+    expect(exportBody('dsm', 'contours:DXF', { kind: 'task' }, style)).toEqual({ format: 'DXF', interval: 1, simplify: 0.1 });
+    expect(exportBody('dtm', 'contours:ESRI Shapefile', { kind: 'epsg', code: '4326' }, { ...style, contours: { interval: '0.5', simplify: '' } })).toEqual({
+      format: 'ESRI Shapefile',
+      interval: 0.5,
+      simplify: 0,
+      epsg: 4326,
+    });
+    expect(exportBody('dsm', 'contours:GPKG', { kind: 'task' }, { ...style, contours: { interval: '0', simplify: '0' } })).toEqual({ error: expect.stringMatching(/interval/) });
+    expect(exportBody('dsm', 'contours:GPKG', { kind: 'task' }, { ...style, contours: { interval: '1', simplify: '-1' } })).toEqual({ error: expect.stringMatching(/tolerance/) });
+    expect(exportBody('dsm', 'contours:GPKG', { kind: 'proj', text: '+proj=longlat' }, style)).toEqual({ error: expect.stringMatching(/EPSG code/) });
   });
 
   it("carry the orthophoto's vegetation index as the map draws it: values in a GeoTIFF, colours elsewhere", () => {
@@ -61,11 +76,14 @@ describe('map exports', () => {
     const fetch = vi.fn(async (url: string, _init?: RequestInit) => new Response(JSON.stringify(replies[url].shift()), { headers: { 'content-type': 'application/json' } }));
     vi.stubGlobal('fetch', fetch);
     const signal = new AbortController().signal;
-    await expect(runExport(task, 'orthophoto', { format: 'gtiff', epsg: '27700' }, signal, 1)).resolves.toEqual({
+    await expect(runExport(task, 'orthophoto', 'gtiff', { format: 'gtiff', epsg: '27700' }, signal, 1)).resolves.toEqual({
       url: '/api/workers/get/abc?filename=x-orthophoto.tif',
       filename: 'x-orthophoto.tif',
     });
     expect(fetch.mock.calls[0][1]).toMatchObject({ method: 'POST', body: JSON.stringify({ format: 'gtiff', epsg: '27700' }) });
-    await expect(runExport(task, 'orthophoto', { format: 'gtiff' }, signal, 1)).rejects.toThrow('outside the area');
+    await expect(runExport(task, 'orthophoto', 'gtiff', { format: 'gtiff' }, signal, 1)).rejects.toThrow('outside the area');
+    replies['/api/projects/3/tasks/7/dsm/contours'] = [{ celery_task_id: 'abc', filename: 'x-dsm-contours.gpkg' }];
+    replies['/api/workers/check/abc'] = [{ ready: true }];
+    await expect(runExport(task, 'dsm', 'contours:GPKG', { format: 'GPKG', interval: 1 }, signal, 1)).resolves.toMatchObject({ filename: 'x-dsm-contours.gpkg' });
   });
 });

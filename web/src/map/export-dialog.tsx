@@ -1,10 +1,11 @@
 // The Export dialog of the map: a layer of one of the map's tasks, a format and a CRS (the task's own, an EPSG
-// code or a PROJ string); an orthophoto drawn as a vegetation index exports as that index or in its own colours.
+// code or a PROJ string); an orthophoto drawn as a vegetation index exports as that index or in its own colours;
+// an elevation model also as contour lines at an interval.
 // The export runs on the server while the dialog waits, then offers the file.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Task } from '../api.ts';
 import { Modal } from '../components/confirm.tsx';
-import { type CrsChoice, type ExportDone, type ExportLayer, describeIndex, drawsElevation, exportBody, exportFormats, exportLayers, runExport } from './export.ts';
+import { type CrsChoice, type ExportBody, type ExportDone, type ExportLayer, describeIndex, drawsElevation, exportBody, exportFormats, exportLayers, isContours, runExport } from './export.ts';
 import type { PlantStyle } from './plant.ts';
 import { DEFAULT_RAMP, RAMPS } from './ramps.ts';
 
@@ -31,6 +32,8 @@ export function ExportDialog({ tasks, plantOf, onClose }: Props) {
   const [proj, setProj] = useState('');
   const [colorMap, setColorMap] = useState(DEFAULT_RAMP);
   const [hillshade, setHillshade] = useState(true);
+  const [interval, setInterval] = useState('1');
+  const [simplify, setSimplify] = useState('0.1');
   // As WebODM: an orthophoto drawn as an index exports as drawn unless the user asks for its own colours.
   const [asIndex, setAsIndex] = useState(true);
   const plant = task && current === 'orthophoto' ? plantOf(task.id) : null;
@@ -39,7 +42,9 @@ export function ExportDialog({ tasks, plantOf, onClose }: Props) {
   useEffect(() => () => running.current?.abort(), []);
 
   const crs: CrsChoice = crsKind === 'epsg' ? { kind: 'epsg', code: epsg } : crsKind === 'proj' ? { kind: 'proj', text: proj } : { kind: 'task' };
-  const body = current ? exportBody(current, chosenFormat, crs, { colorMap, hillshade, plant: asIndex ? plant : null }) : { error: 'This task has nothing to export.' };
+  const contours = isContours(chosenFormat);
+  const style = { colorMap, hillshade, plant: asIndex ? plant : null, contours: { interval, simplify } };
+  const body = current ? exportBody(current, chosenFormat, crs, style) : { error: 'This task has nothing to export.' };
   const problem = 'error' in body ? (body.error as string) : null;
 
   async function start() {
@@ -48,7 +53,7 @@ export function ExportDialog({ tasks, plantOf, onClose }: Props) {
     running.current = controller;
     setPhase({ kind: 'running' });
     try {
-      const result = await runExport(task, current, body as Record<string, string>, controller.signal);
+      const result = await runExport(task, current, chosenFormat, body as ExportBody, controller.signal);
       if (!controller.signal.aborted) setPhase({ kind: 'done', result });
     } catch (failure) {
       if (!controller.signal.aborted) setPhase({ kind: 'failed', message: failure instanceof Error ? failure.message : String(failure) });
@@ -107,6 +112,18 @@ export function ExportDialog({ tasks, plantOf, onClose }: Props) {
             </label>
           </>
         )}
+        {contours && (
+          <>
+            <label>
+              Interval (m)
+              <input inputMode="decimal" value={interval} disabled={busy} onInput={(event) => setInterval(event.currentTarget.value)} />
+            </label>
+            <label>
+              Simplify within (m)
+              <input inputMode="decimal" value={simplify} disabled={busy} onInput={(event) => setSimplify(event.currentTarget.value)} />
+            </label>
+          </>
+        )}
         {plant && (
           <fieldset class="export-choice" disabled={busy}>
             <legend>Orthophoto as</legend>
@@ -137,7 +154,7 @@ export function ExportDialog({ tasks, plantOf, onClose }: Props) {
           </label>
           {crsKind === 'proj' && <input aria-label="PROJ string" placeholder="+proj=utm +zone=33 +datum=WGS84" value={proj} onInput={(event) => setProj(event.currentTarget.value)} />}
         </fieldset>
-        {problem && crsKind !== 'task' && <p class="muted map-note">{problem}</p>}
+        {problem && (crsKind !== 'task' || contours) && <p class="muted map-note">{problem}</p>}
         {phase.kind === 'running' && <p class="muted map-note" role="status">Exporting… this can take a while for large surveys.</p>}
         {phase.kind === 'failed' && <p class="error map-note" role="alert">The export failed: {phase.message}</p>}
         {phase.kind === 'done' && (

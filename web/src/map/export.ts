@@ -31,12 +31,23 @@ export function exportLayers(task: Task): { layer: ExportLayer; label: string }[
   return EXPORT_LAYERS.filter(({ asset }) => task.available_assets.includes(asset));
 }
 
+/** An elevation model's contour lines, drawn by the service in WebODM's formats: `contours:` and the format. */
+const CONTOUR_FORMATS = [
+  { format: 'contours:GPKG', label: 'Contours: GeoPackage' },
+  { format: 'contours:DXF', label: 'Contours: DXF (CAD)' },
+  { format: 'contours:ESRI Shapefile', label: 'Contours: Shapefile (zipped)' },
+  { format: 'contours:GeoJSON', label: 'Contours: GeoJSON' },
+];
+
 export function exportFormats(layer: ExportLayer): { format: string; label: string }[] {
-  return layer === 'georeferenced_model' ? POINT_FORMATS : RASTER_FORMATS;
+  if (layer === 'georeferenced_model') return POINT_FORMATS;
+  return layer === 'dsm' || layer === 'dtm' ? [...RASTER_FORMATS, ...CONTOUR_FORMATS] : RASTER_FORMATS;
 }
 
+export const isContours = (format: string) => format.startsWith('contours:');
+
 /** Whether the format draws the raster in colour; `gtiff` keeps its values (an index: one band of them). */
-const drawsColours = (format: string) => format !== 'gtiff';
+const drawsColours = (format: string) => format !== 'gtiff' && !isContours(format);
 
 /** Whether the format draws the layer in colour: an elevation model then takes a colour map and a hillshade. */
 export const drawsElevation = (layer: ExportLayer, format: string) => (layer === 'dsm' || layer === 'dtm') && drawsColours(format);
@@ -48,17 +59,22 @@ export interface ExportStyle {
   hillshade: boolean;
   /** The orthophoto's vegetation index, to export it as the map draws it; null: the orthophoto's own colours. */
   plant: PlantStyle | null;
+  /** Contours: metres between them and the lines' tolerance, as typed. */
+  contours: { interval: string; simplify: string };
 }
+
+export type ExportBody = Record<string, string | number>;
 
 /** WebODM's hillshade exaggeration for an export drawn with one (0: none). */
 const EXPORT_HILLSHADE = 6;
 
-/** The body of POST .../{layer}/export, or what is wrong with the choice in words. */
-export function exportBody(layer: ExportLayer, format: string, crs: CrsChoice, style: ExportStyle): Record<string, string> | { error: string } {
-  const body: Record<string, string> = { format };
-  if (crs.kind === 'epsg') {
-    const code = crs.code.trim().replace(/^epsg:/i, '');
-    if (!/^\d{1,9}$/.test(code)) return { error: 'An EPSG code is a whole number, such as 32633 or 4326.' };
+/** The body of POST .../{layer}/export (or .../contours), or what is wrong with the choice in words. */
+export function exportBody(layer: ExportLayer, format: string, crs: CrsChoice, style: ExportStyle): ExportBody | { error: string } {
+  const code = crs.kind === 'epsg' ? crs.code.trim().replace(/^epsg:/i, '') : null;
+  if (code !== null && !/^\d{1,9}$/.test(code)) return { error: 'An EPSG code is a whole number, such as 32633 or 4326.' };
+  if (isContours(format)) return contoursBody(format, code, crs.kind === 'proj', style.contours);
+  const body: ExportBody = { format };
+  if (code !== null) {
     body.epsg = code;
   } else if (crs.kind === 'proj') {
     if (!crs.text.trim()) return { error: 'Type a PROJ string, such as +proj=utm +zone=33 +datum=WGS84.' };
@@ -70,6 +86,15 @@ export function exportBody(layer: ExportLayer, format: string, crs: CrsChoice, s
   }
   if (layer === 'orthophoto' && style.plant) Object.assign(body, indexFields(style.plant, format));
   return body;
+}
+
+function contoursBody(format: string, epsg: string | null, proj: boolean, typed: ExportStyle['contours']): ExportBody | { error: string } {
+  const interval = Number(typed.interval);
+  const simplify = typed.simplify.trim() === '' ? 0 : Number(typed.simplify);
+  if (!(interval > 0)) return { error: 'The contour interval is a number of metres above 0, such as 1 or 0.5.' };
+  if (!(simplify >= 0)) return { error: 'The tolerance is a number of metres, 0 or more.' };
+  if (proj) return { error: "Contours take an EPSG code or the task's own coordinate system." };
+  return { format: format.slice('contours:'.length), interval, simplify, ...(epsg !== null ? { epsg: Number(epsg) } : {}) };
 }
 
 /**
@@ -97,8 +122,9 @@ export function describeIndex(plant: PlantStyle, format: string): string {
 /** Where the finished export downloads from, and its file name. */
 export type ExportDone = JobDone;
 
-/** Starts an export and polls it to the end; a failed job throws its error. */
-export async function runExport(task: Task, layer: ExportLayer, body: Record<string, string>, signal: AbortSignal, pollMs = 1000): Promise<ExportDone> {
-  const started = await api<Started>(`${taskPath(task.project, task.id)}/${layer}/export`, { method: 'POST', body, signal });
+/** Starts an export (contours: their own route) and polls it to the end; a failed job throws its error. */
+export async function runExport(task: Task, layer: ExportLayer, format: string, body: ExportBody, signal: AbortSignal, pollMs = 1000): Promise<ExportDone> {
+  const route = isContours(format) ? 'contours' : 'export';
+  const started = await api<Started>(`${taskPath(task.project, task.id)}/${layer}/${route}`, { method: 'POST', body, signal });
   return waitForJob(started, signal, pollMs);
 }
