@@ -41,11 +41,14 @@ export interface ExportFolder {
   alive: string;
   /** Why the export failed, when it did. */
   error: string;
+  /** Written once the engine has finished the result: until then the result may be half written. */
+  done: string;
 }
 
 export function exportFolder(dataDir: string, id: string): ExportFolder {
   const root = path.join(exportsFolder(dataDir), id);
-  return { root, job: path.join(root, 'job.json'), alive: path.join(root, 'alive'), error: path.join(root, 'error.txt') };
+  const file = (name: string) => path.join(root, name);
+  return { root, job: file('job.json'), alive: file('alive'), error: file('error.txt'), done: file('done') };
 }
 
 /** A project's folder, which holds its tasks' folders. */

@@ -176,6 +176,10 @@ describe('export jobs on disk', () => {
       await writeFile(path.join(stopped, 'job.json'), JSON.stringify({ filename: 'x.tif', result: 'result.tif' }));
       await writeFile(path.join(stopped, 'alive'), '');
       expect(await second.state(path.basename(stopped))).toEqual({ ready: false });
+      // A result the engine is still writing is not ready: only the done file, written once it exits, says so.
+      await writeFile(path.join(stopped, 'result.tif'), 'half');
+      expect(await second.state(path.basename(stopped))).toEqual({ ready: false });
+      expect(await second.result(path.basename(stopped))).toBeNull();
       const old = new Date(Date.now() - 2 * 3_600_000);
       await utimes(path.join(stopped, 'alive'), old, old);
       expect(await second.state(path.basename(stopped))).toMatchObject({ ready: true, error: expect.stringContaining('interrupted') });

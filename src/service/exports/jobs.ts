@@ -1,6 +1,7 @@
 // Export jobs, WebODM's Celery tasks for exports: each made by an engine process (`aeromap-engine export`), at
 // most EXPORT_WORKERS at once, and kept on disk under DATA_DIR (media/tmp/exports/{id}/) until they expire. The
-// state is the folder alone, so any instance of the service that shares DATA_DIR answers for any job: a job
+// state is the folder alone, so any instance of the service that shares DATA_DIR answers for any job: a result
+// counts once its `done` file is written after the engine exits (never while it is half written), and a job
 // whose instance stopped is seen by its `alive` file going stale, and answered as failed rather than waited
 // for forever.
 import { execFile } from 'node:child_process';
@@ -134,7 +135,7 @@ export class ExportJobs {
     const error = await readFile(folder.error, 'utf8').catch(() => null);
     if (error !== null) return { error };
     const file = path.join(folder.root, record.result);
-    if (await exists(file)) return { done: true, file, record };
+    if (await exists(folder.done)) return (await exists(file)) ? { done: true, file, record } : { error: 'The export made no file' };
     const alive = await stat(folder.alive).catch(() => undefined);
     if (!alive || Date.now() - alive.mtimeMs > ABANDONED_AFTER_MS) {
       return { error: 'The export was interrupted: the service stopped while making it. Start it again.' };
@@ -152,6 +153,7 @@ export class ExportJobs {
         timeout: this.settings.timeoutMs ?? 3_600_000,
         killSignal: 'SIGKILL',
       });
+      await writeFile(folder.done, '');
     } catch (error) {
       const failure = error as { stdout?: string; killed?: boolean; message: string };
       const reason = failure.killed ? 'The export took too long and was stopped' : (engineError(failure.stdout ?? '') ?? failure.message);
