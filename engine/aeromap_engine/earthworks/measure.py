@@ -42,17 +42,17 @@ def volume_of(dem: Path, geometry: dict[str, Any], method: str, custom: float | 
               crs: str = "EPSG:4326") -> dict[str, Any]:
     """The volume figures of the DEM over the polygon (its positions in `crs`) against the base `method`."""
     with rasterio.open(dem) as source:
-        ring = Transformer.from_crs(CRS.from_user_input(crs), source.crs, always_xy=True).transform(*ring_xy(geometry))
-        ring = np.column_stack(ring)
+        given = polygon_ring(geometry)
+        to_dem = Transformer.from_crs(CRS.from_user_input(crs), source.crs, always_xy=True)
+        ring = np.column_stack(to_dem.transform(given[:, 0], given[:, 1]))
         window = covering_window(source, ring)
         heights = source.read(1, window=window, masked=True).astype(np.float64).filled(np.nan)
         transform = source.window_transform(window)
     polygon = {"type": "Polygon", "coordinates": [ring.tolist()]}
     inside = rasterio.features.geometry_mask([polygon], heights.shape, transform, invert=True, all_touched=False)
-    rows, cols = np.indices(heights.shape)
-    cell_xy = cell_centres(transform, rows, cols)
-    volume = measure_volume(heights, inside, cell_xy, abs(transform.a * transform.e),
-                            boundary(heights, transform, ring), method, custom)
+    rows, cols = np.nonzero(inside)  # the centres of the cells inside alone: a window's worth would be large
+    volume = measure_volume(heights[rows, cols], cell_centres(transform, rows, cols),
+                            abs(transform.a * transform.e), boundary(heights, transform, ring), method, custom)
     return figures(volume, method)
 
 
@@ -61,11 +61,6 @@ def cell_centres(transform: rasterio.Affine, rows: np.ndarray, cols: np.ndarray)
     x = transform.c + (cols + 0.5) * transform.a + (rows + 0.5) * transform.b
     y = transform.f + (cols + 0.5) * transform.d + (rows + 0.5) * transform.e
     return np.stack([x, y], axis=-1)
-
-
-def ring_xy(geometry: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    ring = polygon_ring(geometry)
-    return ring[:, 0], ring[:, 1]
 
 
 def covering_window(source: rasterio.io.DatasetReader, ring: np.ndarray) -> rasterio.windows.Window:

@@ -80,15 +80,15 @@ def triangulated_heights(boundary: Boundary, xy: np.ndarray) -> np.ndarray:
     return heights
 
 
-def measure_volume(heights: np.ndarray, inside: np.ndarray, cell_xy: np.ndarray, cell_area: float,
-                   boundary: Boundary, method: str, custom: float | None = None) -> Volume:
-    """The volume of `heights` (NaN: no data) over the cells marked `inside`, whose centres are `cell_xy`
-    (h, w, 2), against the base `method` made from `boundary`."""
-    known = inside & np.isfinite(heights)
+def measure_volume(heights: np.ndarray, cell_xy: np.ndarray, cell_area: float, boundary: Boundary, method: str,
+                   custom: float | None = None) -> Volume:
+    """The volume of the cells inside a polygon, their heights (n,) (NaN: no data) at their centres (n, 2),
+    against the base `method` made from `boundary`."""
+    known = np.isfinite(heights)
     base = base_heights(method, boundary, cell_xy[known], custom)
     difference = heights[known] - base
     return Volume(cut=float(difference[difference > 0].sum() * cell_area),
                   fill=float(abs(difference[difference < 0].sum()) * cell_area),
                   area=float(known.sum() * cell_area), cells=int(known.sum()),
-                  nodata_cells=int((inside & ~np.isfinite(heights)).sum()),
+                  nodata_cells=int((~known).sum()),
                   base_mean=float(base.mean()) if len(base) else float("nan"))
