@@ -36,6 +36,10 @@ OPTIONS = [{"name": "fast-orthophoto", "value": True}, {"name": "skip-report", "
 DISC_M, RING_M = 3.0, (6.0, 10.0)  # around each antisolar point: the disc measured, the ring it is compared with
 
 
+# Two runs of a survey with a strong hotspot: in `make test-long` (test_photometry finds the hotspot in the
+# observations within `make test`).
+pytestmark = pytest.mark.long
+
 @pytest.fixture(scope="module")
 def hotspot_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[SurveyTruth, Project, Project]:
     """The survey processed with the photometric corrections (the default) and without them."""

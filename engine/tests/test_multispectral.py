@@ -115,6 +115,7 @@ def survey(tmp_path_factory: pytest.TempPathFactory):
     return truth, project
 
 
+@pytest.mark.long
 def test_dataset_keeps_the_primary_band_and_records_the_captures(survey, tmp_path: Path, datasets: Path,
                                                                    engine_log) -> None:
     """Three captures' band files and an RGB photograph: the geometry is solved on the three green files, the
@@ -166,6 +167,7 @@ def _block_errors(bands: np.ndarray, truth: np.ndarray, covered: np.ndarray, siz
     return errors
 
 
+@pytest.mark.long
 def test_multispectral_survey_gives_an_aligned_reflectance_orthophoto(survey) -> None:
     truth, project = survey
     with rasterio.open(project.orthophoto()) as ortho:

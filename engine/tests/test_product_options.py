@@ -255,6 +255,7 @@ def test_skip_report_keeps_the_statistics(extras: Project) -> None:
     assert {"processing_statistics", "reconstruction_statistics", "point_cloud_statistics"} <= set(stats)
 
 
+@pytest.mark.long
 def test_optimize_disk_space_deletes_the_dense_cloud_only(extras: Project, tmp_path: Path) -> None:
     assert not extras.dense_cloud.exists()
     for product in (extras.orthophoto(), extras.dem("dsm"), extras.dem("dtm"), extras.georeferenced_model("laz"),
@@ -277,6 +278,7 @@ def test_without_the_options_none_of_their_files(extras: Project, tmp_path: Path
         assert not gone.exists()
 
 
+@pytest.mark.long
 def test_skip_orthophoto(extras: Project, tmp_path: Path) -> None:
     project = clone(extras, tmp_path / "p")
     pipeline.run(project, options(dsm=True, dtm=True, skip_orthophoto=True, tiles=True, orthophoto_kmz=True,

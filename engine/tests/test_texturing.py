@@ -131,6 +131,7 @@ def test_the_3d_mesh_textured_in_one_material(variant: Project) -> None:
     assert compared > 50_000 and correlation > 0.85 and difference < 12  # measured: 0.91 and 7.0
 
 
+@pytest.mark.long
 def test_without_seam_levelling_or_glb(variant: Project) -> None:
     pipeline.run(variant, options(texturing_skip_global_seam_leveling=True, gltf=False, end_with="mvs_texturing"))
     directory = variant.path("odm_texturing")

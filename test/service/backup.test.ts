@@ -66,7 +66,8 @@ describe.each(BACKENDS)('backup and restore on %s', (backend) => {
     await rm(work, { recursive: true, force: true });
   });
 
-  it('restores a processed task and an imported orthophoto in another service, as they were', async () => {
+  // The files' round trip is the same on either database (the rows' is in the other tests): SQLite alone.
+  it.runIf(backend === 'sqlite')('restores a processed task and an imported orthophoto in another service, as they were', async () => {
     const projectId = (await source.admin.post('/api/projects/', { name: 'origin' })).body.id;
     const done = await completedTask(source.admin, projectId, await makeJpegs(path.join(work, 'images'), 3), {
       name: 'Harbour survey',

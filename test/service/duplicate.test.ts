@@ -31,7 +31,8 @@ describe.each(BACKENDS)('duplicate on %s', (backend) => {
   const taskFile = (projectId: number, taskId: number, ...parts: string[]) =>
     path.join(t.dataDir, 'media', 'project', String(projectId), 'task', String(taskId), ...parts);
 
-  it('copies a finished task with its files, under "Copy of", and the copy processes on its own', async () => {
+  // The files' round trip is the same on either database (the rows' is in the other tests): SQLite alone.
+  it.runIf(backend === 'sqlite')('copies a finished task with its files, under "Copy of", and the copy processes on its own', async () => {
     const projectId = (await t.admin.post('/api/projects/', { name: 'coast' })).body.id;
     const tasksUrl = `/api/projects/${projectId}/tasks/`;
     const original = await completedTask(t.admin, projectId, images, { name: 'Flight 1', tags: '["north"]' });

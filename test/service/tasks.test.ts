@@ -187,7 +187,8 @@ describe.each(BACKENDS)('tasks on %s', (backend) => {
     expect((await postForm(t.admin, `${url}upload/`, await imageForm([images[2]]))).status).toBe(400);
   }, 60_000);
 
-  it('imports an all.zip (uploaded, then by URL), and refuses unsafe archives with a clear error', async () => {
+  // The files' round trip is the same on either database (the rows' is in the other tests): SQLite alone.
+  it.runIf(backend === 'sqlite')('imports an all.zip (uploaded, then by URL), and refuses unsafe archives with a clear error', async () => {
     const source = (await t.admin.get(tasksUrl(), { status: TaskStatus.COMPLETED })).body[0];
     const all = await download(t.admin, `${tasksUrl()}${source.id}/download/all.zip`);
     const imported = await fetch(new URL(`${tasksUrl()}import?name=copy`, t.url), {
