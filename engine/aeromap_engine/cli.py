@@ -1,6 +1,6 @@
 """`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | formulas |
 export SOURCE OUTPUT --format F | volume DEM OUTPUT --area GEOJSON | contours DEM OUTPUT |
-difference EARLIER LATER OUTPUT | version."""
+difference EARLIER LATER OUTPUT | sightings POINTS OUTPUT | version."""
 
 from __future__ import annotations
 
@@ -168,6 +168,19 @@ def _cmd_difference(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sightings(args: argparse.Namespace) -> int:
+    from .atomic_files import write_json
+    from .control_points import predict_sightings
+
+    document = predict_sightings(Path(args.points), args.cameras and Path(args.cameras),
+                                 args.shots and Path(args.shots), args.images and Path(args.images))
+    write_json(Path(args.output), document)
+    seen = sum(1 for point in document["points"] if point["sightings"])
+    log.info("%d of %d points seen in the photographs (from the %s)", seen, len(document["points"]),
+             document["source"])
+    return 0
+
+
 def _add_earthworks(sub: argparse._SubParsersAction) -> None:
     from .earthworks.volume import BASES
     from .io.lines import LINE_FORMATS
@@ -195,6 +208,14 @@ def _add_earthworks(sub: argparse._SubParsersAction) -> None:
     difference.add_argument("output", help="the GeoTIFF of the change to write, or a .json file for its figures")
     difference.add_argument("--noise", type=float, default=0.0, help="changes smaller than this (m) are none")
     difference.set_defaults(func=_cmd_difference)
+    sightings = sub.add_parser("sightings", help="where surveyed points appear in the photographs: from a model's "
+                               "cameras.json and shots.geojson, else from the photographs' GPS")
+    sightings.add_argument("points", help='JSON: {"crs": ..., "points": [{"name", "x", "y", "z"}]}')
+    sightings.add_argument("output", help="the JSON file to write")
+    sightings.add_argument("--cameras", help="the model's cameras.json")
+    sightings.add_argument("--shots", help="the model's shots.geojson")
+    sightings.add_argument("--images", help="the photographs' folder, read when no model is given")
+    sightings.set_defaults(func=_cmd_sightings)
 
 
 def main(argv: list[str] | None = None) -> int:

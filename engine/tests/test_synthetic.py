@@ -45,6 +45,7 @@ from rasterio.warp import Resampling, reproject
 from scipy import ndimage
 
 from aeromap_engine import pipeline
+from aeromap_engine.control_points import predict_sightings
 from aeromap_engine.io.exif import exif_tags, photo_from_metadata, xmp_packet, xmp_tags
 from aeromap_engine.io.gcp import parse_gcp_list
 from aeromap_engine.project import Project
@@ -495,6 +496,50 @@ def test_checkpoints_measure_the_model_they_took_no_part_in(gcp_run: Project, su
     assert checks["rmse_horizontal"] <= 1.5 * gsd and checks["rmse_vertical"] <= 2 * gsd
     features = json.loads(gcp_run.control_points_geojson.read_text())["features"]
     assert {f["properties"]["id"] for f in features if f["properties"]["checkpoint"]} == checked
+
+
+def predicted_misses(truth: SurveyTruth, tmp: Path, model: Project | None, leave_one_out: bool = False
+                     ) -> tuple[list[float], int]:
+    """How far the ground-control editor's predictions fall from each target's true pixel (the truth's
+    observations), and how many observations were not offered at all. From the model's files when given (with
+    leave_one_out, each photograph's spot predicted from the point's true marks in the others), else from the
+    photographs' GPS."""
+    gcps = parse_gcp_list(truth.gcp_list.read_text())
+    misses, unseen = [], 0
+    for point in gcps.points:
+        for observation in point.observations:
+            marks = [{"image": o.image, "x": o.pixel[0], "y": o.pixel[1]}
+                     for o in point.observations if leave_one_out and o.image != observation.image]
+            request = tmp / "points.json"
+            request.write_text(json.dumps({"crs": gcps.crs.to_string(), "points": [
+                {"name": point.name, "x": point.xyz[0], "y": point.xyz[1], "z": point.xyz[2], "marks": marks}]}))
+            files = ((model.path("cameras.json"), model.report_dir / "shots.geojson", None) if model
+                     else (None, None, truth.images_dir))
+            spots = {s["image"]: (s["x"], s["y"]) for s in predict_sightings(request, *files)["points"][0]["sightings"]}
+            if observation.image not in spots:
+                unseen += 1
+                continue
+            misses.append(float(np.hypot(*np.subtract(spots[observation.image], observation.pixel))))
+    return misses, unseen
+
+
+def test_editor_predicts_targets_from_the_gps_before_processing(small_survey: SurveyTruth, tmp_path: Path) -> None:
+    """From GPS fixes metres off and the gimbal's angles: every target's photograph offered, the spot within a
+    fifth of the frame (tens of pixels), enough to zoom on."""
+    misses, unseen = predicted_misses(small_survey, tmp_path, None)
+    side = max(small_survey.lens.width, small_survey.lens.height)
+    print(f"\n[synthetic] GPS predictions: median {np.median(misses):.1f} px, worst {max(misses):.1f} px of {side}")
+    assert unseen == 0 and max(misses) < 0.2 * side and np.median(misses) < 0.15 * side
+
+
+def test_editor_predicts_targets_from_the_model(gcp_run: Project, survey: SurveyTruth, tmp_path: Path) -> None:
+    """From the solved model: the surveyed coordinates within 2 px of the target, and within 1 px once the point is
+    placed by its marks in the other photographs."""
+    surveyed, unseen = predicted_misses(survey, tmp_path, gcp_run)
+    marked, _ = predicted_misses(survey, tmp_path, gcp_run, leave_one_out=True)
+    print(f"\n[synthetic] model predictions: worst {max(surveyed):.2f} px from the survey, {max(marked):.2f} px "
+          f"from the other marks ({unseen} not offered)")
+    assert unseen == 0 and max(surveyed) < 2 and max(marked) < 1
 
 
 def gps_noise_tilt_deg(truth: SurveyTruth) -> float:

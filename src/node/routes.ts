@@ -157,6 +157,8 @@ export function registerRoutes(
   app.post('/task/restart', async (request) =>
     actionOn(request, (uuid, fields) => tasks.restart(uuid, fields.options)),
   );
+  // Not in NodeODM: a finished task's gcp_list.txt replaced (form fields uuid and gcp, the file's text).
+  app.post('/task/gcp', async (request) => actionOn(request, (uuid, fields) => tasks.replaceGcp(uuid, fields.gcp)));
 
   // This node has no accounts of its own: the stubs NodeODM answers without them.
   app.get('/auth/info', async () => ({

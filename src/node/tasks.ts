@@ -1,7 +1,7 @@
 // The node's tasks: submission (one-shot and chunked), the actions clients take on them, recovery after a
 // restart of the node and the removal of old tasks. HTTP-free: routes.ts maps requests onto these methods.
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ConsoleLog } from './console-log.ts';
 import { stopLeftoverEngine, type EngineDescription } from '../protocol/engine.ts';
@@ -13,7 +13,7 @@ import { ignoredOptionsLine, validateOptions, withPostProcessing } from '../prot
 import { TaskProcessor } from './processing.ts';
 import { TaskQueue } from './queue.ts';
 import type { TaskStore } from './store.ts';
-import { UploadArea } from './uploads.ts';
+import { GCP_FILE, UploadArea } from './uploads.ts';
 import { sendWebhooks } from './webhook.ts';
 
 export interface TaskSettings {
@@ -300,6 +300,21 @@ export class TaskManager {
 
   /** Queues a finished task again, with new options when given. The task folder stays, so the engine resumes
    * from what it already has (or from `rerun-from`). */
+  /**
+   * Replaces a finished task's ground control points (an Aeromap extension of NodeODM's API, which has no way to
+   * change a task's files): a restart from the structure-from-motion stage then solves with them.
+   */
+  async replaceGcp(uuid: string, text: unknown): Promise<ActionResult> {
+    const task = this.store.getTask(uuid);
+    if (!task) return notFound(uuid);
+    if (!isFinished(task.status)) return { success: false, error: 'Task is still processing: cancel it first' };
+    if (typeof text !== 'string' || text.trim() === '') return { success: false, error: 'gcp param missing.' };
+    const file = path.join(this.layout.taskDir(uuid), GCP_FILE);
+    await writeFile(`${file}.part`, text);
+    await rename(`${file}.part`, file);
+    return { success: true };
+  }
+
   async restart(uuid: string, options: unknown): Promise<ActionResult> {
     const task = this.store.getTask(uuid);
     if (!task) return notFound(uuid);

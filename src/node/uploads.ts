@@ -19,7 +19,7 @@ const ZIP = /\.zip$/i;
 const SEED = /^seed\.zip$/i;
 /** Files of these names reach the engine at the project root, where it reads them. */
 const GEO_FILE = 'geo.txt';
-const GCP_FILE = 'gcp_list.txt';
+export const GCP_FILE = 'gcp_list.txt';
 const NOT_GCP = /^(geo|image_groups)\.txt$/i;
 /** The whole download of a zipurl, from its request to its last byte (its size is bounded by the disk's room). */
 const ZIPURL_DEADLINE_MS = 60 * 60_000;

@@ -195,6 +195,11 @@ export class NodeClient {
     await this.action('task/restart', options === undefined ? { uuid } : { uuid, options: JSON.stringify(options) });
   }
 
+  /** Replaces a finished task's ground control points: only an Aeromap node can (POST /task/gcp). */
+  async replaceGcp(uuid: string, text: string): Promise<void> {
+    await this.action('task/gcp', { uuid, gcp: text });
+  }
+
   /**
    * Downloads the task's all.zip to `destination`: into `destination.part` in ranged pieces (resuming a .part
    * that a cut download left), renamed to `destination` only once whole.

@@ -30,6 +30,7 @@ import { taskStep } from './tasks/processing.ts';
 import { taskRoutes } from './tasks/routes.ts';
 import { ExportJobs } from './exports/jobs.ts';
 import { earthworksRoutes } from './earthworks/routes.ts';
+import { gcpRoutes } from './gcp/routes.ts';
 import { exportRoutes, workerRoutes } from './exports/routes.ts';
 import { TaskSchema } from './tasks/schema.ts';
 import { publicRoutes } from './public.ts';
@@ -203,6 +204,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     });
     await exportRoutes(api, { rules, tiles, jobs: exportJobs });
     await earthworksRoutes(api, { rules, jobs: exportJobs });
+    await gcpRoutes(api, { rules, jobs: exportJobs });
   });
   await publicRoutes(app, { db, rules, pages });
   finishMethodRoutes();

@@ -25,6 +25,8 @@ export interface TaskFolder {
   resizePlan: string;
   /** Tiles drawn in styles of the users' choosing, by layer and style; emptied when new assets arrive. */
   tileCache: string;
+  /** Present while the ground control points have changed since the node last had the task's files. */
+  gcpChanged: string;
 }
 
 /** Where imports by URL and chunked imports are put together before they become a task's. */
@@ -43,12 +45,14 @@ export interface ExportFolder {
   error: string;
   /** Written once the engine has finished the result: until then the result may be half written. */
   done: string;
+  /** What the engine reads, where a request does not fit its command line (JSON). */
+  input: string;
 }
 
 export function exportFolder(dataDir: string, id: string): ExportFolder {
   const root = path.join(exportsFolder(dataDir), id);
   const file = (name: string) => path.join(root, name);
-  return { root, job: file('job.json'), alive: file('alive'), error: file('error.txt'), done: file('done') };
+  return { root, job: file('job.json'), alive: file('alive'), error: file('error.txt'), done: file('done'), input: file('input.json') };
 }
 
 /** A project's folder, which holds its tasks' folders. */
@@ -69,6 +73,7 @@ export function taskFolder(dataDir: string, projectId: number, taskId: number): 
     chunks: path.join(work, 'chunks'),
     resizePlan: path.join(work, 'resize.json'),
     tileCache: path.join(root, 'tile-cache'),
+    gcpChanged: path.join(work, 'gcp-changed'),
   };
 }
 

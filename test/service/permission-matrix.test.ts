@@ -34,6 +34,8 @@ interface Fixtures {
   partialTask(): Promise<number>;
   /** A new partial task of the shared project, made public by the owner. */
   publicTask(): Promise<number>;
+  /** A new partial task whose ground control points the owner saved. */
+  gcpTask(): Promise<number>;
   /** A new task waiting for a processing node (there is none), and one canceled. */
   queuedTask(): Promise<number>;
   canceledTask(): Promise<number>;
@@ -55,6 +57,7 @@ interface Row {
   call: Call;
 }
 
+const GCP_LIST = 'EPSG:32632\n500000 5000000 100 10 10 IMG_0000.JPG a\n500000 5000000 100 12 10 IMG_0001.JPG a\n';
 const tasksOf = (fx: Fixtures) => `/api/projects/${fx.project}/tasks/`;
 const onNew = (task: 'partialTask' | 'queuedTask' | 'canceledTask', method: 'post' | 'patch' | 'put', suffix: string, body?: unknown): Call =>
   async (client, fx) => client[method](`${tasksOf(fx)}${await fx[task]()}/${suffix}`, body);
@@ -152,6 +155,10 @@ const MATRIX: Record<string, Row> = {
     c.post(`${tasksOf(fx)}${fx.completed}/dsm/contours`, { interval: 1 }) },
   'POST /api/projects/{project_id}/tasks/{task_id}/{layer}/difference': { rule: 'read', ok: 400, call: (c, fx) =>
     c.post(`${tasksOf(fx)}${fx.completed}/dsm/difference`, { reference_project: fx.project, reference_task: fx.completed }) },
+  'GET /api/projects/{project_id}/tasks/{task_id}/gcp/': { rule: 'read', ok: 200, call: async (c, fx) => c.get(`${tasksOf(fx)}${await fx.gcpTask()}/gcp/`) },
+  'PUT /api/projects/{project_id}/tasks/{task_id}/gcp/': { rule: 'change', ok: 200, call: onNew('partialTask', 'put', 'gcp/', { gcp_list: GCP_LIST }) },
+  'POST /api/projects/{project_id}/tasks/{task_id}/gcp/sightings': { rule: 'read', ok: 200, call: onNew('partialTask', 'post', 'gcp/sightings', {
+    crs: 'EPSG:32632', points: [{ name: 'a', x: 500000, y: 5000000, z: 100 }] }) },
   'GET /api/workers/check/{id}': { rule: 'open', ok: 200, call: (c) => c.get('/api/workers/check/00000000-0000-4000-8000-000000000000') },
   'GET /api/workers/get/{id}': { rule: 'open', ok: 200, call: (c) => c.get('/api/workers/get/00000000-0000-4000-8000-000000000000') },
   'GET /api/projects/{project_id}/tasks/{task_id}/images/download/{filename}': { rule: 'read', ok: 200, call: async (c, fx) =>
@@ -221,6 +228,11 @@ describe.each(BACKENDS)('the permission matrix over the whole API (%s)', (backen
       async partialTask() {
         const id = (await owner.post(`/api/projects/${project}/tasks/`, { partial: true, name: 'flight' })).body.id as number;
         expect((await postForm(owner, `/api/projects/${project}/tasks/${id}/upload/`, await imageForm(photos))).status).toBe(200);
+        return id;
+      },
+      async gcpTask() {
+        const id = await this.partialTask();
+        expect((await owner.put(`/api/projects/${project}/tasks/${id}/gcp/`, { gcp_list: GCP_LIST })).status).toBe(200);
         return id;
       },
       async publicTask() {

@@ -14,6 +14,7 @@ import { TaskPage } from './pages/task.tsx';
 const MapPage = lazy(() => import('./map/map-page.tsx'));
 const ModelPage = lazy(() => import('./viewer3d/model-page.tsx'));
 const AdminPage = lazy(() => import('./pages/admin.tsx'));
+const GcpPage = lazy(() => import('./gcp/gcp-page.tsx'));
 
 export function App() {
   if (parsePublicPath(location.pathname)) {
@@ -38,6 +39,7 @@ export function App() {
             <Route path="/map/project/:pid/" component={MapPage} />
             <Route path="/map/project/:pid/task/:tid/" component={MapPage} />
             <Route path="/3d/project/:pid/task/:tid/" component={ModelPage} />
+            <Route path="/gcp/project/:pid/task/:tid/" component={GcpPage} />
             <Route path="/admin/:section?/" component={AdminPage} />
             <Route default component={NotFound} />
           </Router>

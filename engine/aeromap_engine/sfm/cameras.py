@@ -128,30 +128,51 @@ def with_calibrations(kinds: list[CameraKind], cameras: dict[str, Any]) -> list[
 
 def calibrated_kind(kind: CameraKind, entry: Any) -> CameraKind:
     """The kind with the lens model and COLMAP parameters of a cameras.json entry (the inverse of odm_camera)."""
+    projection, params = colmap_calibration(entry, kind.width, kind.height, kind.projection, kind.odm_id)
+    return replace(kind, projection=projection, colmap_model=LENS_MODELS[projection], focal_known=True,
+                   calibration=params)
+
+
+def odm_entry_camera(entry: Any, label: str) -> pycolmap.Camera:
+    """The COLMAP camera of a cameras.json entry that states its image size; ValueError naming `label` if it
+    cannot be one."""
+    if not isinstance(entry, dict) or not all(isinstance(entry.get(k), int) and entry[k] > 0
+                                              for k in ("width", "height")):
+        raise ValueError(f"the entry for {label} states no image width and height")
+    width, height = entry["width"], entry["height"]
+    projection, params = colmap_calibration(entry, width, height, AUTO_PROJECTION, label)
+    camera = pycolmap.Camera.create_from_model_name(0, LENS_MODELS[projection], params[0], width, height)
+    camera.params = list(params)
+    return camera
+
+
+def colmap_calibration(entry: Any, width: int, height: int, projection: str,
+                       label: str) -> tuple[str, tuple[float, ...]]:
+    """The lens model and COLMAP parameters of a cameras.json entry for a width x height image (`projection`
+    where the entry names none); ValueError naming `label` for an entry that cannot be one."""
     if not isinstance(entry, dict):
-        raise ValueError(f"the entry for {kind.odm_id} is not an object")
-    projection = entry.get("projection_type", kind.projection)
+        raise ValueError(f"the entry for {label} is not an object")
+    projection = entry.get("projection_type", projection)
     if projection not in LENS_MODELS:
         raise ValueError(f"projection_type {projection!r} is not one of {', '.join(LENS_MODELS)}")
-    size = float(max(kind.width, kind.height))
+    size = float(max(width, height))
     try:
         value = {name: float(entry.get(name, 0.0)) for name in ("c_x", "c_y", "k1", "k2", "k3", "k4", "p1", "p2")}
         fx = float(entry.get("focal_x", entry.get("focal", 0.0)))
         fy = float(entry.get("focal_y", entry.get("focal", fx)))
     except (TypeError, ValueError):
-        raise ValueError(f"the entry for {kind.odm_id} holds a value that is not a number") from None
+        raise ValueError(f"the entry for {label} holds a value that is not a number") from None
     if not (0 < fx < 100 and 0 < fy < 100) or not all(np.isfinite(list(value.values()))):
-        raise ValueError(f"the entry for {kind.odm_id} needs a focal length (focal, or focal_x and focal_y) "
+        raise ValueError(f"the entry for {label} needs a focal length (focal, or focal_x and focal_y) "
                          f"as a positive ratio of the larger image side")
-    cx, cy = kind.width / 2.0 + value["c_x"] * size, kind.height / 2.0 + value["c_y"] * size
+    cx, cy = width / 2.0 + value["c_x"] * size, height / 2.0 + value["c_y"] * size
     params = {
         "perspective": (fx * size, cx, cy, value["k1"], value["k2"]),
         "fisheye": (fx * size, cx, cy, value["k1"], value["k2"]),
         "brown": (fx * size, fy * size, cx, cy, value["k1"], value["k2"], value["p1"], value["p2"]),
         "fisheye_opencv": (fx * size, fy * size, cx, cy, value["k1"], value["k2"], value["k3"], value["k4"]),
     }[projection]
-    return replace(kind, projection=projection, colmap_model=LENS_MODELS[projection], focal_known=True,
-                   calibration=tuple(params))
+    return projection, params
 
 
 def frame_border(width: int, height: int, samples: int) -> np.ndarray:

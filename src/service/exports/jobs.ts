@@ -74,16 +74,20 @@ export class ExportJobs {
     this.timers.push(alive, sweep);
   }
 
-  /** Queues an export: the engine's arguments, with `{output}` where the result's path goes. Answers its id. */
-  async start(args: (output: string) => string[], filename: string, extension: string): Promise<string> {
+  /**
+   * Queues an export: the engine's arguments, given the result's path and that of the `input` (JSON written
+   * beside it for the engine to read, where the request is too large for a command line). Answers its id.
+   */
+  async start(args: (output: string, input: string) => string[], filename: string, extension: string, input?: unknown): Promise<string> {
     const id = randomUUID();
     const folder = exportFolder(this.settings.dataDir, id);
     const record: JobRecord = { filename, result: `result.${extension}` };
     await mkdir(folder.root, { recursive: true });
     await writeFile(folder.alive, '');
     await writeFile(folder.job, JSON.stringify(record));
+    if (input !== undefined) await writeFile(folder.input, JSON.stringify(input));
     this.held.add(id);
-    void this.run(id, args(path.join(folder.root, record.result)));
+    void this.run(id, args(path.join(folder.root, record.result), folder.input));
     return id;
   }
 

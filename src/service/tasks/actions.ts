@@ -1,6 +1,6 @@
 // The user's actions as the scheduler carries them out: cancel, remove, restart and compact, each telling the node
 // first (best effort: a node that cannot be reached must not keep a task from being canceled or removed).
-import { rm } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import type { Kysely } from 'kysely';
 import { findNode } from '../../db/processingnodes.ts';
 import type { Database, ProcessingNode } from '../../db/schema.ts';
@@ -15,6 +15,7 @@ import { TaskStatus } from '../../protocol/status.ts';
 import { folderSize } from './assets.ts';
 import { resetConsole } from './console.ts';
 import { type StepContext, clientOf, fail, nodeName, save, settled, superseded } from './context.ts';
+import { readGcpList } from '../gcp/control.ts';
 import { projectFolder } from '../layout.ts';
 
 async function assignedNode(ctx: StepContext): Promise<ProcessingNode | undefined> {
@@ -80,8 +81,19 @@ export function sweepProjects(db: Kysely<Database>, dataDir: string): () => Prom
 }
 
 /**
+ * Gives the node the task's new ground control points; false where it cannot take them (only an Aeromap node can:
+ * NodeODM has no way to change a task's files) or has no list to take.
+ */
+async function giveGcp(ctx: StepContext, node: ProcessingNode): Promise<boolean> {
+  const list = await readGcpList(ctx.folder);
+  if (node.engine !== 'aeromap' || !list) return false;
+  return tellNode(ctx, node, 'replace the ground control points', () => clientOf(ctx, node).replaceGcp(ctx.task.uuid, list.text));
+}
+
+/**
  * Restarts the task: on the same node when it still has the task (it reuses its results, and rerun-from
- * applies), otherwise from a new upload, without rerun-from, which only means something to the old node.
+ * applies) and has its ground control points, otherwise from a new upload, without rerun-from, which only means
+ * something to the old node.
  */
 export async function restartStep(ctx: StepContext): Promise<number | null> {
   const { task } = ctx;
@@ -98,11 +110,13 @@ export async function restartStep(ctx: StepContext): Promise<number | null> {
     unreachable_since: null,
   };
   const node = await assignedNode(ctx);
-  if (node) {
+  const gcpChanged = await stat(ctx.folder.gcpChanged).then(() => true, () => false);
+  if (node && (!gcpChanged || (await giveGcp(ctx, node)))) {
     const restarted = await tellNode(ctx, node, 'restart the task', () =>
       clientOf(ctx, node).restartTask(task.uuid, options),
     );
     if (restarted) {
+      await rm(ctx.folder.gcpChanged, { force: true });
       await save(ctx, { ...fresh, status: TaskStatus.QUEUED });
       return 0;
     }
@@ -114,6 +128,7 @@ export async function restartStep(ctx: StepContext): Promise<number | null> {
     return fail(ctx, 'Cannot restart a compacted task from the start: its photographs were removed, and its node no longer has it.');
   }
   const withoutRerun = options.filter((option) => option.name !== 'rerun-from');
+  await rm(ctx.folder.gcpChanged, { force: true }); // the new upload carries the list
   await save(ctx, { ...fresh, uuid: '', upload_progress: 0, options: JSON.stringify(withoutRerun) });
   return 0;
 }

@@ -10,10 +10,10 @@ import sharp from 'sharp';
 import { partialName } from '../../files/safe-path.ts';
 import { type StepContext, save, settled, throttled } from './context.ts';
 import { folderSize } from './assets.ts';
+import { gcpFileName } from '../gcp/list.ts';
+import { isImageName } from '../../protocol/files.ts';
 
 const RESIZABLE = /\.(jpe?g|png|tiff?)$/i;
-/** .txt files that travel with the photographs but hold no pixel positions. */
-const NOT_GCP = new Set(['geo.txt', 'image_groups.txt']);
 
 /** Reduces one photograph in place, unless its longest side is within `size` already. */
 export async function resizePhoto(file: string, size: number): Promise<void> {
@@ -44,11 +44,11 @@ async function resizePlan(file: string, images: string): Promise<ResizePlan> {
   if (known) return known;
   const names = (await readdir(images).catch(() => [] as string[])).sort();
   const longest: Record<string, number> = {};
-  for (const name of names.filter((n) => RESIZABLE.test(n))) {
+  for (const name of names.filter((n) => RESIZABLE.test(n) && isImageName(n))) {
     const { width = 0, height = 0 } = await sharp(path.join(images, name)).metadata();
     longest[name] = Math.max(width, height);
   }
-  const gcpName = names.find((name) => name.toLowerCase().endsWith('.txt') && !NOT_GCP.has(name.toLowerCase()));
+  const gcpName = gcpFileName(names);
   const plan: ResizePlan = { longest, gcp: gcpName ? { name: gcpName, text: await readFile(path.join(images, gcpName), 'utf8') } : null };
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = partialName(path.dirname(file));

@@ -1,10 +1,10 @@
 // Volumes measured by the service where the elevation model is (POST .../volume, a job polled to its JSON figures):
 // the bases WebODM offers, the surface (DSM or DTM) and how the figures read. Only the request and the figures'
 // wording are here; the map draws the polygon.
-import { type Task, api, taskPath } from '../api.ts';
+import { type Task, taskPath } from '../api.ts';
 import { formatArea, formatElevation, formatVolume } from './format.ts';
 import type { LonLat } from './geodesy.ts';
-import { type Started, waitForJob } from './jobs.ts';
+import { jsonJob } from './jobs.ts';
 
 export type Surface = 'dsm' | 'dtm';
 export type Base = 'triangulate' | 'plane' | 'average' | 'highest' | 'lowest' | 'custom';
@@ -56,9 +56,7 @@ export function volumeBody(ring: LonLat[], settings: VolumeSettings): Record<str
 
 /** Measures the volume over the ring on the task's DSM or DTM; a refusal throws the service's reason. */
 export async function measureVolume(task: Task, ring: LonLat[], settings: VolumeSettings, signal: AbortSignal): Promise<VolumeFigures> {
-  const started = await api<Started>(`${taskPath(task.project, task.id)}/volume`, { method: 'POST', body: volumeBody(ring, settings), signal });
-  const done = await waitForJob(started, signal, 500);
-  return api<VolumeFigures>(done.url, { signal });
+  return jsonJob<VolumeFigures>(`${taskPath(task.project, task.id)}/volume`, volumeBody(ring, settings), signal);
 }
 
 /** The figures as the measuring panel lists them, under the net volume. */

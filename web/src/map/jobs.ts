@@ -25,3 +25,10 @@ export async function waitForJob(started: Started, signal: AbortSignal, pollMs =
     });
   }
 }
+
+/** Starts a job whose result is JSON (a volume, predictions) with a POST to `path`, and answers that result. */
+export async function jsonJob<T>(path: string, body: unknown, signal: AbortSignal): Promise<T> {
+  const started = await api<Started>(path, { method: 'POST', body, signal });
+  const done = await waitForJob(started, signal, 500);
+  return api<T>(done.url, { signal });
+}

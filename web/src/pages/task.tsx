@@ -1,5 +1,5 @@
 // One task: its state, tags and progress, the quality of its result, its console, its downloads, and what can be
-// done with it (map, 3D, share, cancel, restart from a stage, duplicate, backup, compact, remove).
+// done with it (map, 3D, ground control, share, cancel, restart from a stage, duplicate, backup, compact, remove).
 import { useLocation } from 'preact-iso';
 import { useEffect, useState } from 'preact/hooks';
 import { type Project, type Task, api, taskPath } from '../api.ts';
@@ -134,7 +134,14 @@ function Accuracy({ label, residuals }: { label: string; residuals: Residuals | 
 function Quality({ task }: { task: Task }) {
   const stats = task.statistics as Stats;
   const reconstruction = stats.reconstruction as
-    | { images_registered?: number; images_total?: number; mean_reprojection_error_px?: number; gcp_residual_m?: Residuals | null; checkpoint_residual_m?: Residuals | null }
+    | {
+        images_registered?: number;
+        images_total?: number;
+        mean_reprojection_error_px?: number;
+        gcp_residual_m?: Residuals | null;
+        checkpoint_residual_m?: Residuals | null;
+        alignment?: { reference: string; applied: boolean; shift_m?: number[]; reason?: string };
+      }
     | undefined;
   const quality = stats.quality as { verdict?: string; checks?: Record<string, { passed: boolean; message: string }> } | undefined;
   if (!reconstruction && stats.gsd == null) return null;
@@ -159,6 +166,17 @@ function Quality({ task }: { task: Task }) {
         )}
         <Accuracy label="Control points" residuals={reconstruction?.gcp_residual_m} />
         <Accuracy label="Checkpoints" residuals={reconstruction?.checkpoint_residual_m} />
+        {reconstruction?.alignment && (
+          <>
+            <dt>Aligned to</dt>
+            <dd>
+              {reconstruction.alignment.reference}:{' '}
+              {reconstruction.alignment.applied && reconstruction.alignment.shift_m
+                ? `moved ${Math.hypot(reconstruction.alignment.shift_m[0], reconstruction.alignment.shift_m[1]).toFixed(2)} m across, ${reconstruction.alignment.shift_m[2].toFixed(2)} m up`
+                : `not aligned (${reconstruction.alignment.reason})`}
+            </dd>
+          </>
+        )}
         {typeof stats.gsd === 'number' && (
           <>
             <dt>Ground sampling distance</dt>
@@ -254,6 +272,11 @@ function Actions({ task, onChanged }: { task: Task; onChanged: () => Promise<unk
       {cloud && (
         <a class="button" href={`/3d/project/${task.project}/task/${task.id}/`}>
           Open 3D view
+        </a>
+      )}
+      {!task.compacted && task.images_count > 0 && (
+        <a class="button" href={`/gcp/project/${task.project}/task/${task.id}/`}>
+          Ground control
         </a>
       )}
       {running && task.pending_action === null && (
