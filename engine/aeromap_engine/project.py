@@ -28,6 +28,9 @@ STAGE_NAMES: tuple[str, ...] = (
 )
 
 
+ALIGN_FILES = ("align.laz", "align.las", "align.tif")
+
+
 @dataclass(frozen=True)
 class Project:
     root: Path
@@ -48,6 +51,13 @@ class Project:
     def ancillary_dir(self) -> Path:
         """The files other than photographs uploaded with a task (image_groups.txt, ...): the node keeps them here."""
         return self.root / "gcp"
+
+    def alignment_reference(self, named: str) -> Path | None:
+        """The earlier survey to align to: the file the align option names, else an align.laz, align.las or
+        align.tif uploaded with the task (ODM's names); None where there is none."""
+        if named:
+            return self.uploaded_file(named)
+        return next((path for name in ALIGN_FILES if (path := self.uploaded_file(name)) is not None), None)
 
     def uploaded_file(self, name: str) -> Path | None:
         """The file an option names: a bare file name (no folder, so that no option reaches outside the project)

@@ -4,9 +4,12 @@ import path from 'node:path';
 
 const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.tif', '.tiff', '.png', '.dng']);
 
+/** An earlier survey's elevation model or point cloud uploaded to align to (ODM's names): not a photograph. */
+export const ALIGN_FILE = /^align\.(tif|las|laz)$/i;
+
 /** Whether a file of this name is taken as a photograph of the survey. */
 export function isImageName(name: string): boolean {
-  return IMAGE_EXTENSIONS.has(path.extname(name).toLowerCase());
+  return IMAGE_EXTENSIONS.has(path.extname(name).toLowerCase()) && !ALIGN_FILE.test(name);
 }
 
 /** A single file, or a folder offered as a zip built on the fly (with the files to leave out). */

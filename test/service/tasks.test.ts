@@ -2,7 +2,7 @@
 // the quick stand-in engine of the node's tests): create, progress, console, downloads, actions, permissions,
 // partial uploads, import, and bad input.
 import { createHash } from 'node:crypto';
-import { readFile, truncate, writeFile, copyFile, mkdtemp, rm, readdir } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -314,6 +314,11 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
     await truncate(truncated, Math.floor((await readFile(images[0])).length * 0.6));
     const fake = path.join(work, 'FAKE.JPG');
     await writeFile(fake, 'this is text, not a JPEG at all');
+    const notCloud = path.join(work, 'align.laz');
+    await writeFile(notCloud, 'a survey to align to, but not a point cloud');
+    const alignDem = path.join(work, 'aligned', 'align.tif');
+    await mkdir(path.dirname(alignDem), { recursive: true });
+    await writeFile(alignDem, Buffer.concat([Buffer.from([0x49, 0x49, 0x2a, 0x00]), Buffer.alloc(400)]));
 
     const cases: [string, Promise<{ status: number; body: unknown }>, RegExp][] = [
       ['one image', createTask(t.admin, {}, [images[0]]), /at least 2 images/],
@@ -321,6 +326,9 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
       ['not an image', createTask(t.admin, {}, [images[0], notImage]), /notes\.pdf is neither an image/],
       ['truncated JPEG', createTask(t.admin, {}, [images[0], truncated]), /IMG_CUT\.JPG is a truncated JPEG/],
       ['text named .JPG', createTask(t.admin, {}, [images[0], fake]), /FAKE\.JPG is not a JPEG/],
+      ['align.laz not a cloud', createTask(t.admin, {}, [...images.slice(0, 2), notCloud]), /align\.laz is not a LAS or LAZ point cloud/],
+      // An earlier survey to align to is not a photograph: one photograph is still too few.
+      ['one image and an align file', createTask(t.admin, {}, [images[0], alignDem]), /at least 2 images/],
       ['unknown node', createTask(t.admin, { processing_node: '9999' }), /Invalid pk .{0,2}9999/],
       ['bad option value', createTask(t.admin, { options: JSON.stringify([{ name: 'mesh-octree-depth', value: 99 }]) }), /mesh-octree-depth: Invalid value 99/],
       ['options not JSON', createTask(t.admin, { options: '[{' }), /Invalid JSON/],

@@ -121,6 +121,7 @@ def write_outputs(project: "Project", model: pycolmap.Reconstruction, georef: Ge
         "mappings": figures["mappings"],
         "gcp_residual_m": figures.get("gcp_residual_m"),
         "checkpoint_residual_m": figures.get("checkpoint_residual_m"),
+        "alignment": figures.get("alignment"),
         "gsd_cm": gsd,
         "sfm_algorithm": figures["sfm_algorithm"],
         "georef_source": georef.source,

@@ -7,7 +7,8 @@ again with a looser ratio test (sfm/database.py), and the figures of how strongl
 positions as priors (in overlapping blocks where one mapping would not fit in memory, sfm/blocks.py); georeferencing
 (see sfm/georeference.py): by ground control points when gcp_list.txt is given (unless use-exif), else by the GPS
 through a robust similarity and a bundle adjustment with the fixes that agree (the others reported, their
-photographs kept), else a levelled local frame.
+photographs kept), else a levelled local frame; then, with an earlier survey to align to, moved onto its surface
+(sfm/reference.py).
 
 Writes (see crs_offset.py for the frame): opensfm/reconstruction/ (COLMAP binary model, image names as in images/,
 coloured points), opensfm/georef.json, opensfm/sparse.ply, cameras.json, odm_report/shots.geojson and the
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import InputError
+from ..log import timed
 from ..options import Option
 from ..sfm.blocks import mapping_blocks
 from ..sfm.cameras import LENS_CHOICES
@@ -28,6 +31,7 @@ from ..sfm.focal import FOCAL_CHOICES
 from ..sfm.mapping import SFM_ALGORITHMS
 from ..sfm.matching import matched
 from ..sfm.record import finish
+from ..sfm.reference import align_model
 from ..sfm.solve import solve
 from ..sfm.survey import read_survey
 
@@ -91,6 +95,11 @@ OPTIONS: list[Option] = [
            "every run writes): its content, or the name of such a file uploaded with the images. Each entry "
            "applies to the camera whose id it has, or to the only camera of its image size; bundle adjustment "
            "refines it as usual unless use-fixed-camera-params holds it.", "opensfm"),
+    Option("align", "string", "",
+           "An earlier survey of the site to align the outputs to: the name of a GeoTIFF DEM or LAS/LAZ point "
+           "cloud uploaded with the images (an align.tif, align.las or align.laz is used without naming it). The "
+           "model is georeferenced as usual, then moved and turned onto that surface, so that repeat surveys "
+           "line up.", "opensfm"),
     Option("use-fixed-camera-params", "bool", False,
            "Keep the initial camera calibration instead of refining it during bundle adjustment; can help "
            "against bowl-shaped deformation.", "opensfm"),
@@ -104,5 +113,11 @@ def run(ctx: "StageContext") -> None:
     with matched(ctx, survey, timings) as matching:
         model, algorithm, figures = solve(ctx, matching.database, matching.scratch, matching.settings, survey,
                                           timings, matching.ties, mapping_blocks(survey, matching.database))
+    reference = ctx.project.alignment_reference(ctx.options.align)
+    if ctx.options.align and reference is None:
+        raise InputError(f"align: no file named {ctx.options.align!r} was uploaded with the images")
+    if reference is not None:
+        with timed("alignment", timings):
+            figures["alignment"] = align_model(model, survey.frame, reference)
     ctx.progress(0.92)
     finish(ctx, ctx.project, survey, model, matching.camera_kinds, algorithm, figures, timings)

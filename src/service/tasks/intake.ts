@@ -1,6 +1,7 @@
 // Files that clients upload to a task: streamed to disk under a temporary name (never held whole in memory),
 // checked, then renamed into the task's images folder. Images must be whole images; .txt files are the GCP
-// list and geo.txt that travel with them; anything else is refused with the file's name.
+// list and geo.txt that travel with them, align.las or align.laz an earlier survey's point cloud to align to (an
+// align.tif is a TIFF); anything else is refused with the file's name.
 import { createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
@@ -8,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { partialName, safeFileName } from '../../files/safe-path.ts';
-import { isImageName } from '../../protocol/files.ts';
+import { ALIGN_FILE, isImageName } from '../../protocol/files.ts';
 import { HttpError } from '../errors.ts';
 import type { WriteBudget } from './storage.ts';
 
@@ -47,6 +48,12 @@ export async function imageProblem(file: string): Promise<string | null> {
   return 'is not a JPEG, PNG or TIFF image';
 }
 
+/** An elevation model (a TIFF) or a LAS or LAZ point cloud to align to, by its signature. */
+async function alignProblem(name: string, file: string): Promise<string | null> {
+  if (/\.tif$/i.test(name)) return imageProblem(file);
+  return (await readRange(file, 0, 4)).toString('latin1') === 'LASF' ? null : 'is not a LAS or LAZ point cloud';
+}
+
 async function textProblem(file: string): Promise<string | null> {
   const { size } = await stat(file);
   const head = await readRange(file, 0, Math.min(size, 64 * 1024));
@@ -55,9 +62,10 @@ async function textProblem(file: string): Promise<string | null> {
 
 /** Checks a stored upload by its name's kind; answers why it cannot be used, or null. */
 export async function uploadProblem(name: string, file: string): Promise<string | null> {
+  if (ALIGN_FILE.test(name)) return alignProblem(name, file);
   if (isImageName(name)) return imageProblem(file);
   if (TEXT_EXTENSIONS.has(path.extname(name).toLowerCase())) return textProblem(file);
-  return 'is neither an image (JPEG, PNG, TIFF) nor a .txt file (GCP list, geo.txt)';
+  return 'is neither an image (JPEG, PNG, TIFF), a .txt file (GCP list, geo.txt) nor align.tif, align.las or align.laz';
 }
 
 /** A client's file name, usable in the images folder. */
