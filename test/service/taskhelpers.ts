@@ -178,15 +178,19 @@ export async function completedTask(client: Client, projectId: number, images: s
 
 /** The stockpile's volume: a cone of radius 10 m, 5 m high. */
 export const STOCKPILE_CONE = (Math.PI * 10 ** 2 * 5) / 3;
+/** The control point stockpileZip's ground_control_points.geojson places, in UTM 33N. */
+export const STOCKPILE_CONTROL = [500015, 5700015];
 
 /**
  * A stockpile's DSM (a cone 10 m in radius and 5 m high on level ground at 100 m, centred at 500000, 5700000 in UTM
  * 33N) and DTM (the ground) at 0.2 m, zipped as ODM's all.zip. `excavated`: the same ground after the stockpile was
- * taken away and a pit dug where it stood, 20 m east to west, 10 m north to south and 2 m deep (400 m³).
+ * taken away and a pit dug where it stood, 20 m east to west, 10 m north to south and 2 m deep (400 m³). Beside
+ * them, ODM's ground_control_points.geojson: STOCKPILE_CONTROL, 15 m north-east of the cone, and a checkpoint.
  */
 export function stockpileZip(dir: string, excavated = false): string {
   python(
-    `import sys, zipfile, numpy as np, rasterio
+    `import json, sys, zipfile, numpy as np, rasterio
+from pyproj import Transformer
 from rasterio.transform import from_origin
 d = sys.argv[1]
 n = 400
@@ -201,7 +205,14 @@ with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
         with rasterio.open(path, "w", driver="GTiff", width=n, height=n, count=1, dtype="float32", nodata=-9999,
                            crs="EPSG:32633", transform=from_origin(499960, 5700040, 0.2, 0.2)) as out:
             out.write(heights.astype(np.float32), 1)
-        z.write(path, f"odm_dem/{name}.tif")`,
+        z.write(path, f"odm_dem/{name}.tif")
+    to_wgs84 = Transformer.from_crs("EPSG:32633", "EPSG:4326", always_xy=True)
+    points = [("GCP-A", 500015, 5700015, (0.03, -0.04, 0.02), False), ("CHK-1", 499985, 5699985, (0.1, 0.0, -0.05), True)]
+    z.writestr("odm_georeferencing/ground_control_points.geojson", json.dumps({"type": "FeatureCollection", "features": [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [*to_wgs84.transform(x, y), 100.0]},
+         "properties": {"id": name, "error_x": e[0], "error_y": e[1], "error_z": e[2], "checkpoint": check, "used": not check,
+                        "observations_count": 2, "observations_list": "IMG_1.JPG,IMG_2.JPG"}}
+        for name, x, y, e, check in points]}))`,
     dir,
     excavated ? 'excavated' : 'stockpile',
   );

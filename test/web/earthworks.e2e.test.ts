@@ -1,7 +1,7 @@
 // The map's volume tool in Chromium, against the real service and engine: a stockpile task (a cone of 523.6 m³ on
 // level ground, with its DTM) imported; a hexagon drawn around the cone on the map with a plane base, then on the
 // DTM; the map shows the same figures the API gives for the same polygon, within 1 % of the cone's volume; the DSM's
-// contours exported from the map's Export dialog.
+// contours exported from the map's Export dialog; the control point and checkpoint beside it, with their errors.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,6 +18,7 @@ describe('volumes in Chromium', () => {
   let browser: Browser;
   let base: string;
   let mapUrl: string;
+  let taskId: number;
 
   beforeAll(async () => {
     if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
@@ -25,6 +26,7 @@ describe('volumes in Chromium', () => {
     work = await mkdtemp(path.join(tmpdir(), 'aeromap-web-volume-'));
     const projectId = (await t.admin.post('/api/projects/', { name: 'Quarry' })).body.id as number;
     const done = await importTask(t.admin, projectId, stockpileZip(work), 'Stockpile');
+    taskId = done.id;
     base = `/api/projects/${projectId}/tasks/${done.id}`;
     mapUrl = `${t.url}/map/project/${projectId}/task/${done.id}/`;
     browser = await launchBrowser();
@@ -92,4 +94,33 @@ describe('volumes in Chromium', () => {
     expect(errors).toEqual([]);
     await page.context().close();
   }, 90_000);
+
+  it('shows the control point and the checkpoint with their errors, a click away', async () => {
+    const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
+    const points = JSON.parse((await download(t.admin, `${base}/download/ground_control_points.geojson`)).bytes.toString('utf8'));
+    await page.goto(mapUrl);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    const toggle = page.getByRole('checkbox', { name: 'Ground control points' });
+    await expect.poll(() => toggle.isEnabled()).toBe(true);
+    expect(await toggle.isChecked()).toBe(true);
+    const control = points.features.find((f: { properties: { id: string } }) => f.properties.id === 'GCP-A');
+    await page.locator('#map canvas').click({ position: await pixelOf(page, control.geometry.coordinates) });
+    const popup = page.locator('.control-popup');
+    await popup.waitFor();
+    // Its error: 3 cm east, 4 cm south, 2 cm up; the longest arrow (the checkpoint's 10 cm) drawn 100 times longer.
+    expect(await popup.locator('p').allTextContents()).toEqual([
+      'GCP-A: control point',
+      'Error 5.0 cm across (3.0 cm east, -4.0 cm north), 2.0 cm up',
+      'Marked in 2 photographs',
+      'Arrows drawn 100 times their length',
+    ]);
+    await screenshot(page, 'map-control-points-desktop');
+    await toggle.uncheck();
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    const visibility = (layer: string) =>
+      page.evaluate((id) => (window as unknown as { __aeromapMap: { getLayoutProperty(l: string, p: string): string } }).__aeromapMap.getLayoutProperty(id, 'visibility'), layer);
+    expect([await visibility(`task-${taskId}-control`), await visibility(`task-${taskId}-control-arrows`)]).toEqual(['none', 'none']);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
 });

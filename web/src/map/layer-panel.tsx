@@ -1,7 +1,7 @@
 // The list of layers per task: a visibility checkbox, opacity, for elevation models the colour ramp, hillshade
 // and legend, and for the orthophoto its Plant Health section.
 import type { Task } from '../api.ts';
-import { LAYER_KINDS, type LayerKind, type LayerSettings, type TileJson, isElevation } from './layers.ts';
+import { LAYER_KINDS, type LayerKind, type LayerSettings, OVERLAYS, type OverlayKind, type TileJson, isElevation } from './layers.ts';
 import { Legend } from './legend.tsx';
 import { PlantPanel } from './plant-panel.tsx';
 import { RAMPS, rampByName, rampGradient } from './ramps.ts';
@@ -12,7 +12,7 @@ export interface LayerEntry {
   error?: string;
 }
 
-export interface CameraEntry {
+export interface OverlayEntry {
   visible: boolean;
   loaded: boolean;
   error?: string;
@@ -26,14 +26,15 @@ export interface TaskLayers {
 interface Props {
   tasks: TaskLayers[];
   layers: Record<string, LayerEntry>;
-  cameras: Record<number, CameraEntry>;
+  overlays: Record<string, OverlayEntry>;
   onLayer: (taskId: number, kind: LayerKind, change: Partial<LayerSettings>) => void;
-  onCameras: (taskId: number, visible: boolean) => void;
+  onOverlay: (taskId: number, kind: OverlayKind, visible: boolean) => void;
 }
 
 export const layerKey = (taskId: number, kind: LayerKind) => `${taskId}:${kind}`;
+export const overlayKey = (taskId: number, kind: OverlayKind) => `${taskId}:${kind}`;
 
-export function LayerPanel({ tasks, layers, cameras, onLayer, onCameras }: Props) {
+export function LayerPanel({ tasks, layers, overlays, onLayer, onOverlay }: Props) {
   return (
     <>
       {tasks.map(({ task, kinds }) => (
@@ -42,7 +43,10 @@ export function LayerPanel({ tasks, layers, cameras, onLayer, onCameras }: Props
           {kinds.map((kind) => (
             <LayerControl key={kind} task={task} kind={kind} entry={layers[layerKey(task.id, kind)]} onChange={(change) => onLayer(task.id, kind, change)} />
           ))}
-          {cameras[task.id] && <CameraControl task={task} entry={cameras[task.id]} onChange={(visible) => onCameras(task.id, visible)} />}
+          {OVERLAYS.map(({ kind, label }) => {
+            const entry = overlays[overlayKey(task.id, kind)];
+            return entry && <OverlayControl key={kind} id={`layer-${task.id}-${kind}`} label={label} entry={entry} onChange={(visible) => onOverlay(task.id, kind, visible)} />;
+          })}
         </fieldset>
       ))}
     </>
@@ -119,15 +123,18 @@ function ElevationLegend({ ramp, range }: { ramp: string; range: [number, number
   );
 }
 
-function CameraControl({ task, entry, onChange }: { task: Task; entry: CameraEntry; onChange: (visible: boolean) => void }) {
-  const id = `layer-${task.id}-cameras`;
+function OverlayControl({ id, label, entry, onChange }: { id: string; label: string; entry: OverlayEntry; onChange: (visible: boolean) => void }) {
   return (
     <div class="map-layer">
       <label class="map-check" for={id}>
         <input id={id} type="checkbox" checked={entry.visible} disabled={!entry.loaded} onChange={(event) => onChange(event.currentTarget.checked)} />
-        Cameras
+        {label}
       </label>
-      {entry.error && <p class="error map-note" role="alert">Cameras: {entry.error}</p>}
+      {entry.error && (
+        <p class="error map-note" role="alert">
+          {label}: {entry.error}
+        </p>
+      )}
     </div>
   );
 }

@@ -41,7 +41,14 @@ export function availableKinds(task: Task): LayerKind[] {
   return LAYER_KINDS.filter(({ asset }) => task.available_assets.includes(asset)).map(({ kind }) => kind);
 }
 
-export const sourceId = (taskId: number, kind: LayerKind | 'cameras') => `task-${taskId}-${kind}`;
+/** What is drawn over a task's rasters, each from one of its assets. */
+export type OverlayKind = 'cameras' | 'control';
+export const OVERLAYS: { kind: OverlayKind; asset: string; label: string }[] = [
+  { kind: 'cameras', asset: 'shots.geojson', label: 'Cameras' },
+  { kind: 'control', asset: 'ground_control_points.geojson', label: 'Ground control points' },
+];
+
+export const sourceId = (taskId: number, kind: LayerKind | OverlayKind) => `task-${taskId}-${kind}`;
 
 /** Vertical exaggeration of the hillshade: DEMs of drone surveys are small and fairly flat. */
 const HILLSHADE_EXAGGERATION = 3;

@@ -1,8 +1,9 @@
-// Everything that talks to MapLibre: the base, the task layers, the cameras and the idle signal that tests wait
-// for. The page keeps the state people change and calls in here.
+// Everything that talks to MapLibre: the base, the task layers, the cameras, the control points and the idle
+// signal that tests wait for. The page keeps the state people change and calls in here.
 import { LngLatBounds, Map as MapLibreMap, NavigationControl, Popup, ScaleControl, setWorkerUrl } from 'maplibre-gl';
-import type { MapGeoJSONFeature, MapLayerMouseEvent, RasterTileSource } from 'maplibre-gl';
+import type { ExpressionSpecification, MapGeoJSONFeature, MapLayerMouseEvent, RasterTileSource } from 'maplibre-gl';
 import workerUrl from 'maplibre-gl/dist/maplibre-gl-worker.mjs?url';
+import { type ControlPointCollection, describePoint, exaggeration, markedIn, residualArrows } from './control-points.ts';
 import { addMeasureLayers } from './draw.ts';
 import { type LayerKind, type LayerSettings, type TileJson, sourceId, tileUrl } from './layers.ts';
 
@@ -120,8 +121,9 @@ export class MapController {
     return layers.find((layer) => /^task-\d+-(dsm|dtm)$/.test(layer.id))?.id ?? this.firstCameraLayer() ?? (this.map.getLayer(FIRST_MEASURE_LAYER) ? FIRST_MEASURE_LAYER : undefined);
   }
 
+  /** The lowest layer of points drawn over the rasters (cameras, control points). */
   private firstCameraLayer(): string | undefined {
-    return (this.map.getStyle().layers ?? []).find((layer) => layer.id.endsWith('-cameras'))?.id;
+    return (this.map.getStyle().layers ?? []).find((layer) => /-(cameras|control|control-arrows)$/.test(layer.id))?.id;
   }
 
   updateRaster(taskId: number, kind: LayerKind, tilejson: TileJson, settings: LayerSettings, previous: LayerSettings): void {
@@ -154,9 +156,31 @@ export class MapController {
     this.touch();
   }
 
-  setCamerasVisible(taskId: number, visible: boolean): void {
-    const id = sourceId(taskId, 'cameras');
-    if (this.map.getLayer(id)) this.map.setLayoutProperty(id, 'visibility', visible ? 'visible' : 'none');
+  /**
+   * The control points and checkpoints of ground_control_points.geojson, green and orange, their errors as
+   * arrows `factor` times as long; a click shows a point's figures and the photographs it was marked in.
+   */
+  addControlPoints(taskId: number, points: ControlPointCollection, thumbnail: (image: string) => string, visible: boolean): void {
+    const id = sourceId(taskId, 'control');
+    const colour: ExpressionSpecification = ['case', ['to-boolean', ['get', 'checkpoint']], '#ea580c', '#16a34a'];
+    const below = this.map.getLayer(FIRST_MEASURE_LAYER) ? FIRST_MEASURE_LAYER : undefined;
+    const layout = { visibility: visible ? ('visible' as const) : ('none' as const) };
+    this.map.addSource(`${id}-arrows`, { type: 'geojson', data: residualArrows(points, exaggeration(points)) });
+    this.map.addLayer({ id: `${id}-arrows`, type: 'line', source: `${id}-arrows`, layout, paint: { 'line-color': colour, 'line-width': 2.5 } }, below);
+    this.map.addSource(id, { type: 'geojson', data: points });
+    this.map.addLayer({ id, type: 'circle', source: id, layout, paint: { 'circle-radius': 7, 'circle-color': colour, 'circle-stroke-color': '#ffffff', 'circle-stroke-width': 2 } }, below);
+    this.sources.add(id).add(`${id}-arrows`);
+    this.map.on('click', id, (event) => this.showControlPoint(event, points, thumbnail));
+    this.map.on('mouseenter', id, () => this.cameraClicksEnabled && (this.map.getCanvas().style.cursor = 'pointer'));
+    this.map.on('mouseleave', id, () => this.cameraClicksEnabled && (this.map.getCanvas().style.cursor = ''));
+    this.touch();
+  }
+
+  setOverlayVisible(taskId: number, kind: 'cameras' | 'control', visible: boolean): void {
+    const id = sourceId(taskId, kind);
+    for (const layer of [id, `${id}-arrows`]) {
+      if (this.map.getLayer(layer)) this.map.setLayoutProperty(layer, 'visibility', visible ? 'visible' : 'none');
+    }
     this.touch();
   }
 
@@ -177,6 +201,31 @@ export class MapController {
     this.popup = new Popup({ closeButton: true, className: 'aeromap-popup' })
       .setLngLat(feature.geometry.coordinates as [number, number])
       .setText(text)
+      .addTo(this.map);
+  }
+
+  private showControlPoint(event: MapLayerMouseEvent, points: ControlPointCollection, thumbnail: (image: string) => string): void {
+    if (!this.cameraClicksEnabled) return;
+    const name = event.features?.[0]?.properties?.id;
+    const point = points.features.find((feature) => feature.properties.id === name);
+    if (!point) return;
+    const content = document.createElement('div');
+    content.className = 'control-popup';
+    for (const line of describePoint(point.properties)) content.appendChild(document.createElement('p')).textContent = line;
+    const exaggerated = exaggeration(points);
+    if (exaggerated > 1) content.appendChild(document.createElement('p')).textContent = `Arrows drawn ${exaggerated} times their length`;
+    for (const image of markedIn(point.properties)) {
+      const preview = content.appendChild(document.createElement('img'));
+      preview.src = thumbnail(image);
+      preview.alt = image;
+      preview.loading = 'lazy';
+      // A compacted task has no photographs left to preview.
+      preview.onerror = () => preview.remove();
+    }
+    this.popup?.remove();
+    this.popup = new Popup({ closeButton: true, className: 'aeromap-popup', maxWidth: '320px' })
+      .setLngLat(point.geometry.coordinates as [number, number])
+      .setDOMContent(content)
       .addTo(this.map);
   }
 

@@ -1,12 +1,13 @@
 // The map of a task, or of every task of a project that has map layers: orthophoto and elevation models as
-// tiles, camera positions, an optional OpenStreetMap base, and measuring tools. MapLibre is loaded with this
+// tiles, camera positions, ground control points, an optional OpenStreetMap base, and measuring tools. MapLibre is loaded with this
 // module only, when a map is opened.
 import 'maplibre-gl/dist/maplibre-gl.css';
 import './map.css';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type Task, api, listAll, taskPath } from '../api.ts';
-import { LayerPanel, type CameraEntry, type LayerEntry, type TaskLayers, layerKey } from './layer-panel.tsx';
-import { type LayerKind, type LayerSettings, type TileJson, availableKinds, defaultSettings, downloadUrl } from './layers.ts';
+import { LayerPanel, type LayerEntry, type OverlayEntry, type TaskLayers, layerKey, overlayKey } from './layer-panel.tsx';
+import { type LayerKind, type LayerSettings, OVERLAYS, type OverlayKind, type TileJson, availableKinds, defaultSettings, downloadUrl } from './layers.ts';
+import type { ControlPointCollection } from './control-points.ts';
 import { MapController } from './map-controller.ts';
 import { ExportDialog } from './export-dialog.tsx';
 import { type DemSource, DrawingBar, MeasurePanel, useMeasure } from './measure-panel.tsx';
@@ -26,7 +27,7 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
   const [controller, setController] = useState<MapController | null>(null);
   const [tasks, setTasks] = useState<TaskLayers[] | null>(null);
   const [layers, setLayers] = useState<Record<string, LayerEntry>>({});
-  const [cameras, setCameras] = useState<Record<number, CameraEntry>>({});
+  const [overlays, setOverlays] = useState<Record<string, OverlayEntry>>({});
   const [osm, setOsm] = useState(false);
   const [errors, setErrors] = useState<string[]>([]);
   const [panelOpen, setPanelOpen] = useState(() => !matchMedia(NARROW).matches);
@@ -54,18 +55,19 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
     };
   }, [pid, tid]);
 
-  /** Fetches the tasks, then every layer's TileJSON and the cameras, adding each to the map as it comes. */
+  /** Fetches the tasks, then every layer's TileJSON, the cameras and the control points, adding each as it comes. */
   async function openLayers(map: MapController, cancelled: () => boolean): Promise<void> {
     const [found] = await Promise.all([loadTasks(pid, tid), map.ready()]);
     if (cancelled()) return;
     const list = found.map((task) => ({ task, kinds: availableKinds(task) }));
     setTasks(list);
     setLayers(Object.fromEntries(list.flatMap(({ task, kinds }) => kinds.map((kind) => [layerKey(task.id, kind), { settings: defaultSettings(kind) }]))));
-    setCameras(Object.fromEntries(list.filter(({ task }) => task.available_assets.includes('shots.geojson')).map(({ task }) => [task.id, { visible: true, loaded: false }])));
+    const drawn = list.flatMap(({ task }) => OVERLAYS.filter(({ asset }) => task.available_assets.includes(asset)).map(({ kind }) => ({ task, kind })));
+    setOverlays(Object.fromEntries(drawn.map(({ task, kind }) => [overlayKey(task.id, kind), { visible: true, loaded: false }])));
     const bounds: [number, number, number, number][] = [];
-    await Promise.all(
-      list.flatMap(({ task, kinds }) => [
-        ...kinds.map(async (kind) => {
+    await Promise.all([
+      ...list.flatMap(({ task, kinds }) =>
+        kinds.map(async (kind) => {
           const tilejson = await fetchTileJson(task, kind);
           if (cancelled()) return;
           if (typeof tilejson === 'string') return updateEntry(task.id, kind, { error: tilejson });
@@ -73,9 +75,9 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
           map.addRaster(task.id, kind, tilejson, layersRef.current[layerKey(task.id, kind)]?.settings ?? defaultSettings(kind));
           updateEntry(task.id, kind, { tilejson });
         }),
-        task.available_assets.includes('shots.geojson') ? addCameras(map, task, cancelled) : Promise.resolve(),
-      ]),
-    );
+      ),
+      ...drawn.map(({ task, kind }) => addOverlay(map, task, kind, cancelled)),
+    ]);
     if (cancelled()) return;
     const extents = bounds.length ? bounds : list.flatMap(({ task }) => (task.extent?.length === 4 ? [task.extent as [number, number, number, number]] : []));
     const panel = document.getElementById('map-panel');
@@ -83,14 +85,17 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
     map.markLayersRequested();
   }
 
-  async function addCameras(map: MapController, task: Task, cancelled: () => boolean): Promise<void> {
+  async function addOverlay(map: MapController, task: Task, kind: OverlayKind, cancelled: () => boolean): Promise<void> {
+    const key = overlayKey(task.id, kind);
+    const base = taskPath(task.project, task.id);
     try {
-      const shots = await api<GeoJSON.FeatureCollection>(`${taskPath(task.project, task.id)}/download/shots.geojson`);
+      const points = await api<GeoJSON.FeatureCollection>(`${base}/download/${OVERLAYS.find((o) => o.kind === kind)!.asset}`);
       if (cancelled()) return;
-      map.addCameras(task.id, shots, true);
-      setCameras((all) => ({ ...all, [task.id]: { ...all[task.id], loaded: true } }));
+      if (kind === 'cameras') map.addCameras(task.id, points, true);
+      else map.addControlPoints(task.id, points as ControlPointCollection, (image) => `${base}/images/thumbnail/${encodeURIComponent(image)}?size=240`, true);
+      setOverlays((all) => ({ ...all, [key]: { ...all[key], loaded: true } }));
     } catch (failure) {
-      setCameras((all) => ({ ...all, [task.id]: { ...all[task.id], error: failure instanceof Error ? failure.message : String(failure) } }));
+      setOverlays((all) => ({ ...all, [key]: { ...all[key], error: failure instanceof Error ? failure.message : String(failure) } }));
     }
   }
 
@@ -112,9 +117,10 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
     updateEntry(taskId, kind, { settings });
   }
 
-  function changeCameras(taskId: number, visible: boolean) {
-    controller?.setCamerasVisible(taskId, visible);
-    setCameras((all) => ({ ...all, [taskId]: { ...all[taskId], visible } }));
+  function changeOverlay(taskId: number, kind: OverlayKind, visible: boolean) {
+    controller?.setOverlayVisible(taskId, kind, visible);
+    const key = overlayKey(taskId, kind);
+    setOverlays((all) => ({ ...all, [key]: { ...all[key], visible } }));
   }
 
   function changeOsm(visible: boolean) {
@@ -151,7 +157,7 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
           {tasks !== null && tasks.length === 0 && (
             <p class="error map-note" role="alert">{tid ? 'This task has no map layers (it is not completed, or produced no orthophoto or elevation model).' : 'No task of this project has map layers yet.'}</p>
           )}
-          {tasks && <LayerPanel tasks={tasks} layers={layers} cameras={cameras} onLayer={changeLayer} onCameras={changeCameras} />}
+          {tasks && <LayerPanel tasks={tasks} layers={layers} overlays={overlays} onLayer={changeLayer} onOverlay={changeOverlay} />}
           <label class="map-check map-base">
             <input type="checkbox" checked={osm} onChange={(event) => changeOsm(event.currentTarget.checked)} />
             OpenStreetMap base map (needs Internet)
