@@ -95,6 +95,25 @@ describe('volumes in Chromium', () => {
     await page.context().close();
   }, 90_000);
 
+  it('profiles a line across the cone: 5 m up and down again, drawn', async () => {
+    const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
+    await page.goto(mapUrl);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    const [east, west] = stockpileRing(15, 2); // 15 m either side of the cone's centre
+    await page.getByRole('button', { name: 'Elevation profile' }).click();
+    for (const end of [west, east]) await page.locator('#map canvas').click({ position: await pixelOf(page, end) });
+    await page.getByRole('button', { name: 'Finish' }).click();
+    const result = page.getByTestId('measure-result');
+    await expect.poll(() => result.getAttribute('data-kind'), { timeout: 20_000 }).toBe('profile');
+    expect(Number(await result.getAttribute('data-value'))).toBeCloseTo(5, 0); // the cone's height, at 0.2 m cells
+    expect(await result.textContent()).toMatch(/^Profile: 100\.00 m to 10[45]\.\d\d m over (29|30)\.\d\d m.*Surface model of Stockpile \(EPSG:32633\)/);
+    const chart = result.getByRole('img', { name: /^Elevation profile over/ });
+    expect(await chart.locator('polyline').count()).toBe(1);
+    await screenshot(page, 'map-profile-desktop');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
   it('shows the control point and the checkpoint with their errors, a click away', async () => {
     const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
     const points = JSON.parse((await download(t.admin, `${base}/download/ground_control_points.geojson`)).bytes.toString('utf8'));

@@ -4,7 +4,7 @@ import { type GeoTIFFImage, fromUrl } from 'geotiff';
 import proj4 from 'proj4';
 import { epsgFromGeoKeys, proj4Definition } from './crs.ts';
 import type { LonLat } from './geodesy.ts';
-import { type Grid, type XY, isValid } from './raster.ts';
+import { type Grid, type Station, type XY, isValid, stationsAlong, valueAt } from './raster.ts';
 
 interface Level {
   image: GeoTIFFImage;
@@ -86,4 +86,32 @@ export async function elevationAt(dem: Dem, point: LonLat): Promise<number | nul
   const grid = await readGrid(dem, level, [col, row, col + 1, row + 1]);
   const value = grid.values[0];
   return isValid(grid, value) ? value : null;
+}
+
+/** Most pixels a profile reads in one window: a long line is read from a coarser level. */
+const MAX_PROFILE_PIXELS = 4_000_000;
+
+export interface ProfilePoint {
+  /** Metres along the line (in the model's CRS). */
+  distance: number;
+  height: number | null;
+}
+
+/** Heights at `count` points evenly spaced along the path, from one read of the window it crosses. */
+export async function profileAlong(dem: Dem, path: LonLat[], count: number): Promise<ProfilePoint[]> {
+  const stations: Station[] = stationsAlong(path.map(dem.toCrs), count);
+  const xs = stations.map(({ xy }) => xy[0]);
+  const ys = stations.map(({ xy }) => xy[1]);
+  const [minX, maxX, minY, maxY] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const level = dem.levels.find((l) => ((maxX - minX) / l.res + 2) * ((maxY - minY) / l.resY + 2) <= MAX_PROFILE_PIXELS) ?? dem.levels[dem.levels.length - 1];
+  const clamp = (value: number, size: number) => Math.min(size, Math.max(0, value));
+  const window: [number, number, number, number] = [
+    clamp(Math.floor((minX - level.originX) / level.res), level.width),
+    clamp(Math.floor((level.originY - maxY) / level.resY), level.height),
+    clamp(Math.floor((maxX - level.originX) / level.res) + 1, level.width),
+    clamp(Math.floor((level.originY - minY) / level.resY) + 1, level.height),
+  ];
+  if (window[2] <= window[0] || window[3] <= window[1]) return stations.map(({ distance }) => ({ distance, height: null }));
+  const grid = await readGrid(dem, level, window);
+  return stations.map(({ xy, distance }) => ({ distance, height: valueAt(grid, xy) }));
 }

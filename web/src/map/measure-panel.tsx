@@ -1,16 +1,18 @@
-// The measuring tools: distance, area, elevation at a point and volume, each drawn on the map with Sketch and
-// reported with units in one result element that the end-to-end tests read. Heights at a point are read from the
-// DSM in the browser; volumes are measured by the service, on the DSM or the DTM, against a base.
+// The measuring tools: distance, area, elevation at a point, an elevation profile and volume, each drawn on the map
+// with Sketch and reported with units in one result element that the end-to-end tests read. Heights at a point and
+// along a line are read from the DSM in the browser; volumes are measured by the service, on the DSM or the DTM,
+// against a base.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Task } from '../api.ts';
-import { elevationAt, openDem } from './dem.ts';
+import { type ProfilePoint, elevationAt, openDem, profileAlong } from './dem.ts';
 import { type SketchMode, Sketch, clearShape } from './draw.ts';
 import { BASES, type Base, type Surface, type VolumeSettings, measureVolume, volumeDetails } from './earthworks.ts';
 import { formatArea, formatElevation, formatLength, formatVolume } from './format.ts';
 import { type LonLat, pathLength, polygonArea } from './geodesy.ts';
 import type { MapController } from './map-controller.ts';
+import { ProfileChart } from './profile-chart.tsx';
 
-export type Tool = 'distance' | 'area' | 'elevation' | 'volume';
+export type Tool = 'distance' | 'area' | 'elevation' | 'profile' | 'volume';
 
 interface Result {
   kind: Tool;
@@ -19,6 +21,8 @@ interface Result {
   text: string;
   details: string[];
   provisional: boolean;
+  /** The heights along a profile's line. */
+  profile?: ProfilePoint[];
 }
 
 /** A task with a DSM, which the elevation and volume tools can read (the volume its DTM too, where it has one). */
@@ -34,6 +38,7 @@ const TOOLS: { tool: Tool; label: string; mode: SketchMode; hint: string }[] = [
   { tool: 'distance', label: 'Measure distance', mode: 'line', hint: 'Click to add points; double-click or Finish to end, Escape to cancel.' },
   { tool: 'area', label: 'Measure area', mode: 'polygon', hint: 'Click to add corners; double-click or Finish to close the polygon, Escape to cancel.' },
   { tool: 'elevation', label: 'Elevation at a point', mode: 'point', hint: 'Click a point on the map.' },
+  { tool: 'profile', label: 'Elevation profile', mode: 'line', hint: 'Click along the line to profile; double-click or Finish to end, Escape to cancel.' },
   { tool: 'volume', label: 'Measure volume', mode: 'polygon', hint: 'Draw around the stockpile or pit; double-click or Finish to end, Escape to cancel.' },
 ];
 
@@ -71,9 +76,9 @@ export function useMeasure(controller: MapController | null, dems: DemSource[]) 
     setError(null);
     setBusy(null);
     if (wasActive) return; // pressing the active tool again turns it off
-    if ((next === 'elevation' || next === 'volume') && dems.length === 0) {
+    if (next !== 'distance' && next !== 'area' && dems.length === 0) {
       setResult(null);
-      setError(`${next === 'volume' ? 'Volume' : 'Elevation'} needs a surface model (DSM), and no task on this map has one. Process the task with a DSM (the dsm option) to measure it.`);
+      setError(`${next === 'volume' ? 'Volume' : next === 'profile' ? 'A profile' : 'Elevation'} needs a surface model (DSM), and no task on this map has one. Process the task with a DSM (the dsm option) to measure it.`);
       return;
     }
     const definition = TOOLS.find((entry) => entry.tool === next)!;
@@ -112,7 +117,7 @@ export function useMeasure(controller: MapController | null, dems: DemSource[]) 
     const abort = (running.current = new AbortController());
     setBusy(kind === 'volume' ? 'Measuring the volume where the elevation model is…' : 'Reading the surface model…');
     try {
-      const measured = kind === 'volume' ? await volumeOver(dem, points, volume, abort.signal) : await elevationOf(dem, points[0]);
+      const measured = kind === 'volume' ? await volumeOver(dem, points, volume, abort.signal) : kind === 'profile' ? await profileOf(dem, points) : await elevationOf(dem, points[0]);
       if (id === generation.current) setResult(measured);
     } catch (failure) {
       if (id === generation.current) setError(failure instanceof Error ? failure.message : String(failure));
@@ -161,6 +166,7 @@ export function MeasurePanel({ measure }: { measure: Measure }) {
           {result.details.map((line) => (
             <span key={line} class="muted">{line}</span>
           ))}
+          {result.profile && <ProfileChart points={result.profile} />}
         </div>
       )}
       {(result || error || tool) && (
@@ -246,6 +252,26 @@ function elevationResult(height: number | null, epsg: number, dem: DemSource): R
 async function elevationOf(dem: DemSource, point: LonLat): Promise<Result> {
   const model = await openDem(dem.url);
   return elevationResult(await elevationAt(model, point), model.epsg, dem);
+}
+
+/** Points of a profile: about one a pixel of a short line, at most this many. */
+const PROFILE_POINTS = 400;
+
+async function profileOf(dem: DemSource, line: LonLat[]): Promise<Result> {
+  const model = await openDem(dem.url);
+  const points = await profileAlong(model, line, PROFILE_POINTS);
+  const heights = points.flatMap((p) => (p.height === null ? [] : [p.height]));
+  if (!heights.length) throw new Error('No heights along this line: it lies outside the surface model or over a gap in it.');
+  const length = points[points.length - 1].distance;
+  const [first, last] = [heights[0], heights[heights.length - 1]];
+  return {
+    kind: 'profile',
+    value: Math.max(...heights) - Math.min(...heights),
+    text: `Profile: ${formatElevation(Math.min(...heights))} to ${formatElevation(Math.max(...heights))} over ${formatLength(length)}`,
+    details: [`From ${formatElevation(first)} to ${formatElevation(last)} (${formatElevation(last - first)} change)`, `Surface model of ${dem.taskName} (EPSG:${model.epsg})`],
+    provisional: false,
+    profile: points,
+  };
 }
 
 /** The volume on the surface asked where the task has it, else on its DSM. */
