@@ -6,6 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
+import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
 import { type TestService, startService } from '../service/helpers.ts';
@@ -19,12 +20,13 @@ describe('volumes in Chromium', () => {
   let base: string;
   let mapUrl: string;
   let taskId: number;
+  let projectId: number;
 
   beforeAll(async () => {
     if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
     t = await startService('sqlite');
     work = await mkdtemp(path.join(tmpdir(), 'aeromap-web-volume-'));
-    const projectId = (await t.admin.post('/api/projects/', { name: 'Quarry' })).body.id as number;
+    projectId = (await t.admin.post('/api/projects/', { name: 'Quarry' })).body.id as number;
     const done = await importTask(t.admin, projectId, stockpileZip(work), 'Stockpile');
     taskId = done.id;
     base = `/api/projects/${projectId}/tasks/${done.id}`;
@@ -113,6 +115,42 @@ describe('volumes in Chromium', () => {
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);
+
+  it('shows the change since an earlier survey: the cone taken away and the pit dug, in red, with its cut', async () => {
+    const dir = await mkdtemp(path.join(work, 'excavated-'));
+    const later = await importTask(t.admin, projectId, stockpileZip(dir, true), 'Excavated');
+    const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
+    await page.goto(`${t.url}/map/project/${projectId}/task/${later.id}/`);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    const section = page.getByRole('region', { name: 'Change between surveys' });
+    expect(await section.getByRole('combobox', { name: 'Earlier' }).locator('option:checked').textContent()).toBe('Stockpile');
+    await section.getByRole('combobox', { name: 'Model' }).selectOption('dtm');
+    await section.getByRole('button', { name: 'Show change' }).click();
+    const result = page.getByTestId('change-result');
+    await result.waitFor({ timeout: 30_000 });
+    // On the terrain models only the pit changed: 20 x 10 m, 2 m deep.
+    expect(Number(await result.getAttribute('data-cut'))).toBeCloseTo(400, 0);
+    expect(Number(await result.getAttribute('data-fill'))).toBeCloseTo(0, 3);
+    expect(await page.getByTestId('change-legend').locator('figcaption').textContent()).toBe('Excavated less Stockpile (DTM), m');
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    const canvas = (await page.locator('#map canvas').boundingBox())!;
+    const colourAt = async (lonLat: number[]) => {
+      const { x, y } = await pixelOf(page, lonLat);
+      const png = await page.screenshot({ clip: { x: canvas.x + x - 2, y: canvas.y + y - 2, width: 5, height: 5 } });
+      const { data } = await sharp(png).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+      return [0, 1, 2].map((band) => data.filter((_, i) => i % 3 === band).reduce((sum, v) => sum + v, 0) / 25);
+    };
+    const [pitRed, pitGreen, pitBlue] = await colourAt(stockpileRing(0, 4)[0]); // the pit's centre
+    expect(pitRed - pitBlue).toBeGreaterThan(80);
+    expect(pitRed - pitGreen).toBeGreaterThan(80);
+    const [outRed, , outBlue] = await colourAt(stockpileRing(30, 4)[0]); // 30 m east: unchanged, not drawn
+    expect(Math.abs(outRed - outBlue)).toBeLessThan(10);
+    await screenshot(page, 'map-change-desktop');
+    await section.getByRole('button', { name: 'Remove change' }).click();
+    expect(await result.count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 90_000);
 
   it('shows the control point and the checkpoint with their errors, a click away', async () => {
     const { page, errors } = await openPage(browser, 'desktop', t.admin.token);

@@ -3,6 +3,7 @@
 import { LngLatBounds, Map as MapLibreMap, NavigationControl, Popup, ScaleControl, setWorkerUrl } from 'maplibre-gl';
 import type { ExpressionSpecification, MapGeoJSONFeature, MapLayerMouseEvent, RasterTileSource } from 'maplibre-gl';
 import workerUrl from 'maplibre-gl/dist/maplibre-gl-worker.mjs?url';
+import type { ChangeImage } from './change.ts';
 import { type ControlPointCollection, describePoint, exaggeration, markedIn, residualArrows } from './control-points.ts';
 import { addMeasureLayers } from './draw.ts';
 import { type LayerKind, type LayerSettings, type TileJson, sourceId, tileUrl } from './layers.ts';
@@ -17,6 +18,7 @@ declare global {
 }
 
 const OSM = 'osm';
+const CHANGE = 'change';
 /** Layers of tasks are inserted below this one, so that measurements always stay on top. */
 const FIRST_MEASURE_LAYER = 'measure-fill';
 
@@ -227,6 +229,26 @@ export class MapController {
       .setLngLat(point.geometry.coordinates as [number, number])
       .setDOMContent(content)
       .addTo(this.map);
+  }
+
+  /** Lays the change between two surveys over the task layers (one at a time: a new one replaces it). */
+  showChange(image: ChangeImage): void {
+    this.clearChange();
+    const canvas = document.createElement('canvas');
+    canvas.width = image.width;
+    canvas.height = image.height;
+    canvas.getContext('2d')!.putImageData(new ImageData(image.rgba, image.width, image.height), 0, 0);
+    this.map.addSource(CHANGE, { type: 'image', url: canvas.toDataURL('image/png'), coordinates: image.corners });
+    this.map.addLayer({ id: CHANGE, type: 'raster', source: CHANGE, paint: { 'raster-fade-duration': 0, 'raster-resampling': 'nearest' } }, this.firstCameraLayer() ?? (this.map.getLayer(FIRST_MEASURE_LAYER) ? FIRST_MEASURE_LAYER : undefined));
+    this.sources.add(CHANGE);
+    this.touch();
+  }
+
+  clearChange(): void {
+    if (this.map.getLayer(CHANGE)) this.map.removeLayer(CHANGE);
+    if (this.map.getSource(CHANGE)) this.map.removeSource(CHANGE);
+    this.sources.delete(CHANGE);
+    this.touch();
   }
 
   setOsm(visible: boolean): void {

@@ -1,5 +1,6 @@
 // The map of a task, or of every task of a project that has map layers: orthophoto and elevation models as
-// tiles, camera positions, ground control points, an optional OpenStreetMap base, and measuring tools. MapLibre is loaded with this
+// tiles, camera positions, ground control points, an optional OpenStreetMap base, the change between two surveys
+// and measuring tools. MapLibre is loaded with this
 // module only, when a map is opened.
 import 'maplibre-gl/dist/maplibre-gl.css';
 import './map.css';
@@ -9,6 +10,7 @@ import { LayerPanel, type LayerEntry, type OverlayEntry, type TaskLayers, layerK
 import { type LayerKind, type LayerSettings, OVERLAYS, type OverlayKind, type TileJson, availableKinds, defaultSettings, downloadUrl } from './layers.ts';
 import type { ControlPointCollection } from './control-points.ts';
 import { MapController } from './map-controller.ts';
+import { ChangePanel } from './change-panel.tsx';
 import { ExportDialog } from './export-dialog.tsx';
 import { type DemSource, DrawingBar, MeasurePanel, useMeasure } from './measure-panel.tsx';
 
@@ -168,6 +170,7 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
             </button>
           )}
         </section>
+        {tasks && tasks.length > 0 && <ChangePanel controller={controller} projectId={Number(pid)} mapped={tasks.map(({ task }) => task)} />}
         <MeasurePanel measure={measure} />
       </aside>
       <DrawingBar measure={measure} />
