@@ -1,7 +1,8 @@
 // The map's Plant Health section in Chromium, against the real service and engine: a multispectral orthophoto
 // (red, green, blue and near infrared, named by their band descriptions) imported as a task; NDVI drawn with its
 // histogram; a formula the bands cannot feed refused in words; the range moved with the keys and by dragging a
-// handle, each time asking for new tiles; a thermal orthophoto (one LWIR band) drawn in °C. The screenshots go to
+// handle, each time asking for new tiles; a thermal orthophoto (one LWIR band) drawn in °C, and beside the other
+// right of a divider (side by side). The screenshots go to
 // dist/screenshots.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -38,6 +39,8 @@ describe('plant health in Chromium', () => {
   let browser: Browser;
   let mapUrl: string;
   let thermalMapUrl: string;
+  let projectMapUrl: string;
+  let thermalId: number;
 
   beforeAll(async () => {
     if (!webAppBuilt()) throw new Error(`The web application is not built in ${WEB_DIR}: run \`make build\``);
@@ -50,6 +53,8 @@ describe('plant health in Chromium', () => {
     const thermalZip = orthophotoZip(await mkdtemp(path.join(work, 'thermal-')), THERMAL, 0.5, false, 'lwir');
     const thermalDone = await importTask(t.admin, projectId, thermalZip, 'Thermal flight');
     thermalMapUrl = `${t.url}/map/project/${projectId}/task/${thermalDone.id}/`;
+    projectMapUrl = `${t.url}/map/project/${projectId}/`;
+    thermalId = thermalDone.id;
     browser = await launchBrowser();
   }, 60_000);
 
@@ -172,6 +177,36 @@ describe('plant health in Chromium', () => {
     expect(await page.getByTestId('plant-legend').textContent()).toContain('°C');
     expect(tiles.filter(({ status }) => status !== 200 && status !== 304)).toEqual([]);
     await screenshot(page, 'plant-health-thermal-desktop');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
+  it('shows the thermal flight side by side with the multispectral one, right of a divider that moves', async () => {
+    const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
+    const thermalTiles: string[] = [];
+    page.on('response', (r) => r.url().includes(`/tasks/${thermalId}/orthophoto/tiles/`) && r.status() === 200 && thermalTiles.push(r.url()));
+    await page.goto(projectMapUrl);
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    // Only the multispectral flight drawn on the map itself: the thermal one comes from the second map.
+    await page.getByRole('checkbox', { name: 'Orthophoto' }).nth(1).uncheck();
+    await page.getByRole('combobox', { name: 'Side by side' }).selectOption({ label: 'Thermal flight right of the divider' });
+    const divider = page.getByRole('slider', { name: 'Divider: Thermal flight to its right' });
+    expect(await divider.getAttribute('aria-valuenow')).toBe('50');
+    await expect.poll(() => thermalTiles.length).toBeGreaterThan(0);
+    await divider.focus();
+    await divider.press('ArrowRight');
+    await divider.press('ArrowRight');
+    expect(await divider.getAttribute('aria-valuenow')).toBe('60');
+    expect(await page.getByTestId('swipe-map').evaluate((el) => (el as HTMLElement).style.clipPath)).toBe('inset(0px 0px 0px 60%)');
+    // The second map follows the first: zoomed out, it asks for coarser tiles.
+    const zoomOf = (url: string) => Number(/\/tiles\/(\d+)\//.exec(url)![1]);
+    const finest = Math.min(...thermalTiles.map(zoomOf));
+    await page.getByRole('button', { name: 'Zoom out' }).click();
+    await page.getByRole('button', { name: 'Zoom out' }).click();
+    await expect.poll(() => Math.min(...thermalTiles.map(zoomOf))).toBeLessThan(finest);
+    await screenshot(page, 'map-side-by-side-desktop');
+    await page.getByRole('combobox', { name: 'Side by side' }).selectOption('');
+    expect(await page.getByTestId('swipe-map').count()).toBe(0);
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);

@@ -1,6 +1,6 @@
 // The map of a task, or of every task of a project that has map layers: orthophoto and elevation models as
-// tiles, camera positions, ground control points, an optional OpenStreetMap base, the change between two surveys
-// and measuring tools. MapLibre is loaded with this
+// tiles, camera positions, ground control points, an optional OpenStreetMap base, two surveys side by side, the
+// change between two surveys and measuring tools. MapLibre is loaded with this
 // module only, when a map is opened.
 import 'maplibre-gl/dist/maplibre-gl.css';
 import './map.css';
@@ -11,6 +11,7 @@ import { type LayerKind, type LayerSettings, OVERLAYS, type OverlayKind, type Ti
 import type { ControlPointCollection } from './control-points.ts';
 import { MapController } from './map-controller.ts';
 import { ChangePanel } from './change-panel.tsx';
+import { SwipeOverlay } from './swipe.tsx';
 import { ExportDialog } from './export-dialog.tsx';
 import { type DemSource, DrawingBar, MeasurePanel, useMeasure } from './measure-panel.tsx';
 
@@ -34,6 +35,8 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
   const [errors, setErrors] = useState<string[]>([]);
   const [panelOpen, setPanelOpen] = useState(() => !matchMedia(NARROW).matches);
   const [exporting, setExporting] = useState(false);
+  /** The task whose orthophoto is shown right of the divider, side by side with the map. */
+  const [compared, setCompared] = useState<number | null>(null);
   const layersRef = useRef(layers);
   layersRef.current = layers;
 
@@ -141,11 +144,14 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
     }));
 
   const measure = useMeasure(controller, dems);
+  const orthophotos = (tasks ?? []).filter(({ task }) => layers[layerKey(task.id, 'orthophoto')]?.tilejson);
+  const right = orthophotos.find(({ task }) => task.id === compared)?.task;
   usePanelWhileDrawing(measure.tool !== null, setPanelOpen);
 
   return (
     <div class="mapview">
       <div id="map" ref={container} class="mapview-map" data-idle="false" role="region" aria-label="Map" />
+      {controller && right && <SwipeOverlay main={controller} tilejson={layers[layerKey(right.id, 'orthophoto')].tilejson!} name={right.name || `task ${right.id}`} />}
       <button type="button" class="mapview-toggle" aria-expanded={panelOpen} aria-controls="map-panel" onClick={() => setPanelOpen(!panelOpen)}>
         {panelOpen ? 'Hide panel' : 'Layers and tools'}
       </button>
@@ -160,6 +166,19 @@ export default function MapPage({ pid, tid }: { pid: string; tid?: string }) {
             <p class="error map-note" role="alert">{tid ? 'This task has no map layers (it is not completed, or produced no orthophoto or elevation model).' : 'No task of this project has map layers yet.'}</p>
           )}
           {tasks && <LayerPanel tasks={tasks} layers={layers} overlays={overlays} onLayer={changeLayer} onOverlay={changeOverlay} />}
+          {orthophotos.length > 1 && (
+            <label class="map-field">
+              <span>Side by side</span>
+              <select value={compared ?? ''} onChange={(event) => setCompared(event.currentTarget.value ? Number(event.currentTarget.value) : null)}>
+                <option value="">Off</option>
+                {orthophotos.map(({ task }) => (
+                  <option key={task.id} value={task.id}>
+                    {task.name || `Task ${task.id}`} right of the divider
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
           <label class="map-check map-base">
             <input type="checkbox" checked={osm} onChange={(event) => changeOsm(event.currentTarget.checked)} />
             OpenStreetMap base map (needs Internet)
