@@ -59,7 +59,8 @@ test-engine: $(ENGINE_STAMP)
 test-long: install
 	$(PY) -m pytest -n 3 --dist loadfile -m long engine/tests
 	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/tasks-real-engine.test.ts test/service/presets-engine.test.ts \
-	  test/web/gcp-editor.e2e.test.ts -t "Ctrl-C|second node|Field maps|on a node|restarts, and shows the checkpoints"
+	  test/web/gcp-editor.e2e.test.ts test/service/earthworks.test.ts \
+	  -t "Ctrl-C|second node|Field maps|on a node|restarts, and shows the checkpoints|what was dug|restarts from the orthophoto stage"
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install

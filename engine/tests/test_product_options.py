@@ -212,6 +212,7 @@ def extras(products: Project, tmp_path_factory: pytest.TempPathFactory) -> Proje
     return project
 
 
+@pytest.mark.long
 def test_kmz_and_cutline_of_the_orthophoto(extras: Project) -> None:
     with rasterio.open(extras.orthophoto()) as ortho:
         expected = transform_bounds(ortho.crs, "EPSG:4326", *ortho.bounds)
@@ -229,6 +230,7 @@ def test_kmz_and_cutline_of_the_orthophoto(extras: Project) -> None:
     assert np.allclose(polygons[0][0], parts[0][0])
 
 
+@pytest.mark.long
 def test_tiles_folders_hold_the_pyramids_tiles_down_to_zoom_5(extras: Project) -> None:
     for layer, mbtiles in (("orthophoto", extras.orthophoto("mbtiles")), ("dsm", extras.dem("dsm").with_suffix(
             ".mbtiles")), ("dtm", extras.dem("dtm").with_suffix(".mbtiles"))):
@@ -249,6 +251,7 @@ def test_tiles_folders_hold_the_pyramids_tiles_down_to_zoom_5(extras: Project) -
             assert tile.size == (256, 256) and tile.mode == "RGBA" and tile.getextrema()[3][1] > 0
 
 
+@pytest.mark.long
 def test_skip_report_keeps_the_statistics(extras: Project) -> None:
     assert not extras.report_file.exists()
     stats = json.loads(extras.stats_file.read_text())
@@ -288,6 +291,7 @@ def test_skip_orthophoto(extras: Project, tmp_path: Path) -> None:
     assert project.dem("dsm").exists() and project.tiles_dir("dsm").is_dir()
 
 
+@pytest.mark.long
 def test_boundary_crops_every_product(meshed: Project, extras: Project, tmp_path: Path) -> None:
     """The western half of the surveyed area's bounding box, given in WGS84: the cloud, the area and the
     orthophoto's opaque pixels all stay within it."""

@@ -230,7 +230,7 @@ describe('tasks with the real engine', () => {
     expect((await t.anonymous.get(`${base}/orthophoto/tiles/${z}/${x}/${y}.png`)).status).toBe(404);
   });
 
-  it('restarts from the orthophoto stage on the same node, reusing the earlier stages', async () => {
+  it.runIf(LONG)('restarts from the orthophoto stage on the same node, reusing the earlier stages', async () => {
     const url = `${tasksUrl()}${first.id}/`;
     const restart = await t.admin.post(`${url}restart/`, { options: [...OPTIONS, { name: 'rerun-from', value: 'odm_orthophoto' }] });
     expect(restart.body).toEqual({ success: true });

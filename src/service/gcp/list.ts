@@ -28,7 +28,7 @@ export const SightingsBody = Type.Object({
       x: Type.Number(),
       y: Type.Number(),
       z: Type.Number(),
-      marks: Type.Optional(Type.Array(Mark, { maxItems: 1000, description: 'Where it was marked so far: the prediction follows the marks' })),
+      marks: Type.Optional(Type.Array(Mark, { maxItems: 100, description: 'Where it was marked so far: the prediction follows the marks' })),
     }),
     { minItems: 1, maxItems: MAX_POINTS },
   ),

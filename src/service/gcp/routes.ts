@@ -12,7 +12,8 @@ import { readGcpList, saveGcpList, startSightings } from './control.ts';
 import { GcpListBody, SightingsBody } from './list.ts';
 
 const tags = ['tasks'];
-const errors = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
+// 413: a body over the service's limit (1 MB by default).
+const errors = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error'), 413: Type.Ref('Error') };
 const GcpList = Type.Object({ filename: Type.String(), gcp_list: Type.String() });
 
 export interface GcpDeps {
