@@ -5,12 +5,16 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fromFile } from 'geotiff';
+import proj4 from 'proj4';
 import yauzl from 'yauzl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_OUTPUTS, buildArchive } from '../src/node/archive.ts';
 import { defaultEnginePath, spawnEngine } from '../src/protocol/engine.ts';
 import { ASSETS } from '../src/protocol/files.ts';
+import { epsgFromGeoKeys, proj4Definition } from '../web/src/map/crs.ts';
 import { brightonCopies } from './service/taskhelpers.ts';
+import { readTileset } from './tiles3d.ts';
 
 const NAMES = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG'];
 const WIDTH = 800; // of the copies; the photographs are 4000 px wide
@@ -86,6 +90,26 @@ function zipEntries(file: string): Promise<Map<string, number>> {
   });
 }
 
+/** The centre of a GeoTIFF's extent in WGS84 (longitude, latitude), and its CRS for proj4. */
+async function rasterCentre(file: string): Promise<{ centre: [number, number]; crs: string }> {
+  const image = await (await fromFile(file)).getImage();
+  const [west, south, east, north] = image.getBoundingBox();
+  const crs = proj4Definition(epsgFromGeoKeys(image.getGeoKeys() ?? {})!)!;
+  return { centre: proj4(crs, 'EPSG:4326', [(west! + east!) / 2, (south! + north!) / 2]) as [number, number], crs };
+}
+
+/** A LAS 1.4 file's point count and the centre of its extent (in its CRS), from the header. */
+function lasExtent(header: Buffer): { points: number; centre: [number, number] } {
+  const [maxX, minX, maxY, minY] = [179, 187, 195, 203].map((at) => header.readDoubleLE(at));
+  return { points: Number(header.readBigUInt64LE(247)), centre: [(minX! + maxX!) / 2, (minY! + maxY!) / 2] };
+}
+
+/** Metres between two nearby WGS84 positions, on the plane tangent to the first. */
+function metresApart([lon1, lat1]: number[], [lon2, lat2]: number[]): number {
+  const perDegree = 111_320;
+  return Math.hypot((lon2! - lon1!) * perDegree * Math.cos((lat1! * Math.PI) / 180), (lat2! - lat1!) * perDegree);
+}
+
 describe('the asset map', () => {
   let work: string;
   let entries: Map<string, number>;
@@ -143,5 +167,22 @@ describe('the asset map', () => {
       expect(geometry.coordinates[0]).toBeCloseTo(-91.994, 2);
       expect(geometry.coordinates[1]).toBeCloseTo(46.842, 2);
     }
+  });
+
+  it('writes 3D Tiles that an independent reader walks, where the products are', async () => {
+    const task = path.join(work, 'task');
+    const ortho = await rasterCentre(path.join(task, 'odm_orthophoto', 'odm_orthophoto.tif'));
+    const laz = lasExtent(await readFile(path.join(task, 'odm_georeferencing', 'odm_georeferenced_model.laz')));
+    const model = await readTileset(path.join(task, '3d_tiles', 'model'));
+    const cloud = await readTileset(path.join(task, '3d_tiles', 'pointcloud'));
+    expect(model.problems).toEqual([]);
+    expect(cloud.problems).toEqual([]);
+    // The orthophoto covers the model's extent; the cloud's extent is its own (the points the crop kept).
+    expect(metresApart(model.centre, ortho.centre)).toBeLessThan(1);
+    expect(metresApart(cloud.centre, proj4(ortho.crs, 'EPSG:4326', laz.centre))).toBeLessThan(1);
+    expect(model.vertices).toBeGreaterThan(1000);
+    expect(model.textures).toBeGreaterThan(0);
+    // Refined by adding: every point of the cloud in exactly one tile.
+    expect(cloud.points).toBe(laz.points);
   });
 });

@@ -95,8 +95,6 @@ def _first_stage_to_run(project: Project, options: Options, previous: dict[str, 
     """The stage to re-run from, or None when every stage up to the end has already finished."""
     if options.rerun_all:
         return STAGE_NAMES[0]
-    if options.rerun_from:
-        return options.rerun_from
     candidates: list[str] = []
     if previous is not None:
         changed = [s for s in specs if s.name not in ("rerun-from", "end-with", "rerun-all", "max-concurrency")
@@ -105,6 +103,9 @@ def _first_stage_to_run(project: Project, options: Options, previous: dict[str, 
             first = min(changed, key=lambda s: STAGE_NAMES.index(s.stage))
             log.info("Option %s changed since the last run: re-running from %s", first.name, first.stage)
             candidates.append(first.stage)
+    if options.rerun_from:
+        # A later stage than a changed option's would run on outputs made without it (or missing).
+        return min([options.rerun_from, *candidates], key=STAGE_NAMES.index)
     for name in STAGE_NAMES:
         if not split.handled_by_submodels(project, name) and not project.stage_marker(name).exists():
             candidates.append(name)

@@ -63,6 +63,18 @@ def test_resume_skips_finished_stages_and_rerun_from_repeats_them(project: Proje
     assert stats["stages"]["dataset"]["seconds"] >= 0
 
 
+def test_rerun_from_a_later_stage_than_a_changed_option_runs_from_the_option(project: Project) -> None:
+    """skip-3dmodel (odm_meshing) changed, restarted from texturing: the mesh it needs is made first."""
+    specs = pipeline.all_options()
+    previous = {"skip-3dmodel": True}
+    options, _ = resolve(specs, [{"name": "rerun-from", "value": "mvs_texturing"}])
+    assert pipeline._first_stage_to_run(project, options, previous, specs) == "odm_meshing"
+    options, _ = resolve(specs, [{"name": "rerun-from", "value": "opensfm"}])
+    assert pipeline._first_stage_to_run(project, options, previous, specs) == "opensfm"
+    options, _ = resolve(specs, [{"name": "rerun-from", "value": "odm_dem"}, {"name": "skip-3dmodel", "value": True}])
+    assert pipeline._first_stage_to_run(project, options, previous, specs) == "odm_dem"
+
+
 def test_too_few_readable_images_is_an_input_error(project: Project) -> None:
     (project.images_dir / "DJI_0019.JPG").write_bytes(b"not a jpeg at all")
     with pytest.raises(InputError, match="at least 2"):

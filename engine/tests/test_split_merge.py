@@ -17,6 +17,7 @@ import rasterio
 from rasterio.transform import Affine
 
 from aeromap_engine.cloud.area import SurveyArea
+from aeromap_engine.cloud.classes import class_counts
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.dem.grid import Grid
 from aeromap_engine.io import pointcloud as pointcloud_io
@@ -265,6 +266,20 @@ def test_merged_cloud_keeps_each_location_from_its_owner_only(tmp_path: Path,
     write_las(tmp_path / "merged.laz", tiled.parts((X0, Y0)), merged.xyz.min(axis=0), CRS, compress=True)
     with laspy.open(tmp_path / "merged.laz") as reader:
         assert reader.header.point_count == len(expected) and reader.header.parse_crs().to_epsg() == 32630
+
+
+def test_merged_cloud_keeps_the_submodels_classes(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    a, b = _cloud(rng, 0, 70, RED, 3, 2000), _cloud(rng, 30, 100, BLUE, 5, 2000)
+    a.classes, b.classes = np.full(len(a), 2, np.uint8), np.full(len(b), 6, np.uint8)  # ground, building
+    for name, cloud in (("a", a), ("b", b)):
+        write_las(tmp_path / f"{name}.laz", [cloud], cloud.xyz.min(axis=0), CRS, compress=True)
+    tiled = merged_cloud([tmp_path / "a.laz", None, tmp_path / "b.laz"], _three_owners(), (X0, Y0),
+                         tmp_path / "merged.ply", tmp_path, classified=True)
+    merged = PointCloud.concatenate(list(tiled.parts((X0, Y0))))
+    west = merged.xyz[:, 0] < X0 + 50
+    assert tiled.classified and np.all(merged.classes[west] == 2) and np.all(merged.classes[~west] == 6)
+    assert class_counts(tiled.parts()) == {"ground": int(west.sum()), "building": int((~west).sum())}
 
 
 def test_submodels_keep_the_surveys_processing_options_but_make_only_what_the_merge_reads() -> None:

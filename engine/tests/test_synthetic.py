@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import cv2
+import laspy
 import numpy as np
 import pytest
 import rasterio
@@ -45,6 +46,7 @@ from rasterio.warp import Resampling, reproject
 from scipy import ndimage
 
 from aeromap_engine import pipeline
+from aeromap_engine.cloud.classes import BUILDING, GROUND, HIGH_VEGETATION, LOW_VEGETATION, MEDIUM_VEGETATION
 from aeromap_engine.control_points import predict_sightings
 from aeromap_engine.io.exif import exif_tags, photo_from_metadata, xmp_packet, xmp_tags
 from aeromap_engine.io.gcp import parse_gcp_list
@@ -53,8 +55,9 @@ from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec
 from aeromap_engine.synthetic.camera import Lens, Pose, footprint_extent, lawnmower, project_points
 from aeromap_engine.synthetic.render import (RenderModel, intersect, max_pyramid, observe_markers, render,
                                              to_photograph)
-from aeromap_engine.synthetic.scene import HeightField, build_scene
+from aeromap_engine.synthetic.scene import HeightField, Surface, build_scene
 from aeromap_engine.synthetic.texture import paint_texture
+from conftest import clone
 
 SURVEY = SurveySpec(
     scene=SceneSpec(size_m=85.0),
@@ -479,6 +482,52 @@ def test_dsm_with_control_points(gcp_run: Project, survey: SurveyTruth) -> None:
           f"{residuals.share:.0%} of the DSM compared")
     assert residuals.share > 0.5
     assert error <= 1.5
+
+
+# Truth classes the point classes are compared with, and the distance from another class within which a point
+# is not judged (walls, eaves, the blur of the dense cloud at an edge).
+TRUTH_CLASSES = {"ground": (Surface.GRASS, Surface.SOIL, Surface.ROAD), "building": (Surface.ROOF,),
+                 "vegetation": (Surface.TREE,)}
+LAS_CLASSES = {"ground": (GROUND,), "building": (BUILDING,),
+               "vegetation": (LOW_VEGETATION, MEDIUM_VEGETATION, HIGH_VEGETATION)}
+CLASS_EDGE_M = 0.75
+
+
+def true_classes_at(truth: SurveyTruth, xy: np.ndarray) -> np.ndarray:
+    """The truth's class name index (order of TRUTH_CLASSES) at each point, -1 near an edge between classes."""
+    with rasterio.open(truth.classes) as source:
+        surface, transform = source.read(1), source.transform
+    kinds = np.full(surface.shape, -1, np.int8)
+    margin = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * round(CLASS_EDGE_M / transform.a) + 1,) * 2)
+    for index, codes in enumerate(TRUTH_CLASSES.values()):
+        kinds[cv2.erode(np.isin(surface, codes).astype(np.uint8), margin).astype(bool)] = index
+    cols, rows = ~transform * (xy[:, 0], xy[:, 1])
+    rows, cols = np.floor(rows).astype(int), np.floor(cols).astype(int)
+    inside = (rows >= 0) & (rows < surface.shape[0]) & (cols >= 0) & (cols < surface.shape[1])
+    found = np.full(len(xy), -1, np.int8)
+    found[inside] = kinds[rows[inside], cols[inside]]
+    return found
+
+
+def test_point_classes_match_the_scene(gcp_run: Project, survey: SurveyTruth, tmp_path: Path) -> None:
+    """pc-classify on the rendered scene: every point of the georeferenced cloud, its class against the scene's
+    class under it (away from the edges between classes)."""
+    project = clone(gcp_run, tmp_path / "classified")
+    options = {o["name"]: o["value"] for o in OPTIONS} | {"pc-classify": True, "end-with": "odm_georeferencing"}
+    pipeline.run(project, [{"name": name, "value": value} for name, value in options.items()])
+    cloud = laspy.read(project.georeferenced_model("laz"))
+    truth = true_classes_at(survey, np.c_[cloud.x, cloud.y])
+    found = np.asarray(cloud.classification)
+    figures = {}
+    for index, (name, codes) in enumerate(TRUTH_CLASSES.items()):
+        said, true = np.isin(found, LAS_CLASSES[name]) & (truth >= 0), truth == index
+        figures[name] = ((said & true).sum() / max(said.sum(), 1), (said & true).sum() / max(true.sum(), 1))
+    print("\n[synthetic] point classes (precision, recall): " + ", ".join(
+        f"{name} {p:.3f} / {r:.3f}" for name, (p, r) in figures.items())
+          + f"; {np.mean(truth >= 0):.0%} of {len(truth)} points judged")
+    assert min(figures["building"]) >= 0.9
+    assert min(figures["ground"]) >= 0.95
+    assert project.read_stats()["classification"]["building"] > 0
 
 
 def test_checkpoints_measure_the_model_they_took_no_part_in(gcp_run: Project, survey: SurveyTruth) -> None:

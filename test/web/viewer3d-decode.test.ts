@@ -3,13 +3,14 @@ import { colourShift, decodePoints } from '../../web/src/viewer3d/decode.ts';
 import { readGlbInfo } from '../../web/src/viewer3d/glb.ts';
 
 /** LAS point data record format 7 (36 bytes): X Y Z int32, …, RGB uint16 at byte 30. */
-function format7(points: { X: number; Y: number; Z: number; rgb: [number, number, number] }[]): Uint8Array {
+function format7(points: { X: number; Y: number; Z: number; rgb: [number, number, number]; cls?: number }[]): Uint8Array {
   const bytes = new Uint8Array(points.length * 36);
   const view = new DataView(bytes.buffer);
   points.forEach((p, i) => {
     view.setInt32(i * 36, p.X, true);
     view.setInt32(i * 36 + 4, p.Y, true);
     view.setInt32(i * 36 + 8, p.Z, true);
+    view.setUint8(i * 36 + 16, p.cls ?? 0);
     p.rgb.forEach((c, j) => view.setUint16(i * 36 + 30 + j * 2, c, true));
   });
   return bytes;
@@ -18,6 +19,15 @@ function format7(points: { X: number; Y: number; Z: number; rgb: [number, number
 const layout = { format: 7, recordLength: 36, scale: [0.001, 0.001, 0.001] as const, offset: [576000, 5188000, 100] as const };
 
 describe('LAS point decoding', () => {
+  it('reads each point\'s class: a byte of its own from format 6, five bits of the flags before', () => {
+    const raw = format7([{ X: 0, Y: 0, Z: 0, rgb: [0, 0, 0], cls: 6 }, { X: 0, Y: 0, Z: 0, rgb: [0, 0, 0], cls: 2 }]);
+    expect([...decodePoints(raw, 2, layout, [0, 0, 0], 8).classes]).toEqual([6, 2]);
+    // Format 2 (26 bytes): classification in the low five bits of byte 15, flags above them.
+    const old = new Uint8Array(26);
+    old[15] = 0b1010_0101;
+    const format2 = { ...layout, format: 2, recordLength: 26 };
+    expect([...decodePoints(old, 1, format2, [0, 0, 0], 8).classes]).toEqual([5]);
+  });
   it('keeps millimetres of UTM coordinates once the origin is subtracted', () => {
     const raw = format7([{ X: 705_123, Y: 170_456, Z: 61_789, rgb: [65535, 32768, 0] }]);
     const out = decodePoints(raw, 1, layout, [576705, 5188170, 160], 8);

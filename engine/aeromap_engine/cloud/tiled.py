@@ -86,14 +86,16 @@ def index_path(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def tiled_writer(path: Path, tiling: Tiling, scratch: Path) -> Iterator[Callable[[int, int, PointCloud], None]]:
+def tiled_writer(path: Path, tiling: Tiling, scratch: Path,
+                 classified: bool = False) -> Iterator[Callable[[int, int, PointCloud], None]]:
     """A tiled cloud written tile by tile: write(col, row, points), each tile's points in one or more consecutive
-    calls. The index is written after the PLY, so a reader never finds an index of another cloud."""
+    calls (classified points only, in a classified cloud). The index is written after the PLY, so a reader never
+    finds an index of another cloud."""
     index_path(path).unlink(missing_ok=True)
     tiles: list[Tile] = []
     total = 0
     low, high = np.full(3, np.inf), np.full(3, -np.inf)
-    with ply_writer(path, scratch) as append:
+    with ply_writer(path, scratch, classified=classified) as append:
         def write(col: int, row: int, part: PointCloud) -> None:
             nonlocal total, low, high
             if not len(part):
@@ -142,6 +144,10 @@ class TiledCloud:
         return sum(t.count for t in self.tiles)
 
     @property
+    def classified(self) -> bool:
+        return "classification" in (self._dtype.names or ())
+
+    @property
     def extent(self) -> Bounds:
         """(xmin, ymin, xmax, ymax) of the points."""
         if self.box is None:
@@ -164,7 +170,8 @@ class TiledCloud:
         for tile in self.tiles:
             part = self.read(tile)
             if offset is not None:
-                part = PointCloud(part.xyz.astype(np.float64) + [offset[0], offset[1], 0.0], part.rgb, part.views)
+                part = PointCloud(part.xyz.astype(np.float64) + [offset[0], offset[1], 0.0], part.rgb, part.views,
+                                  part.classes)
             yield part
 
     def xyz_by_tile(self) -> Iterator[np.ndarray]:
@@ -229,7 +236,7 @@ def tile_sorted(chunks: Iterable[PointCloud], tiling: Tiling, path: Path, scratc
                 file = files.setdefault(key, Path(tmp) / f"{key[0]}_{key[1]}.bin")
                 with open(file, "ab") as f:
                     data[order[begin:end]].tofile(f)
-        with tiled_writer(path, tiling, scratch) as write:
+        with tiled_writer(path, tiling, scratch, dtype is not None and "classification" in dtype.names) as write:
             for key in sorted(files):
                 write(*key, from_records(np.fromfile(files[key], dtype=dtype)))
     return TiledCloud.open(path)

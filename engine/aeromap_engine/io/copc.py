@@ -64,6 +64,8 @@ class _Writer:
         rgb16 = points.rgb.astype(np.uint16) * 257
         records.red, records.green, records.blue = rgb16[:, 0], rgb16[:, 1], rgb16[:, 2]
         records.user_data = points.views
+        if points.classes is not None:
+            records.classification = points.classes
         self.writer.AddNode(copclib.VoxelKey(*key), copclib.VectorChar(records.array.view(np.int8)))
         self.nodes += 1
 

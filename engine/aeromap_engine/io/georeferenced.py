@@ -53,7 +53,7 @@ def write_cloud(project: "Project", options: Options, cloud: TiledCloud, georef:
             log.info("COPC point cloud: %d octree nodes", nodes)
         progress(0.8)
         with ply_writer(project.georeferenced_model("ply"), Path(tmp), np.float64,
-                        (f"crs {georef.crs}",) if georef.crs else ()) as append:
+                        (f"crs {georef.crs}",) if georef.crs else (), cloud.classified) as append:
             for part in cloud.parts(georef.offset):
                 append(part)
     log.info("Georeferenced point cloud: %d points%s", len(cloud), f" in {georef.crs}" if georef.crs else

@@ -28,9 +28,9 @@ def open_las(path: Path) -> laspy.LasReader:
     return laspy.open(path, laz_backend=LAZ_BACKEND)
 
 
-def read_las(path: Path) -> Iterator[PointCloud]:
+def read_las(path: Path, classified: bool = False) -> Iterator[PointCloud]:
     """The points of a LAS/LAZ file a chunk at a time: CRS coordinates (float64), 8-bit colours (black where the
-    file has none), the view counts from user_data."""
+    file has none), the view counts from user_data, and with `classified` their classes."""
     with open_las(path) as reader:
         has_colour = "red" in reader.header.point_format.dimension_names
         for chunk in reader.chunk_iterator(CHUNK):
@@ -40,7 +40,8 @@ def read_las(path: Path) -> Iterator[PointCloud]:
                 rgb = (np.c_[chunk.red, chunk.green, chunk.blue] >> 8).astype(np.uint8)
             else:
                 rgb = np.zeros((len(xyz), 3), np.uint8)
-            yield PointCloud(xyz, rgb, np.asarray(chunk.user_data, np.uint8))
+            classes = np.asarray(chunk.classification, np.uint8) if classified else None
+            yield PointCloud(xyz, rgb, np.asarray(chunk.user_data, np.uint8), classes)
 
 
 def tiled_from_las(path: Path, offset: tuple[float, float], target: Path, scratch: Path) -> TiledCloud:
@@ -71,6 +72,8 @@ def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str
             rgb16 = part.rgb.astype(np.uint16) * 257
             records.red, records.green, records.blue = rgb16[:, 0], rgb16[:, 1], rgb16[:, 2]
             records.user_data = part.views
+            if part.classes is not None:
+                records.classification = part.classes
             writer.write_points(records)
 
 

@@ -169,26 +169,26 @@ def merge_rasters(sources: list[Path | None], owners: Owners, out: Path, kind: R
     return grid, covered
 
 
-def _owned_chunks(path: Path, index: int, owners: Owners) -> Iterator[PointCloud]:
+def _owned_chunks(path: Path, index: int, owners: Owners, classified: bool) -> Iterator[PointCloud]:
     """The points of submodel `index`'s LAS/LAZ that it owns, a chunk at a time (CRS coordinates, float64)."""
-    for chunk in read_las(path):
+    for chunk in read_las(path, classified):
         keep = owners.owner(chunk.xyz[:, :2]) == index
         if keep.any():
             yield chunk.subset(keep)
 
 
 def merged_cloud(sources: list[Path | None], owners: Owners, offset: tuple[float, float], path: Path,
-                 scratch: Path) -> TiledCloud:
+                 scratch: Path, classified: bool = False) -> TiledCloud:
     """The submodels' georeferenced clouds (sources[k]: submodel k's LAS/LAZ, None where it has none) cut along
     the cutlines: each location keeps only the points of the submodel that owns it. Written at `path` as a tiled
-    cloud in the world frame (the CRS less `offset`), the view counts taken from user_data, ready for
-    io/georeferenced.py's write_cloud."""
+    cloud in the world frame (the CRS less `offset`), the view counts taken from user_data (and the classes, when
+    the submodels classified their points), ready for io/georeferenced.py's write_cloud."""
     shift = np.array([offset[0], offset[1], 0.0])
 
     def parts() -> Iterator[PointCloud]:
         for k, source in enumerate(sources):
             if source is not None:
-                for part in _owned_chunks(source, k, owners):
-                    yield PointCloud((part.xyz - shift).astype(np.float32), part.rgb, part.views)
+                for part in _owned_chunks(source, k, owners, classified):
+                    yield PointCloud((part.xyz - shift).astype(np.float32), part.rgb, part.views, part.classes)
 
     return tile_sorted(parts(), Tiling.fitting(parts()), path, scratch)

@@ -22,6 +22,7 @@ import rasterio
 
 from ..atomic_files import read_json
 from ..cloud.area_tracing import SIMPLIFY, vectorize
+from ..cloud.classes import class_counts
 from ..crs_offset import Georef
 from ..dem.grid import Grid
 from ..io.georeferenced import write_cloud
@@ -122,11 +123,13 @@ def merge_cloud(ctx: "StageContext", submodels: list["Project"], owners: Owners,
     project = ctx.project
     with tempfile.TemporaryDirectory(prefix="merge.", dir=project.root) as tmp:
         cloud = merged_cloud(existing([s.georeferenced_model("laz") for s in submodels]), owners, georef.offset,
-                             Path(tmp) / "merged.ply", Path(tmp))
+                             Path(tmp) / "merged.ply", Path(tmp), ctx.options.pc_classify)
         ctx.progress(0.5)
         write_cloud(project, ctx.options, cloud, georef, ctx.part(0.5, 1.0).progress)
+        counts = class_counts(cloud.parts()) if cloud.classified else {}
     log.info("Merged point cloud: %d points from %d submodels", len(cloud), len(submodels))
-    return {"point_cloud": {"points": len(cloud), "source": "dense", "submodels": len(submodels)}}
+    return {"point_cloud": {"points": len(cloud), "source": "dense", "submodels": len(submodels)},
+            "classification": counts}
 
 
 def opaque_outline(orthophoto: Path) -> dict:

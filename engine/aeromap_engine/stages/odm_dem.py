@@ -23,13 +23,15 @@ from ..dem.surface import COARSE_FACTOR, CONTEXT_CELLS, NODATA, CoarseSurface, S
 from ..io.geojson import read_survey_area
 from ..io.geotiff import RasterFormat, TiledRaster
 from ..log import log
-from ..options import Option
+from ..options import Option, Options
 from ..parallel import forked_map
 from ..resources import workers_within_memory
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
 
+# pc-classify finds the ground with SMRF in the georeferencing stage: a change of its settings re-runs from there.
+SMRF_STAGE = "odm_georeferencing"
 OPTIONS: list[Option] = [
     Option("dsm", "bool", False, "Build a Digital Surface Model (the ground and everything on it).", "odm_dem"),
     Option("dtm", "bool", False, "Build a Digital Terrain Model (the bare ground: the points a simple "
@@ -39,13 +41,13 @@ OPTIONS: list[Option] = [
     Option("dem-gapfill-steps", "int", 3, "Rings of cells grown into small gaps of the elevation models, before "
            "larger gaps are interpolated. 0 grows none.", "odm_dem", minimum=0),
     Option("smrf-scalar", "float", 1.25, "Simple Morphological Filter: extra ground threshold per unit of "
-           "terrain slope.", "odm_dem", minimum=0),
+           "terrain slope.", SMRF_STAGE, minimum=0),
     Option("smrf-slope", "float", 0.15, "Simple Morphological Filter: the steepest terrain slope (rise over "
-           "run) still taken as ground.", "odm_dem", minimum=0),
+           "run) still taken as ground.", SMRF_STAGE, minimum=0),
     Option("smrf-threshold", "float", 0.5, "Simple Morphological Filter: height in metres above or below the "
-           "terrain within which a point is ground.", "odm_dem", minimum=0),
+           "terrain within which a point is ground.", SMRF_STAGE, minimum=0),
     Option("smrf-window", "float", 18.0, "Simple Morphological Filter: radius in metres of the largest object "
-           "(tree, building) to remove from the terrain.", "odm_dem", minimum=1),
+           "(tree, building) to remove from the terrain.", SMRF_STAGE, minimum=1),
     Option("ignore-gsd", "bool", False, "Do not limit the resolution of the elevation models and the "
            "orthophoto to what the images' ground sampling distance supports (slower, more memory).", "odm_dem"),
     Option("cog", "bool", True, "Write the elevation models and the orthophoto as Cloud-Optimized GeoTIFFs "
@@ -112,6 +114,10 @@ class GroundTile:
         return points.subset(ground & own)
 
 
+def smrf_settings(options: Options) -> SmrfSettings:
+    return SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
+
+
 def find_ground(cloud: TiledCloud, settings: SmrfSettings, path: Path, scratch: Path, workers: int) -> TiledCloud:
     """SMRF's ground points, written as a tiled cloud at `path`, the tiles classified in `workers` processes (a
     sparse cloud's tiles are large, and mostly empty where the survey has gaps: hence each tile's own extent)."""
@@ -141,7 +147,7 @@ def run(ctx: "StageContext") -> None:
         figures["dsm"] = {"width": grid.width, "height": grid.height}
         ctx.progress(0.4)
     if options.dtm:
-        smrf = SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
+        smrf = smrf_settings(options)
         with tempfile.TemporaryDirectory(prefix="dem.", dir=project.root) as tmp:
             ground = find_ground(cloud, smrf, Path(tmp) / "ground.ply", Path(tmp), workers)
             ctx.progress(0.7)

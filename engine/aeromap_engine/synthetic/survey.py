@@ -27,7 +27,8 @@ from .render import Hotspot, RenderModel, observe_markers, render, sun_direction
 from .scene import Marker, build_scene
 from .site import Site, SurveySpec, locate
 from .texture import paint_texture
-from .truth import ControlPoint, cameras_document, gcp_list_text, halve, write_heights, write_orthophoto
+from .truth import (ControlPoint, cameras_document, gcp_list_text, halve, write_bands, write_heights,
+                    write_orthophoto)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class SurveyTruth:
     dsm: Path
     dtm: Path
     orthophoto: Path
+    classes: Path  # the surface class (scene.Surface) of each cell, north-up
     cameras_json: Path
     gcp_list: Path
     gsd_m: float  # at the flight height above the mean ground, nadir
@@ -89,13 +91,14 @@ def generate(out_dir: Path, spec: SurveySpec, workers: int = 1) -> SurveyTruth:
     control_points = [ControlPoint(m.name, site.to_crs([m.centre[0], m.centre[1], m.z]), observations[m.name])
                       for m in scene.markers]
     crs = crs_name(site.crs)
-    paths = {name: truth_dir / f"{name}.tif" for name in ("dsm", "dtm", "orthophoto")}
+    paths = {name: truth_dir / f"{name}.tif" for name in ("dsm", "dtm", "orthophoto", "classes")}
     write_heights(paths["dsm"], scene.surface, site)
     write_heights(paths["dtm"], scene.ground, site)
     ortho = true_orthophoto(model)
     for _ in range(spec.truth_ortho_level):
         ortho = halve(ortho)
     write_orthophoto(paths["orthophoto"], ortho, scene.size_m, site)
+    write_bands(paths["classes"], scene.classes[..., None], scene.size_m, site, ["class"])
     gcp_path = truth_dir / "gcp_list.txt"
     gcp_path.write_text(gcp_list_text(crs, control_points))
     gsd = spec.flight.height_m / lens.focal_px
@@ -108,7 +111,7 @@ def generate(out_dir: Path, spec: SurveySpec, workers: int = 1) -> SurveyTruth:
     west, south = site.origin[:2]
     bounds = (float(west), float(south), float(west + scene.size_m), float(south + scene.size_m))
     return SurveyTruth(out_dir, images_dir, crs, site, lens, photographs, control_points, paths["dsm"],
-                       paths["dtm"], paths["orthophoto"], cameras_path, gcp_path, gsd, bounds, seconds)
+                       paths["dtm"], paths["orthophoto"], paths["classes"], cameras_path, gcp_path, gsd, bounds, seconds)
 
 
 @dataclass(frozen=True)

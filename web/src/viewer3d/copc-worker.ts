@@ -22,7 +22,7 @@ export interface LoadRequest {
 export type WorkerRequest = LoadRequest | { type: 'cancel'; id: number };
 
 export type WorkerReply =
-  | { type: 'loaded'; id: number; positions: Float32Array; colours: Uint8Array; count: number; zMin: number; zMax: number; shift: 0 | 8; bytes: number }
+  | { type: 'loaded'; id: number; positions: Float32Array; colours: Uint8Array; classes: Uint8Array; count: number; zMin: number; zMax: number; shift: 0 | 8; bytes: number }
   | { type: 'failed'; id: number; message: string; aborted: boolean };
 
 // The web application's types are the page's (DOM), not a worker's: only what is used here is declared.
@@ -49,7 +49,7 @@ async function load(request: LoadRequest): Promise<void> {
     const shift = request.shift ?? colourShift(raw, request.pointCount, request.layout);
     const points = decodePoints(raw, request.pointCount, request.layout, request.origin, shift);
     const reply: WorkerReply = { type: 'loaded', id: request.id, ...points, shift, bytes: compressed.byteLength };
-    scope.postMessage(reply, [points.positions.buffer, points.colours.buffer]);
+    scope.postMessage(reply, [points.positions.buffer, points.colours.buffer, points.classes.buffer]);
   } catch (error) {
     const reply: WorkerReply = { type: 'failed', id: request.id, message: String((error as Error)?.message ?? error), aborted: controller.signal.aborted };
     scope.postMessage(reply);

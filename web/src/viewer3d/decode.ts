@@ -1,11 +1,15 @@
 // Decoding of uncompressed LAS point records into what the GPU draws: float32 positions relative to an origin
-// (UTM coordinates are too large for float32 to keep centimetres) and 8-bit RGB.
+// (UTM coordinates are too large for float32 to keep centimetres), 8-bit RGB and the ASPRS class.
 import type { Vec3 } from './geometry.ts';
 
 /** Byte offset of the red channel in each LAS point data record format; formats without colour are absent. */
 const RGB_OFFSET: Record<number, number> = { 2: 20, 3: 28, 5: 28, 7: 30, 8: 30, 10: 30 };
 
 export const hasColour = (format: number): boolean => format in RGB_OFFSET;
+
+/** The classification's byte: five bits of byte 15 in formats 0 to 5, the whole of byte 16 from format 6. */
+const classOf = (view: DataView, base: number, format: number): number =>
+  format >= 6 ? view.getUint8(base + 16) : view.getUint8(base + 15) & 0x1f;
 
 export interface LasLayout {
   format: number;
@@ -18,6 +22,7 @@ export interface DecodedPoints {
   count: number;
   positions: Float32Array;
   colours: Uint8Array;
+  classes: Uint8Array;
   /** Scene-frame z range of these points. */
   zMin: number;
   zMax: number;
@@ -42,6 +47,7 @@ export function decodePoints(bytes: Uint8Array, count: number, layout: LasLayout
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const positions = new Float32Array(count * 3);
   const colours = new Uint8Array(count * 3);
+  const classes = new Uint8Array(count);
   // The offset minus the origin in float64 first: the small remainder then survives float32.
   const [sx, sy, sz] = layout.scale;
   const ox = layout.offset[0] - origin[0];
@@ -58,6 +64,7 @@ export function decodePoints(bytes: Uint8Array, count: number, layout: LasLayout
     positions[i * 3 + 2] = z;
     if (z < zMin) zMin = z;
     if (z > zMax) zMax = z;
+    classes[i] = classOf(view, base, layout.format);
     if (rgbAt === undefined) {
       colours.fill(200, i * 3, i * 3 + 3);
     } else {
@@ -66,5 +73,5 @@ export function decodePoints(bytes: Uint8Array, count: number, layout: LasLayout
       colours[i * 3 + 2] = Math.min(255, view.getUint16(base + rgbAt + 4, true) >> shift);
     }
   }
-  return { count, positions, colours, zMin, zMax };
+  return { count, positions, colours, classes, zMin, zMax };
 }

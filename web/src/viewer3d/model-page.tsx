@@ -1,7 +1,7 @@
 // The 3D view of a task: its point cloud streamed from the COPC file, its textured model on demand, and a
 // distance measurement. Loaded only when opened, so three.js stays out of the other pages.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ColourMode } from './point-material.ts';
+import { CLASS_COLOURS, type ColourMode } from './point-material.ts';
 import { ViewerSession } from './session.ts';
 import './viewer3d.css';
 
@@ -134,8 +134,10 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
             <select value={mode} onChange={(e) => { const v = e.currentTarget.value as ColourMode; setMode(v); session.setColourMode(v); }}>
               <option value="rgb">RGB</option>
               <option value="elevation">Elevation</option>
+              <option value="class">Classification</option>
             </select>
           </label>
+          {mode === 'class' && <ClassLegend />}
         </>
       )}
       <button type="button" class={state.measuring ? 'primary' : ''} aria-pressed={state.measuring} onClick={() => session.setMeasuring(!state.measuring)}>
@@ -143,6 +145,19 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
       </button>
       {state.measuring && <MeasureResult session={session} />}
     </details>
+  );
+}
+
+function ClassLegend() {
+  return (
+    <ul class="viewer3d-legend" aria-label="Point classes">
+      {CLASS_COLOURS.map(({ code, name, colour }) => (
+        <li key={code}>
+          <span class="viewer3d-swatch" style={{ background: colour }} />
+          {name}
+        </li>
+      ))}
+    </ul>
   );
 }
 

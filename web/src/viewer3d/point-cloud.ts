@@ -178,17 +178,18 @@ export class PointCloud {
       this.shift ??= reply.shift;
       this.stats.bytes += reply.bytes;
       this.stats.firstPointsMs ??= performance.now() - this.started;
-      state.points = this.createPoints(state.key, reply.positions, reply.colours);
+      state.points = this.createPoints(state.key, reply.positions, reply.colours, reply.classes);
       this.group.add(state.points);
       this.refreshVisibility();
     }
     this.pump();
   }
 
-  private createPoints(key: string, positions: Float32Array, colours: Uint8Array): THREE.Points {
+  private createPoints(key: string, positions: Float32Array, colours: Uint8Array, classes: Uint8Array): THREE.Points {
     const geometry = new THREE.BufferGeometry();
     geometry.setAttribute('position', new THREE.BufferAttribute(positions, 3));
     geometry.setAttribute('rgb', new THREE.BufferAttribute(colours, 3, true));
+    geometry.setAttribute('classification', new THREE.BufferAttribute(classes, 1));
     const box = nodeBounds(this.cube, parseKey(key));
     geometry.boundingBox = new THREE.Box3(new THREE.Vector3(...box.min), new THREE.Vector3(...box.max));
     geometry.boundingSphere = geometry.boundingBox.getBoundingSphere(new THREE.Sphere());

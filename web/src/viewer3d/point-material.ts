@@ -1,11 +1,38 @@
-// The points' material: fixed-size round points in CSS pixels, coloured by the file's RGB or by an elevation ramp
-// computed on the GPU, so that switching modes re-uploads nothing.
+// The points' material: fixed-size round points in CSS pixels, coloured by the file's RGB, by an elevation ramp
+// or by the points' ASPRS class, chosen on the GPU, so that switching modes re-uploads nothing.
 import * as THREE from 'three';
 
-export type ColourMode = 'rgb' | 'elevation';
+export type ColourMode = 'rgb' | 'elevation' | 'class';
+
+const MODES: Record<ColourMode, number> = { rgb: 0, elevation: 1, class: 2 };
+
+/** The ASPRS classes the engine writes (and LAS's other common ones), with their colours in the class mode. */
+export const CLASS_COLOURS: { code: number; name: string; colour: string }[] = [
+  { code: 1, name: 'Unclassified', colour: '#9e9e9e' },
+  { code: 2, name: 'Ground', colour: '#a67c52' },
+  { code: 3, name: 'Low vegetation', colour: '#9ad86f' },
+  { code: 4, name: 'Medium vegetation', colour: '#4caf3f' },
+  { code: 5, name: 'High vegetation', colour: '#1b6e2a' },
+  { code: 6, name: 'Building', colour: '#d9483b' },
+  { code: 7, name: 'Noise', colour: '#c040c0' },
+  { code: 9, name: 'Water', colour: '#2f6fd6' },
+];
+const PALETTE_SIZE = 32; // codes 0-31, all that formats 0 to 5 can hold
+
+// The shader writes its colours as they are (RGB comes from the file the same way): the legend's CSS colours are
+// taken as they are too, not converted to three.js's linear working space.
+const shaderColour = (css: string): THREE.Color => new THREE.Color().setStyle(css, THREE.LinearSRGBColorSpace);
+
+function palette(): THREE.Color[] {
+  const colours = Array.from({ length: PALETTE_SIZE }, () => shaderColour('#9e9e9e'));
+  for (const { code, colour } of CLASS_COLOURS) colours[code] = shaderColour(colour);
+  return colours;
+}
 
 const vertexShader = /* glsl */ `
 attribute vec3 rgb;
+attribute float classification;
+uniform vec3 uClassColours[${PALETTE_SIZE}];
 uniform float uSize;
 uniform float uPixelRatio;
 uniform float uMode;
@@ -29,7 +56,9 @@ vec3 ramp(float t) {
 
 void main() {
   vec4 world = modelMatrix * vec4(position, 1.0);
-  vColour = uMode > 0.5 ? ramp(clamp((world.z - uZMin) / max(uZMax - uZMin, 1e-6), 0.0, 1.0)) : rgb;
+  if (uMode > 1.5) vColour = uClassColours[int(min(classification, ${PALETTE_SIZE - 1}.0))];
+  else if (uMode > 0.5) vColour = ramp(clamp((world.z - uZMin) / max(uZMax - uZMin, 1e-6), 0.0, 1.0));
+  else vColour = rgb;
   gl_Position = projectionMatrix * viewMatrix * world;
   gl_PointSize = uSize * uPixelRatio;
 }
@@ -54,10 +83,11 @@ export function createPointMaterial(zMin: number, zMax: number): THREE.ShaderMat
       uMode: { value: 0 },
       uZMin: { value: zMin },
       uZMax: { value: zMax },
+      uClassColours: { value: palette() },
     },
   });
 }
 
 export function setColourMode(material: THREE.ShaderMaterial, mode: ColourMode): void {
-  material.uniforms.uMode.value = mode === 'elevation' ? 1 : 0;
+  material.uniforms.uMode.value = MODES[mode];
 }
