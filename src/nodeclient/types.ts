@@ -24,15 +24,17 @@ export type NodeOption = Static<typeof NodeOption>;
 
 export const NodeOptions = Type.Array(NodeOption);
 
+// Only the status is certain: a proxy answers for a task it is still forwarding to a node, or failed to forward,
+// from its own table (ClusterODM: a status and a line of output, no progress, time or image count).
 export const NodeTaskInfo = Type.Object({
-  uuid: Type.String(),
+  uuid: Type.Optional(Type.String()),
   name: Type.Optional(Type.String()),
   /** Milliseconds since the epoch. */
   dateCreated: Type.Optional(Type.Number()),
-  processingTime: Type.Number(),
+  processingTime: Type.Optional(Type.Number()),
   status: Type.Object({ code: Type.Integer(), errorMessage: Type.Optional(Type.String()) }),
-  imagesCount: Type.Integer(),
-  progress: Type.Number(),
+  imagesCount: Type.Optional(Type.Integer()),
+  progress: Type.Optional(Type.Number()),
   output: Type.Optional(Type.Array(Type.String())),
 });
 export type NodeTaskInfo = Static<typeof NodeTaskInfo>;

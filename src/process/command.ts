@@ -139,7 +139,7 @@ async function runOnNode(url: string, token: string | undefined, project: string
         process.stderr.write(`The node ${info.status.code === TaskStatus.FAILED ? `failed the task: ${info.status.errorMessage ?? ''}` : 'canceled the task'}\n`);
         return 1;
       }
-      display.progress('processing', info.progress);
+      if (info.progress !== undefined) display.progress('processing', info.progress);
       await new Promise((resolve) => setTimeout(resolve, 1000));
       controller.signal.throwIfAborted();
     }

@@ -2,6 +2,7 @@
 // over real HTTP: the chunked upload, task info and actions, the all.zip download and its resume. Small servers
 // stand in for nodes that ignore ranges and for a connection that drops in the middle of a body.
 import { randomBytes } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { type IncomingMessage, type Server, type ServerResponse, createServer, request as forward } from 'node:http';
@@ -181,6 +182,40 @@ describe('NodeClient with a processing node', () => {
       onProgress: () => controller.abort(reason),
     });
     await expect(upload).rejects.toBe(reason);
+  });
+
+  it('retries an upload on one signal without leaving a listener per attempt', async () => {
+    // Files go one at a time: every first attempt at a file fails with a server error, the second goes through.
+    let uploads = 0;
+    let refused = 0;
+    const { server, client: flaky } = await listen((request, response) => {
+      const upload = request.url?.startsWith('/task/new/upload/') ?? false;
+      if (upload && ++uploads % 2 === 1) {
+        refused++;
+        request.resume();
+        response.writeHead(502).end('{}');
+        return;
+      }
+      proxyTo(node.port, [])(request, response);
+    });
+    const controller = new AbortController();
+    const warnings: string[] = [];
+    const warned = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', warned);
+    try {
+      const many = await makeJpegs(path.join(dir, 'retried'), 6);
+      const uuid = await flaky.createTask(many.map((file) => ({ name: path.basename(file), path: file })), {
+        signal: controller.signal,
+        parallelUploads: 1,
+      });
+      expect((await waitFor(flaky, uuid, [COMPLETED])).status.code).toBe(COMPLETED);
+      expect(refused).toBe(6);
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', warned);
+      server.close();
+    }
   });
 
   it('takes the whole file from a node that ignores ranges, over a stale .part', async () => {

@@ -29,6 +29,11 @@ export interface FakeTaskBehaviour {
   taskStatus: number;
   /** The all.zip of completed tasks. */
   allZip: string | null;
+  /** 'node': task info as NodeODM gives it; 'proxy': as ClusterODM's task table does while it forwards a task
+   * (or after a forward failed): a status, a line of output, no progress, time nor image count. */
+  infoShape: 'node' | 'proxy';
+  /** The error message of failed tasks. */
+  errorMessage: string;
 }
 
 export interface FakeNode {
@@ -80,7 +85,9 @@ function taskRoutes(node: FakeNode, request: IncomingMessage, response: ServerRe
     if (!task) send({ error: 'Invalid uuid (not found)' });
     else if (taskOf[2] === 'info') {
       const code = task.canceled ? 50 : tasks.taskStatus;
-      send({ uuid: taskOf[1], processingTime: 1000, status: { code }, imagesCount: 3, progress: code === 40 ? 100 : 50, output: [] });
+      const status = code === 30 ? { code, errorMessage: tasks.errorMessage } : { code };
+      if (tasks.infoShape === 'proxy') send({ uuid: taskOf[1], status, output: ['Launching... please wait!'] });
+      else send({ uuid: taskOf[1], processingTime: 1000, status, imagesCount: 3, progress: code === 40 ? 100 : 50, output: [] });
     } else {
       response.setHeader('content-type', 'application/zip');
       createReadStream(tasks.allZip ?? '').pipe(response);
@@ -104,7 +111,7 @@ export async function startFakeNode(config: FakeNodeOptions = {}): Promise<FakeN
   const requests: FakeNode['requests'] = [];
   const node = {
     requests,
-    tasks: { uploadDelayMs: 0, commit: 'answer', commitDelayMs: 0, taskStatus: 40, allZip: null },
+    tasks: { uploadDelayMs: 0, commit: 'answer', commitDelayMs: 0, taskStatus: 40, allZip: null, infoShape: 'node', errorMessage: '' },
     inits: [],
     committed: new Map(),
     abortedUploads: 0,

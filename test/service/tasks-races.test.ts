@@ -216,6 +216,23 @@ describe.each(BACKENDS)('failures on %s', (backend) => {
     expect(output.trim().split('\n').at(-1)).toBe(`[ERROR] ${done.last_error}`);
   }, 30_000);
 
+  it.runIf(backend === 'sqlite')("a proxy's answers without progress keep the task running, and its failure shows", async () => {
+    const { node, first, create } = await setUp(backend);
+    node.tasks.taskStatus = TaskStatus.RUNNING;
+    node.tasks.infoShape = 'proxy';
+    const task = await create();
+    const polls = () => node.requests.filter((r) => r.path.endsWith('/info')).length;
+    await until('three polls of the forwarded task', () => polls() >= 3, 10_000);
+    const running = (await first.admin.get(task.url)).body;
+    expect(running.status).toBe(TaskStatus.RUNNING);
+    expect(running.last_error).toBeNull();
+    node.tasks.taskStatus = TaskStatus.FAILED;
+    node.tasks.errorMessage = 'Cannot forward task abc to processing node 10.0.0.5:3000: Failed to upload images';
+    const done = await waitForTask(first.admin, task.url, finished, 10_000);
+    expect(done.status).toBe(TaskStatus.FAILED);
+    expect(done.last_error).toBe(node.tasks.errorMessage);
+  }, 30_000);
+
   it('four uploads held in flight never delay a fifth task: its polls go on and its cancel takes effect', async () => {
     const { node, first, create } = await setUp(backend);
     node.tasks.taskStatus = TaskStatus.RUNNING;

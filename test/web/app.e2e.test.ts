@@ -217,6 +217,31 @@ describe('web application in Chromium', () => {
     });
     const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
     await page.goto(`${t.url}/3d/project/${projectId}/task/${taskId}/`);
+    await expect.poll(async () => Number(await page.locator('#viewer3d').getAttribute('data-points')), { timeout: 60_000 }).toBeGreaterThan(10_000);
+    // An area: three corners clicked on the cloud around the middle of the view.
+    await page.getByRole('button', { name: 'Area' }).click();
+    const canvas = (await page.locator('#viewer3d canvas').boundingBox())!;
+    for (const [dx, dy] of [[-120, 40], [120, 40], [0, -60]]) {
+      await page.locator('#viewer3d canvas').click({ position: { x: canvas.width / 2 + dx, y: canvas.height / 2 + dy } });
+    }
+    const result = page.getByTestId('measure-result');
+    await expect.poll(() => result.getAttribute('data-kind')).toBe('area');
+    expect(Number(await result.getAttribute('data-value'))).toBeGreaterThan(1);
+    await screenshot(page, '3d-area-desktop');
+    // The view saved is where the 3D view opens next time, kept in the task's scene in the CRS.
+    const camera = () => page.evaluate(() => (window as unknown as { __aeromapViewer: { camera: { position: { toArray(): number[] } } } }).__aeromapViewer.camera.position.toArray());
+    await page.keyboard.press('Escape');
+    await page.locator('#viewer3d').focus();
+    for (let i = 0; i < 4; i++) await page.keyboard.press('ArrowLeft');
+    const turned = await camera();
+    await page.getByRole('button', { name: 'Save view' }).click();
+    await page.getByText(/View saved/).waitFor();
+    const view = (await t.admin.get(`/api/projects/${projectId}/tasks/${taskId}/3d/scene`)).body.view as { position: number[] };
+    expect(view.position[0]).toBeGreaterThan(1000); // easting, not the view's local frame
+    await page.reload();
+    await expect.poll(async () => Number(await page.locator('#viewer3d').getAttribute('data-points')), { timeout: 60_000 }).toBeGreaterThan(10_000);
+    const reopened = await camera();
+    for (const axis of [0, 1, 2]) expect(reopened[axis]).toBeCloseTo(turned[axis]!, 1);
     await page.getByLabel('Textured model').check();
     await page.locator('#viewer3d[data-model-loaded="true"]').waitFor({ timeout: 120_000 });
     await screenshot(page, '3d-model-desktop');

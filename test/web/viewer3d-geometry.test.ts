@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { boxIntersectsFrustum, distanceParts, distanceToBox, frustumPlanes, projectedSize } from '../../web/src/viewer3d/geometry.ts';
+import { type Vec3, angleAt, boxIntersectsFrustum, distanceParts, distanceToBox, frustumPlanes, horizontalArea, projectedSize } from '../../web/src/viewer3d/geometry.ts';
+import { addPick, measure } from '../../web/src/viewer3d/measure-tools.ts';
 import { pickPoint } from '../../web/src/viewer3d/pick.ts';
 import { dollyPosition, orbitPosition } from '../../web/src/viewer3d/orbit.ts';
 
@@ -88,5 +89,37 @@ describe('keyboard orbit', () => {
   it('zooms along the line of sight, not through the target', () => {
     expect(dollyPosition([10, 0, 0], [0, 0, 0], 0.5)).toEqual([5, 0, 0]);
     expect(dollyPosition([1, 0, 0], [0, 0, 0], 0.01, 0.5)).toEqual([0.5, 0, 0]);
+  });
+});
+
+describe('3D measurements', () => {
+  it('measure a height, an angle and an area from the points clicked', () => {
+    expect(measure('height', [[0, 0, 10], [3, 4, 12.5]])).toEqual({ tool: 'height', value: 2.5, details: [{ label: 'apart horizontally', metres: 5 }] });
+    expect(measure('angle', [[5, 0, 0], [0, 0, 0], [0, 3, 0]])!.value).toBeCloseTo(90, 9);
+    expect(measure('angle', [[1, 0, 0], [0, 0, 0], [1, 0, 1]])!.value).toBeCloseTo(45, 9);
+    // A 20 m x 10 m rectangle on a slope: its area seen from above, its perimeter along the ground.
+    const rectangle: Vec3[] = [[0, 0, 0], [20, 0, 2], [20, 10, 2], [0, 10, 0]];
+    const area = measure('area', rectangle)!;
+    expect(area.value).toBeCloseTo(200, 9);
+    expect(area.details[0].metres).toBeCloseTo(2 * Math.hypot(20, 2) + 20, 9);
+    expect(horizontalArea([...rectangle].reverse())).toBeCloseTo(200, 9);
+    expect(angleAt([1, 0, 0], [0, 0, 0], [-1, 0, 0])).toBeCloseTo(180, 9);
+  });
+
+  it('wait for the points a tool needs, then start afresh', () => {
+    let picks: Vec3[] = [];
+    for (const p of [[0, 0, 0], [1, 0, 0]] as Vec3[]) {
+      expect(measure('angle', picks)).toBeNull();
+      picks = addPick('angle', picks, p);
+    }
+    picks = addPick('angle', picks, [1, 1, 0]);
+    expect(measure('angle', picks)!.value).toBeCloseTo(90, 9);
+    expect(addPick('angle', picks, [5, 5, 5])).toEqual([[5, 5, 5]]);
+    expect(addPick('distance', [[0, 0, 0], [1, 1, 1]], [2, 2, 2])).toEqual([[2, 2, 2]]);
+    // An area takes corners until the tool is put down.
+    let corners: Vec3[] = [];
+    for (let i = 0; i < 6; i++) corners = addPick('area', corners, [i, i * i, 0]);
+    expect(corners).toHaveLength(6);
+    expect(measure('area', corners.slice(0, 2))).toBeNull();
   });
 });

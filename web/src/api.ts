@@ -153,6 +153,8 @@ export interface Task {
   public: boolean;
   /** With public: anyone may also save its 3D scene. */
   public_edit: boolean;
+  /** The saved 3D scene (WebODM's Potree scene); its view is where the 3D view opens. */
+  potree_scene: Record<string, unknown>;
   tags: string[];
   resize_to: number;
   epsg: number | null;

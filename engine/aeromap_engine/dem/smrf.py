@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -22,6 +23,9 @@ from scipy.ndimage import rank_filter
 
 from .grid import Grid, bin_points, sample_bilinear
 from .surface import fill_all
+
+if TYPE_CHECKING:
+    from ..options import Options
 
 # The lower envelope a point is compared with: the LOW_RANK-th lowest of the lowest points of the cells within
 # LOW_RADIUS cells that hold points (ELM compares the lowest point with the next lowest; this asks for a few
@@ -33,6 +37,10 @@ LOW_RADIUS = 5
 # cell whose lowest point lies within the threshold of that needs no look at the disk.
 LOW_BOX = 3
 
+# What one process holds to find the ground of one tile of a tiled cloud with its margin (bench/NOTES.md).
+TILE_WORKING_BYTES = 900 * 2**20
+
+
 @dataclass(frozen=True)
 class SmrfSettings:
     scalar: float = 1.25  # extra threshold per unit of terrain slope
@@ -41,6 +49,11 @@ class SmrfSettings:
     window: float = 18.0  # metres: radius of the largest opening (the widest object removed)
     cell: float = 1.0  # metres
     low_threshold: float = 1.0  # metres below the lower envelope of its neighbourhood that make a point noise
+
+    @staticmethod
+    def of(options: "Options") -> "SmrfSettings":
+        """The settings the smrf-* options give."""
+        return SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
 
 
 @dataclass(frozen=True)

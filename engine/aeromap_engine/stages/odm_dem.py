@@ -18,12 +18,12 @@ from ..cloud.points import PointCloud
 from ..cloud.tiled import Tile, TiledCloud, tiled_writer
 from ..crs_offset import Georef
 from ..dem.grid import Grid, Window, output_resolution
-from ..dem.smrf import SmrfSettings, classify, terrain_margin
+from ..dem.smrf import TILE_WORKING_BYTES, SmrfSettings, classify, terrain_margin
 from ..dem.surface import COARSE_FACTOR, CONTEXT_CELLS, NODATA, CoarseSurface, SurfaceSettings, surface
 from ..io.geojson import read_survey_area
 from ..io.geotiff import RasterFormat, TiledRaster
 from ..log import log
-from ..options import Option, Options
+from ..options import Option
 from ..parallel import forked_map
 from ..resources import workers_within_memory
 
@@ -56,9 +56,6 @@ OPTIONS: list[Option] = [
 WEIGHT = 0.6
 
 TILE = 2048  # cells per tile side
-# What one process holds for a tile, whichever kind is larger: SMRF's cloud tiles (a tiled cloud's tile with its
-# margin) hold more than the model tiles (bench/NOTES.md).
-TILE_WORKING_BYTES = 900 * 2**20
 
 
 @dataclass(frozen=True)
@@ -114,10 +111,6 @@ class GroundTile:
         return points.subset(ground & own)
 
 
-def smrf_settings(options: Options) -> SmrfSettings:
-    return SmrfSettings(options.smrf_scalar, options.smrf_slope, options.smrf_threshold, options.smrf_window)
-
-
 def find_ground(cloud: TiledCloud, settings: SmrfSettings, path: Path, scratch: Path, workers: int) -> TiledCloud:
     """SMRF's ground points, written as a tiled cloud at `path`, the tiles classified in `workers` processes (a
     sparse cloud's tiles are large, and mostly empty where the survey has gaps: hence each tile's own extent)."""
@@ -139,6 +132,7 @@ def run(ctx: "StageContext") -> None:
     area = read_survey_area(project.bounds_file, georef.offset)
     resolution = output_resolution(options.dem_resolution, project.mean_gsd_cm(), options.ignore_gsd)
     fmt = RasterFormat(cog=options.cog)
+    # SMRF's cloud tiles (a tile with its margin) hold more than the model tiles: their budget serves both.
     workers = workers_within_memory(options.max_concurrency, TILE_WORKING_BYTES)
     figures: dict = {"resolution_cm": round(resolution * 100, 3)}
     if options.dsm:
@@ -147,7 +141,7 @@ def run(ctx: "StageContext") -> None:
         figures["dsm"] = {"width": grid.width, "height": grid.height}
         ctx.progress(0.4)
     if options.dtm:
-        smrf = smrf_settings(options)
+        smrf = SmrfSettings.of(options)
         with tempfile.TemporaryDirectory(prefix="dem.", dir=project.root) as tmp:
             ground = find_ground(cloud, smrf, Path(tmp) / "ground.ply", Path(tmp), workers)
             ctx.progress(0.7)

@@ -18,14 +18,13 @@ from ..cloud.classes import ClassSettings, class_counts, classify
 from ..cloud.points import PointCloud
 from ..cloud.tiled import Tile, TiledCloud, tiled_writer
 from ..crs_offset import Georef
-from ..dem.smrf import SmrfSettings, terrain_margin
+from ..dem.smrf import TILE_WORKING_BYTES, SmrfSettings, terrain_margin
 from ..io.georeferenced import write_cloud
 from ..log import log
 from ..options import Option
 from ..parallel import forked_map
 from ..resources import workers_within_memory
 from ..sfm.export import control_points_geojson
-from .odm_dem import TILE_WORKING_BYTES, smrf_settings
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -72,7 +71,7 @@ def run(ctx: "StageContext") -> None:
     with tempfile.TemporaryDirectory(prefix="classes.", dir=project.root) as tmp:
         if options.pc_classify and len(cloud):
             workers = workers_within_memory(options.max_concurrency, TILE_WORKING_BYTES)
-            cloud = classified(cloud, smrf_settings(options), Path(tmp) / "classified.ply", Path(tmp), workers)
+            cloud = classified(cloud, SmrfSettings.of(options), Path(tmp) / "classified.ply", Path(tmp), workers)
             counts = class_counts(cloud.parts())
             log.info("Point classes: %s", ", ".join(f"{name} {count}" for name, count in counts.items()))
         project.update_stats("classification", counts)

@@ -214,10 +214,11 @@ async function poll(ctx: StepContext, client: NodeClient, node: ProcessingNode):
   const output = info.output ?? [];
   await appendConsole(ctx.folder.console, output);
   const code = info.status.code;
+  // What a proxy leaves out while it forwards the task stays as it was.
   const common = {
     console_lines: task.console_lines + output.length,
-    processing_time: Math.round(info.processingTime),
-    images_count: info.imagesCount > 0 ? info.imagesCount : task.images_count,
+    processing_time: info.processingTime === undefined ? task.processing_time : Math.round(info.processingTime),
+    images_count: (info.imagesCount ?? 0) > 0 ? info.imagesCount! : task.images_count,
   };
   if (code === TaskStatus.COMPLETED) {
     // The download is a step of its own, in the pool of long transfers.
@@ -232,7 +233,8 @@ async function poll(ctx: StepContext, client: NodeClient, node: ProcessingNode):
     await save(ctx, { ...common, ...settled, status: TaskStatus.CANCELED });
     return null;
   }
-  await save(ctx, { ...common, status: code, running_progress: Math.min(NODE_SHARE, (info.progress / 100) * NODE_SHARE) });
+  const progress = info.progress === undefined ? task.running_progress : Math.min(NODE_SHARE, (info.progress / 100) * NODE_SHARE);
+  await save(ctx, { ...common, status: code, running_progress: progress });
   return ctx.settings.pollMs;
 }
 

@@ -67,3 +67,29 @@ export function distanceParts(a: Vec3, b: Vec3): DistanceParts {
   const d = sub(b, a);
   return { distance: length(d), horizontal: Math.hypot(d[0], d[1]), vertical: d[2] };
 }
+
+/** The area enclosed by a polygon's outline seen from above (its points in order; the z is ignored). */
+export function horizontalArea(points: readonly Vec3[]): number {
+  let twice = 0;
+  for (let i = 0; i < points.length; i++) {
+    const a = points[i];
+    const b = points[(i + 1) % points.length];
+    twice += a[0] * b[1] - b[0] * a[1];
+  }
+  return Math.abs(twice) / 2;
+}
+
+/** The length of a path through the points, back to the first when `closed`. */
+export function pathLength(points: readonly Vec3[], closed: boolean): number {
+  let sum = 0;
+  for (let i = 1; i < points.length; i++) sum += distance(points[i - 1], points[i]);
+  return closed && points.length > 2 ? sum + distance(points[points.length - 1], points[0]) : sum;
+}
+
+/** The angle in degrees at `b` between the directions to `a` and to `c`. */
+export function angleAt(a: Vec3, b: Vec3, c: Vec3): number {
+  const u = sub(a, b);
+  const v = sub(c, b);
+  const cos = (u[0] * v[0] + u[1] * v[1] + u[2] * v[2]) / (length(u) * length(v) || 1);
+  return (Math.acos(Math.min(1, Math.max(-1, cos))) * 180) / Math.PI;
+}

@@ -1,11 +1,20 @@
-// The 3D view of a task: its point cloud streamed from the COPC file, its textured model on demand, and a
-// distance measurement. Loaded only when opened, so three.js stays out of the other pages.
+// The 3D view of a task: its point cloud streamed from the COPC file, its textured model on demand, and
+// measurements of distance, height, angle and area. Loaded only when opened, so three.js stays out of the other
+// pages.
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { type Measurement, TOOLS } from './measure-tools.ts';
 import { CLASS_COLOURS, type ColourMode } from './point-material.ts';
 import { ViewerSession } from './session.ts';
 import './viewer3d.css';
 
 const metres = (v: number) => `${v.toFixed(2)} m`;
+const signed = (v: number) => `${v >= 0 ? '+' : '−'}${metres(Math.abs(v))}`;
+const FIGURE: Record<Measurement['tool'], (v: number) => string> = {
+  distance: metres,
+  height: metres,
+  angle: (v) => `${v.toFixed(1)}°`,
+  area: (v) => `${v.toFixed(2)} m²`,
+};
 
 /** A link of the panel, back to the pages around the 3D view. */
 export interface PageLink {
@@ -47,7 +56,7 @@ export default function ModelPage({ pid, tid, links = memberLinks(pid, tid) }: {
       <div
         id="viewer3d"
         ref={container}
-        class={`viewer3d${state?.measuring ? ' measuring' : ''}`}
+        class={`viewer3d${state?.tool ? ' measuring' : ''}`}
         tabIndex={0}
         role="application"
         aria-label="3D view. Drag or use the arrow keys to orbit, + and - to zoom."
@@ -58,7 +67,7 @@ export default function ModelPage({ pid, tid, links = memberLinks(pid, tid) }: {
         data-first-points-ms={state?.firstPointsMs == null ? '' : Math.round(state.firstPointsMs)}
         data-model-loaded={state?.modelLoaded ? 'true' : 'false'}
         {...pointerClicks(session, pressed)}
-        onKeyDown={(e) => e.key === 'Escape' && session?.state.value.measuring && session.setMeasuring(false)}
+        onKeyDown={(e) => e.key === 'Escape' && session?.state.value.tool && session.setTool(null)}
       />
       {failure ? (
         <div class="viewer3d-panel" role="alert">
@@ -80,7 +89,7 @@ function pointerClicks(session: ViewerSession | null, down: { current: { x: numb
     onPointerUp: (e: PointerEvent) => {
       const start = down.current;
       down.current = null;
-      if (!session?.state.value.measuring || !start || Math.hypot(e.clientX - start.x, e.clientY - start.y) > 5) return;
+      if (!session?.state.value.tool || !start || Math.hypot(e.clientX - start.x, e.clientY - start.y) > 5) return;
       const rect = (e.currentTarget as HTMLElement).getBoundingClientRect();
       session.measureAt(e.clientX - rect.left, e.clientY - rect.top);
     },
@@ -91,6 +100,7 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
   const state = session.state.value;
   const [size, setSize] = useState(2);
   const [mode, setMode] = useState<ColourMode>('rgb');
+  const [budget, setBudget] = useState(3);
   const cloudReady = state.cloudMessage === null || state.nodes > 0;
   return (
     <details class="viewer3d-panel" open>
@@ -138,12 +148,32 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
             </select>
           </label>
           {mode === 'class' && <ClassLegend />}
+          <label class="viewer3d-field">
+            <span>Points</span>
+            <input
+              type="range"
+              min={0.5}
+              max={10}
+              step={0.5}
+              value={budget}
+              aria-valuetext={`${budget} million points at most`}
+              onChange={(e) => { const v = Number(e.currentTarget.value); setBudget(v); session.setPointBudget(v * 1e6); }}
+            />
+          </label>
         </>
       )}
-      <button type="button" class={state.measuring ? 'primary' : ''} aria-pressed={state.measuring} onClick={() => session.setMeasuring(!state.measuring)}>
-        Measure distance
+      <div class="viewer3d-tools" role="group" aria-label="Measure">
+        {TOOLS.map(({ tool, label }) => (
+          <button key={tool} type="button" class={state.tool === tool ? 'primary' : ''} aria-pressed={state.tool === tool} onClick={() => session.setTool(state.tool === tool ? null : tool)}>
+            {label}
+          </button>
+        ))}
+      </div>
+      {state.tool && <MeasureResult session={session} />}
+      <button type="button" onClick={() => void session.saveView()}>
+        Save view
       </button>
-      {state.measuring && <MeasureResult session={session} />}
+      {state.viewMessage && <p class="viewer3d-muted" role="status">{state.viewMessage}</p>}
     </details>
   );
 }
@@ -162,15 +192,21 @@ function ClassLegend() {
 }
 
 function MeasureResult({ session }: { session: ViewerSession }) {
-  const { picks, measurement } = session.state.value;
+  const { tool, picks, measurement } = session.state.value;
   if (!measurement) {
-    return <p class="viewer3d-muted">{picks.length === 0 ? 'Click the first point.' : 'Click the second point.'}</p>;
+    const hint = TOOLS.find((t) => t.tool === tool)?.hint ?? '';
+    return <p class="viewer3d-muted">{picks.length === 0 ? hint : `${picks.length} point${picks.length > 1 ? 's' : ''}: click the next.`}</p>;
   }
+  const label = TOOLS.find((t) => t.tool === measurement.tool)?.label ?? '';
   return (
-    <div class="viewer3d-result" data-testid="measure-result" data-kind="distance3d" data-value={measurement.distance.toFixed(3)} aria-live="polite">
-      <strong>{metres(measurement.distance)}</strong>
-      <span>horizontal {metres(measurement.horizontal)}</span>
-      <span>vertical {measurement.vertical >= 0 ? '+' : '−'}{metres(Math.abs(measurement.vertical))}</span>
+    <div class="viewer3d-result" data-testid="measure-result" data-kind={measurement.tool} data-value={measurement.value.toFixed(3)} aria-live="polite">
+      <strong>{label}: {FIGURE[measurement.tool](measurement.value)}</strong>
+      {measurement.details.map(({ label: name, metres: value }) => (
+        <span key={name}>
+          {name} {name === 'vertical' ? signed(value) : metres(value)}
+        </span>
+      ))}
+      {measurement.tool === 'area' && <span class="viewer3d-muted">More clicks add corners; Escape or Area again ends it.</span>}
     </div>
   );
 }

@@ -5,14 +5,29 @@ import * as THREE from 'three';
 import { TaskStatus } from '../../../src/protocol/status.ts';
 import { type Task, api, taskPath } from '../api.ts';
 import { type ByteCounter, openCopc } from './copc-source.ts';
-import { type DistanceParts, type Vec3, distanceParts } from './geometry.ts';
+import type { Vec3 } from './geometry.ts';
 import { MeasureGraphic } from './measure.ts';
+import { type MeasureTool, type Measurement, addPick, closes, measure } from './measure-tools.ts';
 import { downloadWithProgress, parseModel } from './model.ts';
 import { PointCloud } from './point-cloud.ts';
 import type { ColourMode } from './point-material.ts';
 import { Viewer } from './viewer.ts';
 
 export const COPC_ASSET = 'odm_georeferencing/odm_georeferenced_model.copc.laz';
+
+/** A camera view as WebODM keeps it in the task's Potree scene: the eye and the point looked at, in the CRS. */
+export interface CameraView {
+  position: Vec3;
+  target: Vec3;
+}
+
+const isVec3 = (v: unknown): v is Vec3 => Array.isArray(v) && v.length === 3 && v.every((n) => typeof n === 'number' && Number.isFinite(n));
+
+/** The view a saved scene holds, or null when it holds none usable. */
+export function savedView(scene: Record<string, unknown> | undefined): CameraView | null {
+  const view = scene?.view as { position?: unknown; target?: unknown } | undefined;
+  return view && isVec3(view.position) && isVec3(view.target) ? { position: view.position, target: view.target } : null;
+}
 
 export interface ViewState {
   task: Task | null;
@@ -29,9 +44,12 @@ export interface ViewState {
   modelMessage: string | null;
   showCloud: boolean;
   showModel: boolean;
-  measuring: boolean;
+  /** The measuring tool in use, or null. */
+  tool: MeasureTool | null;
   picks: Vec3[];
-  measurement: DistanceParts | null;
+  measurement: Measurement | null;
+  /** What became of the last "save view". */
+  viewMessage: string | null;
 }
 
 const initialState: ViewState = {
@@ -48,9 +66,10 @@ const initialState: ViewState = {
   modelMessage: null,
   showCloud: true,
   showModel: false,
-  measuring: false,
+  tool: null,
   picks: [],
   measurement: null,
+  viewMessage: null,
 };
 
 export class ViewerSession {
@@ -122,6 +141,7 @@ export class ViewerSession {
       };
       this.viewer.setCloud(cloud);
       this.viewer.frameBox([min[0] - o[0], min[1] - o[1], min[2] - o[2]], [max[0] - o[0], max[1] - o[1], max[2] - o[2]]);
+      this.openSavedView();
     } catch (error) {
       if (this.abort.signal.aborted) return;
       const message = (error as Error).message;
@@ -160,6 +180,7 @@ export class ViewerSession {
       if (!hadOrigin) {
         const box = new THREE.Box3().setFromObject(model.object);
         this.viewer.frameBox(box.min.toArray(), box.max.toArray());
+        this.openSavedView();
       }
       this.viewer.requestRender();
       this.patch({ modelProgress: null, modelLoaded: true });
@@ -179,23 +200,55 @@ export class ViewerSession {
     this.viewer.requestRender();
   }
 
-  setMeasuring(on: boolean): void {
-    this.patch({ measuring: on, picks: [], measurement: null });
-    this.measure.set([]);
+  /** Takes up a measuring tool (null: none), starting afresh. */
+  setTool(tool: MeasureTool | null): void {
+    this.patch({ tool, picks: [], measurement: null });
+    this.measure.set([], false);
     this.viewer.requestRender();
   }
 
   /** A click while measuring, in CSS pixels from the canvas' top-left; false when nothing is under the pointer. */
   measureAt(x: number, y: number): boolean {
-    const point = this.viewer.pick(x, y);
-    if (!point) return false;
-    const p = point.toArray() as Vec3;
-    // A third click starts a new measurement rather than extending the old one.
-    const picks = this.state.value.picks.length >= 2 ? [p] : [...this.state.value.picks, p];
-    this.patch({ picks, measurement: picks.length === 2 ? distanceParts(picks[0], picks[1]) : null });
-    this.measure.set(picks.map((v) => new THREE.Vector3(...v)));
+    const { tool } = this.state.value;
+    const point = tool && this.viewer.pick(x, y);
+    if (!tool || !point) return false;
+    const picks = addPick(tool, this.state.value.picks, point.toArray() as Vec3);
+    this.patch({ picks, measurement: measure(tool, picks) });
+    this.measure.set(picks.map((v) => new THREE.Vector3(...v)), closes(tool));
     this.viewer.requestRender();
     return true;
+  }
+
+  /** Looks from the task's saved view, if it has one. */
+  private openSavedView(): void {
+    const view = savedView(this.state.value.task?.potree_scene);
+    const o = this.origin;
+    if (!view || !o) return;
+    const local = (v: Vec3): Vec3 => [v[0] - o[0], v[1] - o[1], v[2] - o[2]];
+    this.viewer.look(local(view.position), local(view.target));
+  }
+
+  /** Keeps the current view as the one the task's 3D view opens with (WebODM's 3d/cameraview). */
+  async saveView(): Promise<void> {
+    const o = this.origin;
+    if (!o) return;
+    const world = (v: THREE.Vector3): Vec3 => [v.x + o[0], v.y + o[1], v.z + o[2]];
+    const view: CameraView = { position: world(this.viewer.camera.position), target: world(this.viewer.controls.target) };
+    try {
+      await api(`${this.base}/3d/cameraview`, { method: 'POST', body: view, signal: this.abort.signal });
+      const task = this.state.value.task;
+      this.patch({ viewMessage: 'View saved: the 3D view opens here.', task: task && { ...task, potree_scene: { ...task.potree_scene, view } } });
+    } catch (error) {
+      if (!this.abort.signal.aborted) this.patch({ viewMessage: `The view could not be saved: ${(error as Error).message}` });
+    }
+  }
+
+  /** How many points the cloud may draw at once. */
+  setPointBudget(points: number): void {
+    const cloud = this.viewer.cloud;
+    if (!cloud) return;
+    cloud.pointBudget = points;
+    cloud.update(this.viewer.camera, this.viewer.height);
   }
 
   dispose(): void {

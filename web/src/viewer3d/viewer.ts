@@ -56,6 +56,13 @@ export class Viewer {
     cloud.update(this.camera, this.height);
   }
 
+  /** Looks from `position` at `target` (the scene's frame). */
+  look(position: Vec3, target: Vec3): void {
+    this.camera.position.set(...position);
+    this.controls.target.set(...target);
+    this.controls.update();
+  }
+
   setPointSize(px: number): void {
     this.pointSize = px;
     this.cloud?.setPointSize(px, this.renderer.getPixelRatio());
