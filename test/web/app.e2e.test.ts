@@ -242,6 +242,15 @@ describe('web application in Chromium', () => {
     await expect.poll(async () => Number(await page.locator('#viewer3d').getAttribute('data-points')), { timeout: 60_000 }).toBeGreaterThan(10_000);
     const reopened = await camera();
     for (const axis of [0, 1, 2]) expect(reopened[axis]).toBeCloseTo(turned[axis]!, 1);
+    // The cameras drawn where the photographs were taken: one clicked shows its photograph.
+    await page.getByLabel('Cameras').check();
+    const drawn = await page.evaluate(() => (window as unknown as { __aeromapViewer: { session: { cameraPixels(): { filename: string; x: number; y: number }[] } } }).__aeromapViewer.session.cameraPixels());
+    const inView = drawn.filter((c) => c.x > 300 && c.x < canvas.width - 20 && c.y > 20 && c.y < canvas.height - 20);
+    expect(inView.length).toBeGreaterThan(0);
+    await page.locator('#viewer3d canvas').click({ position: { x: inView[0]!.x, y: inView[0]!.y } });
+    const photo = page.getByRole('img', { name: `Photograph ${inView[0]!.filename}` });
+    await expect.poll(() => photo.evaluate((img) => (img as HTMLImageElement).naturalWidth), { timeout: 20_000 }).toBeGreaterThan(100);
+    await screenshot(page, '3d-cameras-desktop');
     await page.getByLabel('Textured model').check();
     await page.locator('#viewer3d[data-model-loaded="true"]').waitFor({ timeout: 120_000 });
     await screenshot(page, '3d-model-desktop');

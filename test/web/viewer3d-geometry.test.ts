@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type Vec3, angleAt, boxIntersectsFrustum, distanceParts, distanceToBox, frustumPlanes, horizontalArea, projectedSize } from '../../web/src/viewer3d/geometry.ts';
 import { addPick, measure } from '../../web/src/viewer3d/measure-tools.ts';
+import { camerasOf, frustumSegments, rotationMatrix } from '../../web/src/viewer3d/cameras.ts';
 import { pickPoint } from '../../web/src/viewer3d/pick.ts';
 import { dollyPosition, orbitPosition } from '../../web/src/viewer3d/orbit.ts';
 
@@ -121,5 +122,36 @@ describe('3D measurements', () => {
     for (let i = 0; i < 6; i++) corners = addPick('area', corners, [i, i * i, 0]);
     expect(corners).toHaveLength(6);
     expect(measure('area', corners.slice(0, 2))).toBeNull();
+  });
+});
+
+describe('cameras of shots.geojson', () => {
+  // A shot of Brighton Beach as the engine writes it: a camera looking almost straight down from 38 m up.
+  const shot = {
+    properties: {
+      filename: 'DJI_0018.JPG', width: 4000, height: 2250, focal: 0.5556,
+      translation: [576663.2989, 5188165.0734, 197.7229], rotation: [2.8880867, -1.1356537, 0.0586183],
+    },
+  };
+
+  it('turns the axis-angle into a rotation', () => {
+    const r = rotationMatrix([0, 0, Math.PI / 2]);
+    expect(r[0][1]).toBeCloseTo(-1, 12);
+    expect(r[1][0]).toBeCloseTo(1, 12);
+    expect(rotationMatrix([0, 0, 0])).toEqual([[1, 0, 0], [0, 1, 0], [0, 0, 1]]);
+  });
+
+  it('frames each photograph below its camera, as wide as its lens sees', () => {
+    const [camera] = camerasOf({ features: [shot, { properties: { filename: 'no-pose.JPG' } }] });
+    expect(camerasOf({ features: [shot, { properties: { filename: 'x' } }] })).toHaveLength(1);
+    expect(camera.centre).toEqual(shot.properties.translation);
+    const ahead = [0, 1, 2].map((axis) => camera.corners.reduce((sum, c) => sum + c[axis] / 4, 0));
+    expect(ahead[2] / Math.hypot(ahead[0], ahead[1], ahead[2])).toBeLessThan(-0.95); // nadir
+    // Across the image's width the corners are as far apart as the lens' field of view: 1 / 0.5556 at unit depth.
+    expect(distanceParts(camera.corners[0], camera.corners[1]).distance).toBeCloseTo(1 / 0.5556, 6);
+    const segments = frustumSegments([camera], [576663, 5188165, 197], 2);
+    expect(segments).toHaveLength(8 * 2 * 3);
+    expect([...segments.slice(0, 3)].map((v) => Number(v.toFixed(3)))).toEqual([0.299, 0.073, 0.723]);
+    expect(camerasOf(null)).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@
 // measurements of distance, height, angle and area. Loaded only when opened, so three.js stays out of the other
 // pages.
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { taskPath } from '../api.ts';
 import { type Measurement, TOOLS } from './measure-tools.ts';
 import { CLASS_COLOURS, type ColourMode } from './point-material.ts';
 import { ViewerSession } from './session.ts';
@@ -89,9 +90,11 @@ function pointerClicks(session: ViewerSession | null, down: { current: { x: numb
     onPointerUp: (e: PointerEvent) => {
       const start = down.current;
       down.current = null;
-      if (!session?.state.value.tool || !start || Math.hypot(e.clientX - start.x, e.clientY - start.y) > 5) return;
+      if (!session || !start || Math.hypot(e.clientX - start.x, e.clientY - start.y) > 5) return;
       const rect = (e.currentTarget as HTMLElement).getBoundingClientRect();
-      session.measureAt(e.clientX - rect.left, e.clientY - rect.top);
+      const [x, y] = [e.clientX - rect.left, e.clientY - rect.top];
+      if (session.state.value.tool) session.measureAt(x, y);
+      else session.pickCamera(x, y);
     },
   };
 }
@@ -133,6 +136,14 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
         </label>
       )}
       {state.modelMessage && <p class="viewer3d-error" role="alert">{state.modelMessage}</p>}
+      {state.hasCameras && (state.nodes > 0 || state.modelLoaded) && (
+        <label class="viewer3d-check">
+          <input type="checkbox" checked={state.showCameras} onChange={(e) => void session.setShowCameras(e.currentTarget.checked)} />
+          Cameras
+        </label>
+      )}
+      {state.camerasMessage && <p class="viewer3d-error" role="alert">{state.camerasMessage}</p>}
+      {state.showCameras && <Photo session={session} />}
       {cloudReady && session.viewer.cloud && (
         <>
           <label class="viewer3d-field">
@@ -175,6 +186,22 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
       </button>
       {state.viewMessage && <p class="viewer3d-muted" role="status">{state.viewMessage}</p>}
     </details>
+  );
+}
+
+/** The photograph of the camera clicked, opening whole in a new tab. */
+function Photo({ session }: { session: ViewerSession }) {
+  const { photo, task } = session.state.value;
+  if (!photo || !task) return <p class="viewer3d-muted">Click a camera to see its photograph.</p>;
+  const base = `${taskPath(task.project, task.id)}/images`;
+  const name = encodeURIComponent(photo);
+  return (
+    <figure class="viewer3d-photo">
+      <a href={`${base}/download/${name}`} target="_blank" rel="noopener">
+        <img src={`${base}/thumbnail/${name}?size=320`} alt={`Photograph ${photo}`} />
+      </a>
+      <figcaption>{photo}</figcaption>
+    </figure>
   );
 }
 

@@ -4,6 +4,7 @@ import { signal } from '@preact/signals';
 import * as THREE from 'three';
 import { TaskStatus } from '../../../src/protocol/status.ts';
 import { type Task, api, taskPath } from '../api.ts';
+import { type Camera, camerasOf, frustumSegments } from './cameras.ts';
 import { type ByteCounter, openCopc } from './copc-source.ts';
 import type { Vec3 } from './geometry.ts';
 import { MeasureGraphic } from './measure.ts';
@@ -50,6 +51,11 @@ export interface ViewState {
   measurement: Measurement | null;
   /** What became of the last "save view". */
   viewMessage: string | null;
+  hasCameras: boolean;
+  showCameras: boolean;
+  camerasMessage: string | null;
+  /** The photograph of the camera last clicked. */
+  photo: string | null;
 }
 
 const initialState: ViewState = {
@@ -70,7 +76,20 @@ const initialState: ViewState = {
   picks: [],
   measurement: null,
   viewMessage: null,
+  hasCameras: false,
+  showCameras: false,
+  camerasMessage: null,
+  photo: null,
 };
+
+const CAMERA_PICK_PX = 14;
+
+/** How deep a camera's frustum is drawn: a small share of the span of the flight, within sensible bounds. */
+function frustumDepth(cameras: readonly Camera[]): number {
+  if (cameras.length < 2) return 2;
+  const span = [0, 1].map((axis) => Math.max(...cameras.map((c) => c.centre[axis])) - Math.min(...cameras.map((c) => c.centre[axis])));
+  return Math.min(20, Math.max(0.5, 0.04 * Math.max(...span)));
+}
 
 export class ViewerSession {
   readonly state = signal<ViewState>(initialState);
@@ -80,6 +99,8 @@ export class ViewerSession {
   private readonly abort = new AbortController();
   private modelRequested = false;
   private readonly counter: ByteCounter = { bytes: 0 };
+  private cameras: Camera[] = [];
+  private cameraLines: THREE.LineSegments | null = null;
 
   /** Throws when WebGL is missing: the page then says so. */
   constructor(
@@ -116,7 +137,7 @@ export class ViewerSession {
     }
     const hasCloud = task.available_assets.includes('georeferenced_model.laz');
     const hasModel = task.available_assets.includes('textured_model.glb');
-    this.patch({ task, hasModel });
+    this.patch({ task, hasModel, hasCameras: task.available_assets.includes('shots.geojson') });
     if (hasCloud) await this.openCloud();
     else {
       this.patch({ cloudLoading: false, showCloud: false, cloudMessage: task.status === TaskStatus.COMPLETED ? 'This task has no point cloud.' : 'The task has not finished: there is no point cloud yet.' });
@@ -219,6 +240,48 @@ export class ViewerSession {
     return true;
   }
 
+  /** Shows the photographs' cameras (read from shots.geojson the first time). */
+  async setShowCameras(show: boolean): Promise<void> {
+    this.patch({ showCameras: show, photo: show ? this.state.value.photo : null });
+    if (show && !this.cameraLines && this.origin) {
+      try {
+        this.cameras = camerasOf(await api(`${this.base}/download/shots.geojson`, { signal: this.abort.signal }));
+      } catch (error) {
+        if (!this.abort.signal.aborted) this.patch({ showCameras: false, camerasMessage: `The cameras could not be read: ${(error as Error).message}` });
+        return;
+      }
+      const segments = frustumSegments(this.cameras, this.origin, frustumDepth(this.cameras));
+      const geometry = new THREE.BufferGeometry();
+      geometry.setAttribute('position', new THREE.BufferAttribute(segments, 3));
+      this.cameraLines = new THREE.LineSegments(geometry, new THREE.LineBasicMaterial({ color: 0xff6f3c }));
+      this.viewer.scene.add(this.cameraLines);
+    }
+    if (this.cameraLines) this.cameraLines.visible = this.state.value.showCameras;
+    this.viewer.requestRender();
+  }
+
+  /** A click with the cameras shown: the nearest camera's photograph within a few pixels; false when none. */
+  pickCamera(x: number, y: number): boolean {
+    if (!this.state.value.showCameras) return false;
+    let best: { name: string; gap: number } | null = null;
+    for (const { filename, x: cx, y: cy } of this.cameraPixels()) {
+      const gap = Math.hypot(cx - x, cy - y);
+      if (gap <= CAMERA_PICK_PX && (!best || gap < best.gap)) best = { name: filename, gap };
+    }
+    if (best) this.patch({ photo: best.name });
+    return best !== null;
+  }
+
+  /** Where each camera is drawn, in CSS pixels from the canvas' top-left (cameras behind the eye are left out). */
+  cameraPixels(): { filename: string; x: number; y: number }[] {
+    const o = this.origin;
+    if (!o) return [];
+    return this.cameras.flatMap(({ filename, centre }) => {
+      const ndc = new THREE.Vector3(centre[0] - o[0], centre[1] - o[1], centre[2] - o[2]).project(this.viewer.camera);
+      return ndc.z > 1 ? [] : [{ filename, x: ((ndc.x + 1) / 2) * this.viewer.width, y: ((1 - ndc.y) / 2) * this.viewer.height }];
+    });
+  }
+
   /** Looks from the task's saved view, if it has one. */
   private openSavedView(): void {
     const view = savedView(this.state.value.task?.potree_scene);
@@ -254,6 +317,8 @@ export class ViewerSession {
   dispose(): void {
     this.abort.abort();
     this.measure.dispose();
+    this.cameraLines?.geometry.dispose();
+    (this.cameraLines?.material as THREE.Material | undefined)?.dispose();
     this.viewer.dispose();
     const w = window as unknown as { __aeromapViewer?: unknown };
     if ((w.__aeromapViewer as { session?: unknown } | undefined)?.session === this) delete w.__aeromapViewer;
