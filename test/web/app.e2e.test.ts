@@ -42,6 +42,14 @@ with rasterio.open(sys.argv[1]) as dsm:
     print(next(dsm.sample([(x, y)]))[0])
 `;
 
+/** The DSM's heights at points of its CRS (x y pairs after the file's path); "nan" where it has none. */
+const SAMPLE_DSM_XY = `
+import sys, rasterio
+with rasterio.open(sys.argv[1]) as dsm:
+    xy = [(float(x), float(y)) for x, y in zip(sys.argv[2::2], sys.argv[3::2])]
+    print(" ".join("nan" if v[0] == dsm.nodata else str(v[0]) for v in dsm.sample(xy)))
+`;
+
 /** Great-circle distance in metres (a sphere of the mean Earth radius is within 0.5 % of the ellipsoid). */
 function haversine([lon1, lat1]: number[], [lon2, lat2]: number[]): number {
   const rad = Math.PI / 180;
@@ -228,6 +236,27 @@ describe('web application in Chromium', () => {
     await expect.poll(() => result.getAttribute('data-kind')).toBe('area');
     expect(Number(await result.getAttribute('data-value'))).toBeGreaterThan(1);
     await screenshot(page, '3d-area-desktop');
+    // A profile across the cloud: where it has points, the top of them lies on the DSM.
+    await page.getByRole('button', { name: 'Profile' }).click();
+    for (const dx of [-160, 160]) await page.locator('#viewer3d canvas').click({ position: { x: canvas.width / 2 + dx, y: canvas.height / 2 + 30 } });
+    await expect.poll(() => result.getAttribute('data-kind')).toBe('profile');
+    await page.getByRole('img', { name: /Elevation profile over/ }).waitFor();
+    const line = await page.evaluate(() => {
+      const { session } = (window as unknown as { __aeromapViewer: { session: { state: { value: { picks: number[][]; profile: { distance: number; height: number | null }[] } }; toCrs(v: number[]): number[] } } }).__aeromapViewer;
+      return { ends: session.state.value.picks.map((p) => session.toCrs(p)), profile: session.state.value.profile };
+    });
+    const [start, end] = line.ends;
+    const length = Math.hypot(end![0]! - start![0]!, end![1]! - start![1]!);
+    const stations = line.profile.map(({ distance }) => [start![0]! + ((end![0]! - start![0]!) * distance) / length, start![1]! + ((end![1]! - start![1]!) * distance) / length]);
+    const dsmFile = path.join(work, 'dsm-profile.tif');
+    await writeFile(dsmFile, (await download(t.admin, `/api/projects/${projectId}/tasks/${taskId}/download/dsm.tif`)).bytes);
+    const dsmHeights = python(SAMPLE_DSM_XY, dsmFile, ...stations.flat().map(String)).trim().split(' ').map(Number);
+    const gaps = line.profile.flatMap(({ height }, k) => (height !== null && Number.isFinite(dsmHeights[k]) ? [Math.abs(height - dsmHeights[k]!)] : []));
+    expect(gaps.length).toBeGreaterThan(line.profile.length / 2);
+    const sorted = [...gaps].sort((a, b) => a - b);
+    console.log(`3D profile against the DSM over ${length.toFixed(1)} m: ${gaps.length} stations, median ${sorted[Math.floor(gaps.length / 2)]!.toFixed(3)} m, 90th percentile ${sorted[Math.floor(gaps.length * 0.9)]!.toFixed(3)} m`);
+    expect(sorted[Math.floor(gaps.length / 2)]).toBeLessThan(0.1);
+    await screenshot(page, '3d-profile-desktop');
     // The view saved is where the 3D view opens next time, kept in the task's scene in the CRS.
     const camera = () => page.evaluate(() => (window as unknown as { __aeromapViewer: { camera: { position: { toArray(): number[] } } } }).__aeromapViewer.camera.position.toArray());
     await page.keyboard.press('Escape');
@@ -244,9 +273,13 @@ describe('web application in Chromium', () => {
     for (const axis of [0, 1, 2]) expect(reopened[axis]).toBeCloseTo(turned[axis]!, 1);
     // The cameras drawn where the photographs were taken: one clicked shows its photograph.
     await page.getByLabel('Cameras').check();
-    const drawn = await page.evaluate(() => (window as unknown as { __aeromapViewer: { session: { cameraPixels(): { filename: string; x: number; y: number }[] } } }).__aeromapViewer.session.cameraPixels());
-    const inView = drawn.filter((c) => c.x > 300 && c.x < canvas.width - 20 && c.y > 20 && c.y < canvas.height - 20);
-    expect(inView.length).toBeGreaterThan(0);
+    const camerasInView = async () => {
+      const drawn = await page.evaluate(() => (window as unknown as { __aeromapViewer: { session: { cameraPixels(): { filename: string; x: number; y: number }[] } } }).__aeromapViewer.session.cameraPixels());
+      return drawn.filter((c) => c.x > 300 && c.x < canvas.width - 20 && c.y > 20 && c.y < canvas.height - 20);
+    };
+    // shots.geojson is read when the box is first checked.
+    await expect.poll(async () => (await camerasInView()).length, { timeout: 20_000 }).toBeGreaterThan(0);
+    const inView = await camerasInView();
     await page.locator('#viewer3d canvas').click({ position: { x: inView[0]!.x, y: inView[0]!.y } });
     const photo = page.getByRole('img', { name: `Photograph ${inView[0]!.filename}` });
     await expect.poll(() => photo.evaluate((img) => (img as HTMLImageElement).naturalWidth), { timeout: 20_000 }).toBeGreaterThan(100);

@@ -3,6 +3,7 @@ import { type Vec3, angleAt, boxIntersectsFrustum, distanceParts, distanceToBox,
 import { addPick, measure } from '../../web/src/viewer3d/measure-tools.ts';
 import { camerasOf, frustumSegments, rotationMatrix } from '../../web/src/viewer3d/cameras.ts';
 import { pickPoint } from '../../web/src/viewer3d/pick.ts';
+import { cloudProfile } from '../../web/src/viewer3d/profile.ts';
 import { dollyPosition, orbitPosition } from '../../web/src/viewer3d/orbit.ts';
 
 /** OpenGL perspective matrix, column-major, camera at the origin looking down -z. */
@@ -153,5 +154,32 @@ describe('cameras of shots.geojson', () => {
     expect(segments).toHaveLength(8 * 2 * 3);
     expect([...segments.slice(0, 3)].map((v) => Number(v.toFixed(3)))).toEqual([0.299, 0.073, 0.723]);
     expect(camerasOf(null)).toEqual([]);
+  });
+});
+
+describe('cloud profile', () => {
+  // Ground rising 1 m in 10 along x, a 3 m box from x = 10 to 12, and a post 1 m beside the line.
+  const points: number[] = [];
+  for (let x = 0; x <= 20; x += 0.05) {
+    for (const y of [-0.06, 0, 0.06]) points.push(x, y, x / 10 + (x >= 10 && x <= 12 ? 3 : 0));
+  }
+  points.push(5, 1, 50);
+  const chunks = [{ positions: new Float32Array(points), count: points.length / 3 }];
+
+  it('follows the ground and the box along the line, leaving out what lies beside it', () => {
+    const profile = cloudProfile(chunks, [0, 0, 0], [20, 0, 0], 41);
+    expect(profile).toHaveLength(41);
+    expect(profile[40].distance).toBeCloseTo(20, 6);
+    for (const { distance, height } of profile) {
+      const expected = distance / 10 + (distance > 10.2 && distance < 11.8 ? 3 : 0);
+      if (Math.abs(distance - 10) > 0.3 && Math.abs(distance - 12) > 0.3) expect(height!).toBeCloseTo(expected, 1);
+    }
+    expect(Math.max(...profile.map((p) => p.height!))).toBeLessThan(10);
+  });
+
+  it('leaves a gap where no point lies, and none for a line of no length', () => {
+    const profile = cloudProfile(chunks, [0, 3, 0], [20, 3, 0], 11);
+    expect(profile.every((p) => p.height === null)).toBe(true);
+    expect(cloudProfile(chunks, [1, 1, 0], [1, 1, 5], 11)).toEqual([]);
   });
 });

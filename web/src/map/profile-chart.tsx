@@ -3,6 +3,7 @@
 import type { ProfilePoint } from './dem.ts';
 import { formatElevation, formatLength } from './format.ts';
 import { HEIGHT, PAD, WIDTH, profilePaths } from './profile.ts';
+import './profile-chart.css';
 
 
 export function ProfileChart({ points }: { points: ProfilePoint[] }) {

@@ -2,17 +2,18 @@
 // three.js so that it can be tested in Node.
 import { type Vec3, angleAt, distanceParts, horizontalArea, pathLength } from './geometry.ts';
 
-export type MeasureTool = 'distance' | 'height' | 'angle' | 'area';
+export type MeasureTool = 'distance' | 'height' | 'angle' | 'area' | 'profile';
 
 export const TOOLS: { tool: MeasureTool; label: string; hint: string }[] = [
   { tool: 'distance', label: 'Distance', hint: 'Click two points.' },
   { tool: 'height', label: 'Height', hint: 'Click a point, then one above or below it.' },
   { tool: 'angle', label: 'Angle', hint: 'Click a point on one side, the corner, then a point on the other side.' },
   { tool: 'area', label: 'Area', hint: 'Click the outline’s corners in turn.' },
+  { tool: 'profile', label: 'Profile', hint: 'Click the two ends of a line across the cloud.' },
 ];
 
 /** Points a tool takes; the next click after them starts a new measurement. */
-const POINTS: Record<MeasureTool, number> = { distance: 2, height: 2, angle: 3, area: Infinity };
+const POINTS: Record<MeasureTool, number> = { distance: 2, height: 2, angle: 3, area: Infinity, profile: 2 };
 
 export interface Measurement {
   tool: MeasureTool;
@@ -41,6 +42,10 @@ export function measure(tool: MeasureTool, picks: readonly Vec3[]): Measurement 
     return { tool, value: Math.abs(parts.vertical), details: [{ label: 'apart horizontally', metres: parts.horizontal }] };
   }
   if (tool === 'angle' && picks.length === 3) return { tool, value: angleAt(picks[0], picks[1], picks[2]), details: [] };
+  if (tool === 'profile' && picks.length === 2) {
+    const parts = distanceParts(picks[0], picks[1]);
+    return { tool, value: parts.horizontal, details: [{ label: 'vertical', metres: parts.vertical }] };
+  }
   if (tool === 'area' && picks.length >= 3) {
     return { tool, value: horizontalArea(picks), details: [{ label: 'perimeter', metres: pathLength(picks, true) }] };
   }

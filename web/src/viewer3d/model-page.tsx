@@ -1,8 +1,9 @@
 // The 3D view of a task: its point cloud streamed from the COPC file, its textured model on demand, and
-// measurements of distance, height, angle and area. Loaded only when opened, so three.js stays out of the other
+// measurements of distance, height, angle, area and profile. Loaded only when opened, so three.js stays out of the other
 // pages.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { taskPath } from '../api.ts';
+import { ProfileChart } from '../map/profile-chart.tsx';
 import { type Measurement, TOOLS } from './measure-tools.ts';
 import { CLASS_COLOURS, type ColourMode } from './point-material.ts';
 import { ViewerSession } from './session.ts';
@@ -15,6 +16,7 @@ const FIGURE: Record<Measurement['tool'], (v: number) => string> = {
   height: metres,
   angle: (v) => `${v.toFixed(1)}°`,
   area: (v) => `${v.toFixed(2)} m²`,
+  profile: metres,
 };
 
 /** A link of the panel, back to the pages around the 3D view. */
@@ -219,7 +221,7 @@ function ClassLegend() {
 }
 
 function MeasureResult({ session }: { session: ViewerSession }) {
-  const { tool, picks, measurement } = session.state.value;
+  const { tool, picks, measurement, profile } = session.state.value;
   if (!measurement) {
     const hint = TOOLS.find((t) => t.tool === tool)?.hint ?? '';
     return <p class="viewer3d-muted">{picks.length === 0 ? hint : `${picks.length} point${picks.length > 1 ? 's' : ''}: click the next.`}</p>;
@@ -234,6 +236,7 @@ function MeasureResult({ session }: { session: ViewerSession }) {
         </span>
       ))}
       {measurement.tool === 'area' && <span class="viewer3d-muted">More clicks add corners; Escape or Area again ends it.</span>}
+      {profile && (profile.some((p) => p.height !== null) ? <ProfileChart points={profile} /> : <span class="viewer3d-muted">No points drawn along the line: come closer and pick it again.</span>)}
     </div>
   );
 }

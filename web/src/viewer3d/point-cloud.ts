@@ -8,6 +8,7 @@ import { nodeBounds, parseKey, selectNodes } from './lod.ts';
 import { type ColourMode, createPointMaterial, setColourMode } from './point-material.ts';
 import type { LoadRequest, WorkerReply } from './copc-worker.ts';
 import { pickPoint } from './pick.ts';
+import type { PointChunk } from './profile.ts';
 
 export interface CloudStats {
   points: number;
@@ -128,6 +129,13 @@ export class PointCloud {
       }
     }
     return best;
+  }
+
+  /** The points drawn, node by node, in the scene's frame (the group is never moved). */
+  drawnPoints(): PointChunk[] {
+    return [...this.states.values()].flatMap((state) =>
+      state.points?.visible ? [{ positions: state.points.geometry.getAttribute('position').array as Float32Array, count: state.pointCount }] : [],
+    );
   }
 
   dispose(): void {

@@ -4,10 +4,12 @@ import { signal } from '@preact/signals';
 import * as THREE from 'three';
 import { TaskStatus } from '../../../src/protocol/status.ts';
 import { type Task, api, taskPath } from '../api.ts';
+import type { ProfilePoint } from '../map/dem.ts';
 import { type Camera, camerasOf, frustumSegments } from './cameras.ts';
 import { type ByteCounter, openCopc } from './copc-source.ts';
 import type { Vec3 } from './geometry.ts';
 import { MeasureGraphic } from './measure.ts';
+import { cloudProfile } from './profile.ts';
 import { type MeasureTool, type Measurement, addPick, closes, measure } from './measure-tools.ts';
 import { downloadWithProgress, parseModel } from './model.ts';
 import { PointCloud } from './point-cloud.ts';
@@ -49,6 +51,8 @@ export interface ViewState {
   tool: MeasureTool | null;
   picks: Vec3[];
   measurement: Measurement | null;
+  /** The cloud's profile along the line the profile tool picked; heights in the CRS. */
+  profile: ProfilePoint[] | null;
   /** What became of the last "save view". */
   viewMessage: string | null;
   hasCameras: boolean;
@@ -75,6 +79,7 @@ const initialState: ViewState = {
   tool: null,
   picks: [],
   measurement: null,
+  profile: null,
   viewMessage: null,
   hasCameras: false,
   showCameras: false,
@@ -83,6 +88,7 @@ const initialState: ViewState = {
 };
 
 const CAMERA_PICK_PX = 14;
+const PROFILE_SAMPLES = 120;
 
 /** How deep a camera's frustum is drawn: a small share of the span of the flight, within sensible bounds. */
 function frustumDepth(cameras: readonly Camera[]): number {
@@ -223,7 +229,7 @@ export class ViewerSession {
 
   /** Takes up a measuring tool (null: none), starting afresh. */
   setTool(tool: MeasureTool | null): void {
-    this.patch({ tool, picks: [], measurement: null });
+    this.patch({ tool, picks: [], measurement: null, profile: null });
     this.measure.set([], false);
     this.viewer.requestRender();
   }
@@ -234,10 +240,22 @@ export class ViewerSession {
     const point = tool && this.viewer.pick(x, y);
     if (!tool || !point) return false;
     const picks = addPick(tool, this.state.value.picks, point.toArray() as Vec3);
-    this.patch({ picks, measurement: measure(tool, picks) });
+    this.patch({ picks, measurement: measure(tool, picks), profile: tool === 'profile' && picks.length === 2 ? this.profileAlong(picks[0], picks[1]) : null });
     this.measure.set(picks.map((v) => new THREE.Vector3(...v)), closes(tool));
     this.viewer.requestRender();
     return true;
+  }
+
+  /** The drawn points' profile from a to b (scene frame), its heights in the CRS. */
+  private profileAlong(a: Vec3, b: Vec3): ProfilePoint[] {
+    const lift = this.origin?.[2] ?? 0;
+    return cloudProfile(this.viewer.cloud?.drawnPoints() ?? [], a, b, PROFILE_SAMPLES).map((p) => ({ ...p, height: p.height === null ? null : p.height + lift }));
+  }
+
+  /** A point of the scene's frame in the CRS. */
+  toCrs(v: Vec3): Vec3 {
+    const o = this.origin ?? [0, 0, 0];
+    return [v[0] + o[0], v[1] + o[1], v[2] + o[2]];
   }
 
   /** Shows the photographs' cameras (read from shots.geojson the first time). */
