@@ -17,14 +17,20 @@ share none (a survey in two parts), and one mean over both let the solver trade 
 radiances, lighting one group up and darkening the other.
 
 The ground also looks brighter towards the antisolar point (the hotspot: shadows hide behind what casts them), a
-soft disc repeated photograph by photograph. Where the points' residuals show it, a term
+soft disc repeated photograph by photograph; and away from it, fields and crops still look brighter looking away
+from the sun than towards it (the first-order term of their reflectance's dependence on the viewing angle), a
+gradient across every frame that turns with the sun, not with the camera, which no gain or radially symmetric
+fall-off takes out and which leaves steps where two photographs meet. Where the rays are known, the terms
 
     h_b(alpha) = A_b exp(-alpha / w),    alpha: the angle between the ray and the sunlight's direction
+    s_b . ray,                           s_b perpendicular to the survey's mean view (the view slope)
 
-is fitted on them: the direction by a search over directions around the photographs' mean view, the width w among
-a few, the amplitudes by least squares, alternated with the model above. It is kept only when it brightens by at
-least MIN_HOTSPOT, explains a share of the residuals and brightens the bands alike (within MAX_HOTSPOT_SPREAD),
-and then divided out of every pixel along its ray.
+join the model: the sunlight's direction is searched for in the residuals of the model without them, over
+directions around the photographs' mean view; then A_b and s_b are solved with everything else, for each of a
+few widths w, and the fit with the least (Huber) cost kept. The hotspot is kept only when it brightens by at
+least MIN_HOTSPOT, explains a share of the residuals and lowers the cost; the view slope when it brightens the
+frames' edges by at least MIN_VIEW_SLOPE; each only when it brightens the bands alike (within MAX_VIEW_SPREAD).
+Both are divided out of every pixel along its ray.
 """
 
 from __future__ import annotations
@@ -59,10 +65,12 @@ HOTSPOT_WIDTHS = (3.0, 6.0, 12.0)  # degrees: the kernel widths tried
 HOTSPOT_REACH = 45.0  # degrees from the mean view searched for the sunlight's direction
 MIN_HOTSPOT = 0.02  # log brightening at the antisolar point below which no hotspot is corrected
 MIN_EXPLAINED = 0.05  # share of the residuals' squares the hotspot must explain
-# Shadows hiding behind what casts them brighten every band alike; a brightening in one direction that some bands
-# show far more than others is something else (light reflected by water towards the sky's bright part).
-MAX_HOTSPOT_SPREAD = 1.6
+# Shadows hiding behind what casts them, and the ground's other changes with the viewing angle, brighten every band
+# much alike; a brightening in one direction that some bands show far more than others is something else (light
+# reflected by water from the sky's bright part).
+MAX_VIEW_SPREAD = 1.6
 HOTSPOT_SAMPLE = 8000  # observations the search looks at: enough for a smooth term of five unknowns
+MIN_VIEW_SLOPE = 0.01  # log brightening at the frames' edges (the 95th percentile of the rays' tilts) to be kept
 
 
 def log_falloff(coefficients: np.ndarray | tuple[float, ...], radius: np.ndarray) -> np.ndarray:
@@ -109,6 +117,18 @@ class Hotspot:
         return kernel(rays @ np.asarray(self.direction), self.width_deg)[:, None] * np.asarray(self.amplitude)
 
 
+@dataclass(frozen=True)
+class ViewSlope:
+    """How much brighter the ground looks along rays tilted one way: per band a world vector, perpendicular to the
+    survey's mean view, whose dot product with a ray is the log brightening along it."""
+
+    slopes: tuple[tuple[float, float, float], ...]  # B, G, R
+
+    def log_factor(self, rays: np.ndarray) -> np.ndarray:
+        """(N, 3) BGR log brightening along (N, 3) unit rays."""
+        return rays @ np.asarray(self.slopes).T
+
+
 def kernel(cosines: np.ndarray, width_deg: float) -> np.ndarray:
     """exp(-alpha / width) of the angles whose cosines are given."""
     return np.exp(-np.degrees(np.arccos(np.clip(cosines, -1.0, 1.0))) / width_deg)
@@ -116,8 +136,8 @@ def kernel(cosines: np.ndarray, width_deg: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Photometry:
-    """Per photograph its camera and BGR gains; per camera the fall-off coefficients and frame; the hotspot, with
-    each photograph's rotation (world from camera, row by row) that its rays need."""
+    """Per photograph its camera and BGR gains; per camera the fall-off coefficients and frame; the hotspot and the
+    view slope, with each photograph's rotation (world from camera, row by row) that their rays need."""
 
     gains: dict[str, tuple[float, float, float]]
     cameras: dict[str, str]  # photograph -> camera key
@@ -125,6 +145,7 @@ class Photometry:
     frames: dict[str, Frame]  # camera key -> frame
     hotspot: Hotspot | None = None
     rotations: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    view_slope: ViewSlope | None = None
 
     def vignetting(self, camera: str, radius: np.ndarray) -> np.ndarray:
         """The fall-off factor (1 at the principal point) at normalised radii."""
@@ -133,14 +154,19 @@ class Photometry:
 
     def factors(self, names: np.ndarray, radius: np.ndarray, rays: np.ndarray | None = None) -> np.ndarray:
         """(N, 3) BGR: how much brighter each photograph in `names` shows the ground at each radius (and along
-        each ray, for the hotspot) than it is."""
+        each ray, for the hotspot and the view slope) than it is."""
         unique, inverse = np.unique(names, return_inverse=True)
         gains = np.array([self.gains.get(n, (1.0, 1.0, 1.0)) for n in unique])[inverse.ravel()]
         falloff = np.array([self.falloff.get(self.cameras.get(n, ""), (0.0, 0.0, 0.0)) for n in unique])
         factors = gains * np.exp(log_falloff(falloff[inverse.ravel()], radius))[:, None]
-        if self.hotspot is not None and rays is not None:
-            factors *= np.exp(self.hotspot.log_factor(rays))
+        if rays is not None:
+            factors *= np.exp(self.log_view_factor(rays))
         return factors
+
+    def log_view_factor(self, rays: np.ndarray) -> np.ndarray:
+        """(N, 3) BGR log brightening along (N, 3) unit rays that the hotspot and the view slope make."""
+        terms = [term.log_factor(rays) for term in (self.hotspot, self.view_slope) if term is not None]
+        return sum(terms) if terms else np.zeros((len(rays), 3))
 
     def correct(self, image: np.ndarray, name: str) -> np.ndarray:
         """The photograph (BGR uint8, stored size or reduced by any factor) with its gains and its camera's
@@ -151,8 +177,8 @@ class Photometry:
         h, w = image.shape[:2]
         boost = _boost_map(self.falloff.get(camera, (0.0, 0.0, 0.0)), self.frames[camera], w, h)
         boosts = [boost] * 3
-        if self.hotspot is not None and name in self.rotations:
-            darken = np.exp(-self.hotspot.log_factor(self.pixel_rays(name, w, h))).astype(np.float32)
+        if (self.hotspot or self.view_slope) and name in self.rotations:
+            darken = np.exp(-self.log_view_factor(self.pixel_rays(name, w, h))).astype(np.float32)
             boosts = [boost * darken[:, band].reshape(h, w) for band in range(3)]
         bands = [cv2.multiply(band, factor, dtype=cv2.CV_8U, scale=1.0 / gain)
                  for band, factor, gain in zip(cv2.split(image), boosts, self.gains[name])]
@@ -160,7 +186,7 @@ class Photometry:
 
     def pixel_rays(self, name: str, width: int, height: int) -> np.ndarray:
         """(width * height, 3) unit world rays of the pixels of the photograph read at width x height (a
-        pinhole: the kernel is too smooth for the distortion to matter)."""
+        pinhole: the terms are too smooth for the distortion to matter)."""
         frame = self.frames[self.cameras[name]]
         x = (np.arange(width, dtype=np.float64) + 0.5) * frame.width / width
         y = (np.arange(height, dtype=np.float64) + 0.5) * frame.height / height
@@ -174,10 +200,15 @@ class Photometry:
         hotspot = None if self.hotspot is None else {
             "brightening": [round(float(np.exp(a)), 3) for a in self.hotspot.amplitude[::-1]],
             "width_deg": self.hotspot.width_deg, "direction": [round(v, 4) for v in self.hotspot.direction]}
+        # Per band (R, G, B), the brightening of a ray tilted 20 degrees the brightest way over one looking along
+        # the mean view.
+        view_slope = None if self.view_slope is None else {
+            "brightening_at_20_deg": [round(float(np.exp(np.sin(np.radians(20.0)) * np.linalg.norm(s))), 3)
+                                      for s in self.view_slope.slopes[::-1]]}
         return {"corner_falloff": {c: round(float(self.vignetting(c, np.array(1.0))), 3) for c in self.falloff},
                 "gain_min": [round(float(v), 3) for v in gains.min(axis=0)[::-1]],
                 "gain_max": [round(float(v), 3) for v in gains.max(axis=0)[::-1]],
-                "images": len(self.gains), "hotspot": hotspot}
+                "images": len(self.gains), "hotspot": hotspot, "view_slope": view_slope}
 
 
 @functools.lru_cache(maxsize=8)
@@ -192,44 +223,27 @@ def _boost_map(falloff: tuple[float, float, float], frame: Frame, width: int, he
 def estimate(observations: Observations, names: list[str], cameras: list[str], frames: dict[str, Frame],
              rotations: dict[str, tuple[float, ...]] | None = None) -> Photometry | None:
     """The corrections that make the observations of each point agree (see the module's notes); None when too
-    few points are seen twice to tell. `rotations` (world from camera, per photograph) let a hotspot be corrected,
-    with the observations' rays."""
+    few points are seen twice to tell. `rotations` (world from camera, per photograph) let a hotspot and a view
+    slope be corrected, with the observations' rays."""
     usable = _usable(observations)
     if usable is None:
         return None
     image, track, radius, log_colour, rays = usable
     camera_keys = sorted(set(cameras))
     camera_of = np.array([camera_keys.index(c) for c in cameras])[image]
-    n_images, n_cameras, n_tracks = len(names), len(camera_keys), int(track.max()) + 1
-    rows = len(image)
-    columns = 3 * n_images + len(POWERS) * n_cameras + 3 * n_tracks
-
-    # One row per observation and band: gain of (image, band), the fall-off terms of its camera, the radiance of
-    # (point, band).
-    rows_of, columns_of, values = [], [], []
-    for band in range(3):
-        row = band * rows + np.arange(rows)
-        rows_of += [row, row]
-        columns_of += [3 * image + band, 3 * n_images + len(POWERS) * n_cameras + 3 * track + band]
-        values += [np.ones(rows), np.ones(rows)]
-        for k, power in enumerate(POWERS):
-            rows_of.append(row)
-            columns_of.append(3 * n_images + len(POWERS) * camera_of + k)
-            values.append(radius**power)
-    matrix = scipy.sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows_of), np.concatenate(columns_of))),
-                                     shape=(3 * rows, columns))
+    n_images, n_cameras = len(names), len(camera_keys)
+    matrix, unknowns = _design(image, track, radius, camera_of, n_images, n_cameras)
     right = log_colour.T.ravel()
     groups = _tied_groups(image, track, n_images)
-    unknowns = 3 * n_images + len(POWERS) * n_cameras
     solution = _robust_solve(matrix, right, groups, unknowns)
-    hotspot = None
-    for _ in range(2 if rays is not None and rotations else 0):
-        # The residuals hold the hotspot whole, whatever the last round divided out.
-        found = find_hotspot(rays, (right - matrix @ solution).reshape(3, rows))
-        if found is None:
-            break
-        hotspot = found
-        solution = _robust_solve(matrix, right - hotspot.log_factor(rays).T.ravel(), groups, unknowns)
+    hotspot, view_slope = None, None
+    if rays is not None and rotations:
+        hotspot, view_slope, sloped = _along_rays(image, track, radius, camera_of, n_images, n_cameras, rays, right,
+                                                  groups, right - matrix @ solution)
+        if view_slope is not None:
+            solution = sloped
+        elif hotspot is not None:
+            solution = _robust_solve(matrix, right - hotspot.log_factor(rays).T.ravel(), groups, unknowns)
     log_gains = solution[:3 * n_images].reshape(n_images, 3)
     spread = float(np.exp(np.ptp(log_gains, axis=1)).max())
     if spread > MAX_BAND_SPREAD:
@@ -242,8 +256,109 @@ def estimate(observations: Observations, names: list[str], cameras: list[str], f
     # else (a scene brighter at the frame's edge), and that camera is left uncorrected.
     kept = {key: tuple(map(float, a)) for key, a in zip(camera_keys, falloff)
             if MIN_CORNER <= np.exp(a.sum()) <= 1.05}
+    along_rays = hotspot is not None or view_slope is not None
     return Photometry({name: tuple(map(float, g)) for name, g in zip(names, gains)}, dict(zip(names, cameras)),
-                      kept, frames, hotspot, dict(rotations or {}) if hotspot is not None else {})
+                      kept, frames, hotspot, dict(rotations or {}) if along_rays else {}, view_slope)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    cost: float  # Huber's
+    hotspot: Hotspot | None
+    slopes: np.ndarray  # (3, 2) per band, along the tilts' axes
+    solution: np.ndarray
+
+
+def _along_rays(image: np.ndarray, track: np.ndarray, radius: np.ndarray, camera_of: np.ndarray, n_images: int,
+                n_cameras: int, rays: np.ndarray, right: np.ndarray, groups: np.ndarray, residual: np.ndarray
+                ) -> tuple[Hotspot | None, ViewSlope | None, np.ndarray]:
+    """The hotspot and the view slope, and the model's unknowns solved with them (the gains and fall-off in the
+    columns _design gives them). A hotspot near the mean view and a view slope explain some of the same
+    residuals, and the gains and fall-off some of both: the sunlight's direction is searched for in `residual`
+    (the model's without either term) as it shows and looking past any view slope; then the hotspot's amplitudes
+    are solved with everything else, at each width, and the fit with the least cost kept (none where no
+    hotspot lowers it)."""
+    axes = perpendiculars(rays.mean(axis=0))
+    tilts = rays @ axes.T
+    by_rows = residual.reshape(3, len(image))
+
+    def fitted(hotspot_terms: np.ndarray | None) -> tuple[float, np.ndarray, np.ndarray]:
+        terms = tilts if hotspot_terms is None else np.column_stack([tilts, hotspot_terms])
+        matrix, unknowns = _design(image, track, radius, camera_of, n_images, n_cameras, terms)
+        solution = _robust_solve(matrix, right, groups, unknowns)
+        coefficients = solution[unknowns - 3 * terms.shape[1]:unknowns].reshape(3, terms.shape[1])
+        return _huber_cost(matrix @ solution - right), coefficients, solution
+
+    cost, coefficients, solution = fitted(None)
+    best = _Fit(cost, None, coefficients, solution)
+    for direction in _directions(find_hotspot(rays, by_rows, track), find_hotspot(rays, by_rows, track, tilts)):
+        for width in HOTSPOT_WIDTHS:
+            cost, coefficients, solution = fitted(kernel(rays @ direction, width))
+            hotspot = Hotspot(tuple(map(float, direction)), width, tuple(map(float, coefficients[:, 2])))
+            if cost < best.cost and _plausible(hotspot.amplitude):
+                best = _Fit(cost, hotspot, coefficients[:, :2], solution)
+    return best.hotspot, _view_slope(best.slopes, axes, tilts), best.solution
+
+
+def _directions(*found: Hotspot | None) -> list[np.ndarray]:
+    """The sunlight's directions of the hotspots found, those within a degree of another's counted once."""
+    directions: list[np.ndarray] = []
+    for hotspot in found:
+        if hotspot is not None and all(np.dot(hotspot.direction, d) < np.cos(np.radians(1.0)) for d in directions):
+            directions.append(np.asarray(hotspot.direction))
+    return directions
+
+
+def _plausible(amplitude: tuple[float, ...]) -> bool:
+    """A brightening of every band, strong enough to correct, and alike in all (see MAX_VIEW_SPREAD)."""
+    return min(amplitude) > 0 and max(amplitude) >= MIN_HOTSPOT and max(amplitude) <= MAX_VIEW_SPREAD * min(amplitude)
+
+
+def _huber_cost(residual: np.ndarray) -> float:
+    size = np.abs(residual)
+    return float(np.where(size <= HUBER, 0.5 * size**2, HUBER * (size - 0.5 * HUBER)).sum())
+
+
+def _design(image: np.ndarray, track: np.ndarray, radius: np.ndarray, camera_of: np.ndarray, n_images: int,
+            n_cameras: int, terms: np.ndarray | None = None) -> tuple[scipy.sparse.csr_matrix, int]:
+    """The model's matrix, one row per observation and band: the gain of (image, band), the fall-off terms of
+    its camera, per band a coefficient of each column of `terms` (N, T: terms of the rays, their tilts and a
+    hotspot's kernel), the radiance of (point, band); and the number of unknowns before the radiances."""
+    rows, n_tracks = len(image), int(track.max()) + 1
+    n_terms = 0 if terms is None else terms.shape[1]
+    unknowns = 3 * n_images + len(POWERS) * n_cameras + 3 * n_terms
+    rows_of, columns_of, values = [], [], []
+    for band in range(3):
+        row = band * rows + np.arange(rows)
+        rows_of += [row, row]
+        columns_of += [3 * image + band, unknowns + 3 * track + band]
+        values += [np.ones(rows), np.ones(rows)]
+        for k, power in enumerate(POWERS):
+            rows_of.append(row)
+            columns_of.append(3 * n_images + len(POWERS) * camera_of + k)
+            values.append(radius**power)
+        for k in range(n_terms):
+            rows_of.append(row)
+            columns_of.append(np.full(rows, 3 * n_images + len(POWERS) * n_cameras + n_terms * band + k))
+            values.append(terms[:, k])
+    matrix = scipy.sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows_of), np.concatenate(columns_of))),
+                                     shape=(3 * rows, unknowns + 3 * n_tracks))
+    return matrix, unknowns
+
+
+def _view_slope(per_band: np.ndarray, axes: np.ndarray, tilts: np.ndarray) -> ViewSlope | None:
+    """The view slope of the solved coefficients (3, 2: per band, along the two axes of the tilts), or None when
+    it brightens the frames' edges by less than MIN_VIEW_SLOPE or the bands unalike."""
+    edge = float(np.percentile(np.linalg.norm(tilts, axis=1), 95))
+    mean = per_band.mean(axis=0)
+    along = per_band @ mean / max(float(np.linalg.norm(mean)), 1e-12)  # each band's slope in the bands' direction
+    if np.linalg.norm(per_band, axis=1).max() * edge < MIN_VIEW_SLOPE:
+        return None
+    if along.min() <= 0 or along.max() > MAX_VIEW_SPREAD * along.min():
+        log.info("No view-angle correction: the bands brighten %s times apart with the viewing angle (water "
+                 "reflecting the sky?)", "many" if along.min() <= 0 else f"{along.max() / along.min():.1f}")
+        return None
+    return ViewSlope(tuple(tuple(map(float, band @ axes)) for band in per_band))
 
 
 def _robust_solve(matrix: scipy.sparse.csr_matrix, right: np.ndarray, groups: np.ndarray, unknowns: int
@@ -256,28 +371,58 @@ def _robust_solve(matrix: scipy.sparse.csr_matrix, right: np.ndarray, groups: np
     return solution
 
 
-def find_hotspot(rays: np.ndarray, residual: np.ndarray) -> Hotspot | None:
-    """The hotspot the residuals (3, N) of observations along `rays` (N, 3) show: the sunlight's direction within
-    HOTSPOT_REACH of the mean view (a coarse search, then a fine one around its best), the width and the
-    amplitudes that explain most of them; None when it brightens too little, explains too little, or brightens
-    the bands too unequally."""
-    sample = np.random.default_rng(1).permutation(len(rays))[:HOTSPOT_SAMPLE]
-    rays, residual = rays[sample], residual[:, sample]
+def find_hotspot(rays: np.ndarray, residual: np.ndarray, track: np.ndarray, tilts: np.ndarray | None = None
+                 ) -> Hotspot | None:
+    """The hotspot the residuals (3, N) of observations along `rays` (N, 3) of the points `track` (N,) show: the
+    sunlight's direction within HOTSPOT_REACH of the mean view (a coarse search, then a fine one around its best),
+    the width and the amplitudes that explain most of them; None when it brightens too little, explains too
+    little, or brightens the bands too unequally. `tilts` (N, 2): the rays' tilts, whose linear terms (a view
+    slope) the search looks past."""
+    sample = _whole_tracks(track, HOTSPOT_SAMPLE)
+    beside = Beside(np.unique(track[sample], return_inverse=True)[1].ravel(),
+                    None if tilts is None else tilts[sample])
+    rays, residual = rays[sample], beside.left(residual[:, sample].T).T
     mean = rays.mean(axis=0)
-    coarse = _search(rays, residual, cone(mean / np.linalg.norm(mean), HOTSPOT_REACH, 4.0))
-    direction, width, amplitude, explained = _search(rays, residual, cone(coarse[0], 4.0, 0.5))
-    if (max(amplitude) < MIN_HOTSPOT or explained < MIN_EXPLAINED * float((residual**2).sum())
-            or max(amplitude) > MAX_HOTSPOT_SPREAD * min(amplitude)):
+    coarse = _search(rays, residual, cone(mean / np.linalg.norm(mean), HOTSPOT_REACH, 4.0), beside)
+    direction, width, amplitude, explained = _search(rays, residual, cone(coarse[0], 4.0, 0.5), beside)
+    if not _plausible(tuple(amplitude)) or explained < MIN_EXPLAINED * float((residual**2).sum()):
         return None
     return Hotspot(tuple(map(float, direction)), width, tuple(map(float, amplitude)))
 
 
+@dataclass(frozen=True)
+class Beside:
+    """What of a term over observations the model cannot take itself: the points' radiances take any constant
+    per point, and a view slope (where the rays' tilts are given) any part that tilts one way."""
+
+    track: np.ndarray  # (N,) the observations' points, numbered from 0
+    tilts: np.ndarray | None  # (N, 2)
+
+    def left(self, values: np.ndarray) -> np.ndarray:
+        """(N, K) values less their mean per point, then less their least-squares fit by the tilts (so treated)."""
+        left = self.centred(values)
+        if self.tilts is not None:
+            taken = self.centred(self.tilts)
+            left = left - taken @ np.linalg.lstsq(taken, left, rcond=None)[0]
+        return left
+
+    def centred(self, values: np.ndarray) -> np.ndarray:
+        counts = np.bincount(self.track).astype(np.float64)
+        means = np.stack([np.bincount(self.track, column) for column in values.T], axis=1) / counts[:, None]
+        return values - means[self.track]
+
+
+def _whole_tracks(track: np.ndarray, most: int) -> np.ndarray:
+    """The indices of the observations of randomly chosen points, about `most` observations in all."""
+    points = np.random.default_rng(1).permutation(np.unique(track))
+    counts = np.bincount(track)[points]
+    chosen = points[:max(1, int(np.searchsorted(np.cumsum(counts), most)))]
+    return np.flatnonzero(np.isin(track, chosen))
+
+
 def cone(axis: np.ndarray, reach_deg: float, step_deg: float) -> np.ndarray:
-    """(C, 3) unit directions within reach_deg of `axis`, on rings step_deg apart."""
-    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    u = np.cross(axis, helper)
-    u /= np.linalg.norm(u)
-    v = np.cross(axis, u)
+    """(C, 3) unit directions within reach_deg of `axis` (unit), on rings step_deg apart."""
+    u, v = perpendiculars(axis)
     directions = [axis]
     for tilt in np.radians(np.arange(step_deg, reach_deg + 1e-9, step_deg)):
         count = max(6, int(round(2 * np.pi * np.degrees(tilt) / step_deg)))
@@ -286,16 +431,24 @@ def cone(axis: np.ndarray, reach_deg: float, step_deg: float) -> np.ndarray:
     return np.vstack(directions)
 
 
-def _search(rays: np.ndarray, residual: np.ndarray, candidates: np.ndarray
+def perpendiculars(direction: np.ndarray) -> np.ndarray:
+    """(2, 3): two unit vectors perpendicular to `direction` and to each other."""
+    axis = direction / np.linalg.norm(direction)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(axis, helper)
+    u /= np.linalg.norm(u)
+    return np.stack([u, np.cross(axis, u)])
+
+
+def _search(rays: np.ndarray, residual: np.ndarray, candidates: np.ndarray, beside: Beside
             ) -> tuple[np.ndarray, float, np.ndarray, float]:
-    """Of the candidate directions and HOTSPOT_WIDTHS, the one whose kernel (less its mean: the points' radiances
-    take any constant) explains most of the residuals with positive amplitudes: direction, width, amplitudes and
-    the sum of squares explained."""
+    """Of the candidate directions and HOTSPOT_WIDTHS, the one whose kernel (what of it is left beside the model's
+    other terms) explains most of the residuals with positive amplitudes: direction, width, amplitudes and the
+    sum of squares explained."""
     best: tuple[np.ndarray, float, np.ndarray, float] = (candidates[0], HOTSPOT_WIDTHS[0], np.zeros(3), -1.0)
     cosines = rays @ candidates.T
     for width in HOTSPOT_WIDTHS:
-        k = kernel(cosines, width)
-        k -= k.mean(axis=0)
+        k = beside.left(kernel(cosines, width))
         norms = np.maximum((k * k).sum(axis=0), 1e-12)
         projections = residual @ k
         explained = np.where((projections > 0).all(axis=0), (projections**2).sum(axis=0) / norms, -1.0)
@@ -360,7 +513,8 @@ def write(path: Path, photometry: Photometry | None) -> None:
     write_json(path, {"gains": photometry.gains, "cameras": photometry.cameras, "falloff": photometry.falloff,
                       "frames": {k: asdict(f) for k, f in photometry.frames.items()},
                       "hotspot": asdict(photometry.hotspot) if photometry.hotspot else None,
-                      "rotations": photometry.rotations})
+                      "rotations": photometry.rotations,
+                      "view_slope": photometry.view_slope.slopes if photometry.view_slope else None})
 
 
 def load(path: Path) -> Photometry | None:
@@ -368,12 +522,13 @@ def load(path: Path) -> Photometry | None:
     values = read_json(path)
     if not values:
         return None
-    hotspot = values.get("hotspot")
+    hotspot, view_slope = values.get("hotspot"), values.get("view_slope")
     return Photometry({k: tuple(v) for k, v in values["gains"].items()}, values["cameras"],
                       {k: tuple(v) for k, v in values["falloff"].items()},
                       {k: Frame(**f) for k, f in values["frames"].items()},
                       Hotspot(tuple(hotspot["direction"]), hotspot["width_deg"], tuple(hotspot["amplitude"]))
-                      if hotspot else None, {k: tuple(v) for k, v in values.get("rotations", {}).items()})
+                      if hotspot else None, {k: tuple(v) for k, v in values.get("rotations", {}).items()},
+                      ViewSlope(tuple(tuple(v) for v in view_slope)) if view_slope else None)
 
 
 def applied(path: Path, enabled: bool) -> Photometry | None:

@@ -170,6 +170,16 @@ def rays_near_nadir(rng: np.random.Generator, count: int, reach_deg: float = 30.
     return np.stack([np.sin(tilt) * np.cos(turn), np.sin(tilt) * np.sin(turn), -np.cos(tilt)], axis=1)
 
 
+def estimate_along_rays(plain: Observations, rays: np.ndarray, log_brightening: np.ndarray | None
+                        ) -> photometry.Photometry | None:
+    """The estimate from the observations brightened along their rays, each photograph looking straight down."""
+    names = [f"{n}.jpg" for n in range(int(plain.image.max()) + 1)]
+    colour = plain.colour if log_brightening is None else np.clip(plain.colour * np.exp(log_brightening), 0, 255)
+    return estimate(Observations(plain.image, plain.point, plain.radius, colour, rays), names,
+                    ["camera"] * len(names), {"camera": Frame(4000, 3000, 2000.0, 1500.0, 3000.0)},
+                    {name: tuple(np.eye(3).ravel()) for name in names})
+
+
 def test_a_hotspot_in_the_observations_is_found_beside_the_gains() -> None:
     """Observations brightened towards the antisolar point (a kernel of 6 degrees) give back the sunlight's
     direction within a degree, the width and the amplitudes, and the gains as well as without a hotspot; the same
@@ -178,22 +188,15 @@ def test_a_hotspot_in_the_observations_is_found_beside_the_gains() -> None:
     gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
     plain = synthetic_observations(rng, gains, (0.0, 0.0, 0.0), points=6000)
     rays = rays_near_nadir(rng, len(plain.image))
-    bright = photometry.Hotspot(tuple(SUNLIGHT), 6.0, HOTSPOT).log_factor(rays)
-    names = [f"{n}.jpg" for n in range(len(gains))]
-    rotations = {name: tuple(np.eye(3).ravel()) for name in names}
-    frames = {"camera": Frame(4000, 3000, 2000.0, 1500.0, 3000.0)}
-    observed = Observations(plain.image, plain.point, plain.radius, np.clip(plain.colour * np.exp(bright), 0, 255),
-                            rays)
-    found = estimate(observed, names, ["camera"] * len(names), frames, rotations)
-    assert found.hotspot is not None and found.hotspot.width_deg == 6.0
+    found = estimate_along_rays(plain, rays, photometry.Hotspot(tuple(SUNLIGHT), 6.0, HOTSPOT).log_factor(rays))
+    assert found.hotspot is not None and found.hotspot.width_deg == 6.0 and found.view_slope is None
     assert np.degrees(np.arccos(np.dot(found.hotspot.direction, SUNLIGHT))) < 1.0
     assert np.abs(np.array(found.hotspot.amplitude) - HOTSPOT).max() < 0.03
     relative = gains / np.exp(np.log(gains).mean(axis=0))
-    assert np.abs(np.array([found.gains[n] for n in names]) / relative - 1).max() < 0.015
-    assert found.rotations == rotations
+    assert np.abs(np.array([found.gains[f"{n}.jpg"] for n in range(len(gains))]) / relative - 1).max() < 0.015
+    assert len(found.rotations) == len(gains)
 
-    without = estimate(Observations(plain.image, plain.point, plain.radius, plain.colour, rays), names,
-                       ["camera"] * len(names), frames, rotations)
+    without = estimate_along_rays(plain, rays, None)
     assert without.hotspot is None and without.rotations == {}
 
 
@@ -209,3 +212,62 @@ def test_correcting_a_photograph_divides_out_its_hotspot() -> None:
     corrected = correction.correct(np.full((300, 400, 3), 200, np.uint8), "a.jpg").astype(float)
     np.testing.assert_allclose(corrected[100, 300], 200 / np.exp(HOTSPOT), atol=1.0)
     np.testing.assert_allclose(corrected[290, 10], 200, atol=1.0)
+
+
+# BGR view slopes: looking 30 degrees east of north-east-ward tilts brightens, most in the reddest band.
+SLOPE_DIRECTION = np.array([np.cos(np.radians(30.0)), np.sin(np.radians(30.0)), 0.0])
+SLOPES = np.outer((0.25, 0.3, 0.35), SLOPE_DIRECTION)
+
+
+def test_a_view_slope_in_the_observations_is_found_beside_the_gains_and_the_hotspot() -> None:
+    """Observations brighter along rays tilted one way (and towards the antisolar point) give back the slope of
+    every band within 0.02 per unit of tilt, the hotspot and the gains; without it, none is kept."""
+    rng = np.random.default_rng(6)
+    gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
+    plain = synthetic_observations(rng, gains, FALLOFF, points=6000)
+    rays = rays_near_nadir(rng, len(plain.image))
+    bright = (photometry.ViewSlope(tuple(map(tuple, SLOPES))).log_factor(rays)
+              + photometry.Hotspot(tuple(SUNLIGHT), 6.0, HOTSPOT).log_factor(rays))
+    found = estimate_along_rays(plain, rays, bright)
+    assert found.view_slope is not None and found.hotspot is not None
+    np.testing.assert_allclose(found.view_slope.slopes, SLOPES, atol=0.02)
+    assert np.degrees(np.arccos(np.dot(found.hotspot.direction, SUNLIGHT))) < 1.0
+    relative = gains / np.exp(np.log(gains).mean(axis=0))
+    assert np.abs(np.array([found.gains[f"{n}.jpg"] for n in range(len(gains))]) / relative - 1).max() < 0.015
+    radii = np.linspace(0, 1, 11)
+    assert np.abs(found.vignetting("camera", radii) / falloff_at(FALLOFF, radii) - 1).max() < 0.015
+    red_at_20_deg = np.exp(0.35 * np.sin(np.radians(20)))
+    assert found.figures()["view_slope"]["brightening_at_20_deg"][0] == pytest.approx(red_at_20_deg, abs=0.01)
+
+    without = estimate_along_rays(plain, rays, None)
+    assert without.view_slope is None and without.hotspot is None
+
+
+def test_a_view_slope_that_one_band_shows_far_more_is_not_corrected() -> None:
+    """Water reflecting the sky brightens blue with the viewing angle far more than the other bands: such a
+    slope is no property of the ground, and correcting it would tint the land."""
+    rng = np.random.default_rng(7)
+    gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
+    plain = synthetic_observations(rng, gains, FALLOFF, points=6000)
+    rays = rays_near_nadir(rng, len(plain.image))
+    sky = np.outer((0.4, 0.1, 0.08), SLOPE_DIRECTION)  # B, G, R
+    found = estimate_along_rays(plain, rays, photometry.ViewSlope(tuple(map(tuple, sky))).log_factor(rays))
+    assert found is not None and found.view_slope is None
+
+
+def test_correcting_a_photograph_divides_out_its_view_slope(tmp_path: Path) -> None:
+    """A uniform photograph looking straight down: the side whose rays tilt along the slope is darkened, the
+    opposite side brightened, the centre kept; written and read back, the correction is the same."""
+    frame = Frame(400, 300, 200.0, 150.0, 300.0)
+    rotation = np.diag([1.0, -1.0, -1.0])  # camera x east, y south, z down
+    slope = (0.3, 0.0, 0.0)  # brighter looking east, in every band
+    correction = photometry.Photometry({"a.jpg": (1.0, 1.0, 1.0)}, {"a.jpg": "camera"}, {}, {"camera": frame},
+                                       None, {"a.jpg": tuple(rotation.ravel())},
+                                       photometry.ViewSlope((slope, slope, slope)))
+    photometry.write(tmp_path / "photometry.json", correction)
+    for current in (correction, photometry.load(tmp_path / "photometry.json")):
+        corrected = current.correct(np.full((300, 400, 3), 150, np.uint8), "a.jpg").astype(float)
+        tilt = 199.5 / np.hypot(199.5, 300.0)  # the east edge's ray, horizontally
+        np.testing.assert_allclose(corrected[150, 399], 150 / np.exp(0.3 * tilt), atol=1.0)
+        np.testing.assert_allclose(corrected[150, 0], 150 * np.exp(0.3 * tilt), atol=1.0)
+        np.testing.assert_allclose(corrected[150, 200], 150, atol=1.0)

@@ -183,6 +183,19 @@ class Hotspot:
 
 
 @dataclass(frozen=True)
+class ViewSlope:
+    """The ground's brightening looking away from the sun, and darkening looking towards it (the first-order
+    term of a field's reflectance's dependence on the viewing angle): exp(amplitude * the ray's horizontal
+    component away from the sun)."""
+
+    amplitude: float
+
+    def factor(self, directions: np.ndarray, sun: np.ndarray) -> np.ndarray:
+        away = -sun[:2] / np.linalg.norm(sun[:2])
+        return np.exp(self.amplitude * (directions[:, :2] @ away) / np.linalg.norm(directions, axis=1))
+
+
+@dataclass(frozen=True)
 class RenderModel:
     """Everything the renderer samples, precomputed once per scene."""
 
@@ -194,14 +207,15 @@ class RenderModel:
     texture: Texture
     sun: np.ndarray  # unit vector towards the sun
     hotspot: Hotspot | None = None
+    view_slope: ViewSlope | None = None
 
     @classmethod
     def build(cls, scene: Scene, texture: Texture, sun: np.ndarray | None = None,
-              hotspot: Hotspot | None = None) -> "RenderModel":
+              hotspot: Hotspot | None = None, view_slope: ViewSlope | None = None) -> "RenderModel":
         field = scene.surface
         gy, gx = np.gradient(field.z.astype(np.float32), field.cell)
         return cls(field, max_pyramid(field), gx.astype(np.float32), gy.astype(np.float32),
-                   wall_owners(scene), texture, sun_direction() if sun is None else sun, hotspot)
+                   wall_owners(scene), texture, sun_direction() if sun is None else sun, hotspot, view_slope)
 
     def gradient(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         u, v = x / self.field.cell - 0.5, y / self.field.cell - 0.5
@@ -266,8 +280,9 @@ def surface_colour(model: RenderModel, points: np.ndarray, directions: np.ndarra
         colour[steep] = _blend_walls(model, points[steep], directions[steep], gx[steep], gy[steep],
                                      footprint_scale[steep], colour[steep], wall[steep])
     light = shading(gx, gy, model.sun)
-    if model.hotspot is not None:
-        light = light * model.hotspot.factor(directions, model.sun)
+    for term in (model.hotspot, model.view_slope):
+        if term is not None:
+            light = light * term.factor(directions, model.sun)
     return colour * light[:, None]
 
 

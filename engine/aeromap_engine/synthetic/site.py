@@ -51,6 +51,7 @@ class SurveySpec:
     sun_elevation_deg: float = SUN_ELEVATION_DEG
     hotspot_amplitude: float = 0.0  # log brightening looking straight away from the sun (0: none)
     hotspot_width_deg: float = 5.0
+    view_slope: float = 0.0  # log brightening per unit of a ray's horizontal component away from the sun (0: none)
 
 
 @dataclass(frozen=True)

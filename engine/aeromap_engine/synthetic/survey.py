@@ -23,7 +23,8 @@ from ..geo import crs_name
 from ..parallel import forked_map
 from .camera import Lens, Shot, lawnmower
 from .metadata import Barometer, Photograph, photograph_record, write_jpeg
-from .render import Hotspot, RenderModel, observe_markers, render, sun_direction, to_photograph, true_orthophoto
+from .render import (Hotspot, RenderModel, ViewSlope, observe_markers, render, sun_direction, to_photograph,
+                     true_orthophoto)
 from .scene import Marker, build_scene
 from .site import Site, SurveySpec, locate
 from .texture import paint_texture
@@ -61,7 +62,9 @@ def generate(out_dir: Path, spec: SurveySpec, workers: int = 1) -> SurveyTruth:
     scene = build_scene(spec.scene, rng)
     texture = paint_texture(scene, rng)
     hotspot = Hotspot(spec.hotspot_amplitude, spec.hotspot_width_deg) if spec.hotspot_amplitude else None
-    model = RenderModel.build(scene, texture, sun_direction(spec.sun_azimuth_deg, spec.sun_elevation_deg), hotspot)
+    view_slope = ViewSlope(spec.view_slope) if spec.view_slope else None
+    model = RenderModel.build(scene, texture, sun_direction(spec.sun_azimuth_deg, spec.sun_elevation_deg), hotspot,
+                              view_slope)
     seconds["scene"] = time.monotonic() - clock
 
     clock = time.monotonic()
