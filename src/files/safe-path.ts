@@ -20,14 +20,19 @@ export function safeFileName(name: string): string {
   return base === '' || base === '.' || base === '..' ? 'file' : base;
 }
 
-/** `name`, or `name_1`, `name_2`... (before the extension), whichever does not exist yet in `dir`. Synchronous,
- * so that no other request can take the same name between the check and the caller's rename. */
-export function freeName(dir: string, name: string): string {
+/** `name`, then `name_1`, `name_2`... (before the extension). */
+export function* nameVariants(name: string): Generator<string> {
   const ext = path.extname(name);
   const stem = name.slice(0, name.length - ext.length);
-  let candidate = name;
-  for (let i = 1; fs.existsSync(path.join(dir, candidate)); i++) candidate = `${stem}_${i}${ext}`;
-  return candidate;
+  yield name;
+  for (let i = 1; ; i++) yield `${stem}_${i}${ext}`;
+}
+
+/** The first of `name`'s variants that does not exist yet in `dir`. Synchronous, so that no other request can
+ * take the same name between the check and the caller's rename. */
+export function freeName(dir: string, name: string): string {
+  for (const candidate of nameVariants(name)) if (!fs.existsSync(path.join(dir, candidate))) return candidate;
+  throw new Error('unreachable');
 }
 
 /** A name for a file being written in `dir`, hidden and unique, to be renamed into place when complete. */

@@ -11,6 +11,7 @@ import { diskRoom } from '../files/disk.ts';
 import { extractZip } from '../files/zip-extract.ts';
 import { type OutboundPolicy, outboundFetch, refusal } from '../net/outbound.ts';
 import type { DataLayout } from './layout.ts';
+import { placeFile } from '../files/place.ts';
 import { freeName, partialName, safeFileName } from '../files/safe-path.ts';
 
 /** Files that are not images and that the engine must not find in images/ (NodeODM moves the same ones). */
@@ -73,8 +74,8 @@ export class UploadArea {
     await mkdir(this.filesDir(uuid));
   }
 
-  /** Stores one uploaded file under the client's file name, made safe and unique; a file that would take the disk
-   * into its reserve is stopped as it comes. */
+  /** Stores one uploaded file under the client's file name, made safe (and unique where another file has it); a
+   * file that would take the disk into its reserve is stopped as it comes. */
   async receive(uuid: string, fileName: string, content: NodeJS.ReadableStream): Promise<void> {
     await this.requireImageRoom(uuid, fileName);
     const room = await this.room();
@@ -90,8 +91,8 @@ export class UploadArea {
           yield chunk;
         }
       }, fs.createWriteStream(tmp));
-      // A file sent again (a client resuming its upload) replaces the first, as on NodeODM.
-      fs.renameSync(tmp, path.join(this.filesDir(uuid), safeFileName(fileName)));
+      // The same file sent again (a client resuming its upload) is kept once; another of the same name is kept too.
+      await placeFile(tmp, this.filesDir(uuid), safeFileName(fileName));
     } finally {
       await rm(tmp, { force: true });
     }

@@ -65,6 +65,16 @@ describe('processing node over HTTP, in process', () => {
     expect(broken.error).toBeTruthy();
   });
 
+  it('keeps two photographs of one name from two flights, and a file sent again once', async () => {
+    const { uuid } = await json<{ uuid: string }>(`${base}/task/new/init`, { method: 'POST', body: form({}, {}) });
+    const send = (content: string) => json(`${base}/task/new/upload/${uuid}`, { method: 'POST', body: form({ 'DJI_0001.JPG': content }, {}) });
+    for (const content of ['first flight', 'second flight', 'second flight', 'first flight']) expect(await send(content)).toEqual({ success: true });
+    const files = path.join(dataDir, 'uploads', uuid, 'files');
+    expect(fs.readdirSync(files).sort()).toEqual(['DJI_0001.JPG', 'DJI_0001_1.JPG']);
+    expect(fs.readFileSync(path.join(files, 'DJI_0001.JPG'), 'utf8')).toBe('first flight');
+    expect(fs.readFileSync(path.join(files, 'DJI_0001_1.JPG'), 'utf8')).toBe('second flight');
+  });
+
   it('leaves out options it does not know and names them in the console, at the start and at a restart', async () => {
     const { uuid } = await json<{ uuid: string }>(`${base}/task/new`, {
       method: 'POST',

@@ -3,7 +3,7 @@
 // is downloaded and opened with the engine's own readers (rasterio, laspy, Pillow).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { openAsBlob } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -241,6 +241,24 @@ describe('tasks with the real engine', () => {
     expect(output).toContain('Running stage odm_orthophoto');
     expect(output).not.toContain('Running stage opensfm');
   }, 300_000);
+
+  it.runIf(LONG)('maps two flights whose photographs share names: every photograph is kept and placed', async () => {
+    // The second flight's photographs (DJI_0031-34) carry the first one's names, as two cards' DJI_0001.JPG do.
+    const second = await brightonCopies(path.join(work, 'second'), ['DJI_0031.JPG', 'DJI_0032.JPG', 'DJI_0033.JPG', 'DJI_0034.JPG'], 1000);
+    const renamed = await Promise.all(second.map(async (file, i) => {
+      const target = path.join(work, 'second', path.basename(images[i]!));
+      await rename(file, target);
+      return target;
+    }));
+    const options = [{ name: 'fast-orthophoto', value: true }, { name: 'feature-quality', value: 'ultra' }, { name: 'skip-report', value: true }];
+    const created = await postForm(t.admin, tasksUrl(), await imageForm([...images, ...renamed], { name: 'Two flights', options: JSON.stringify(options) }));
+    expect(created.status).toBe(201);
+    expect(created.body.images_count).toBe(8);
+    const url = `${tasksUrl()}${created.body.id}/`;
+    const done = await waitForTask(t.admin, url, finished, 420_000);
+    expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    expect((await t.admin.get(`${url}output/`)).body as string).toMatch(/Registered 8 of 8 images/);
+  }, 480_000);
 
   it('cancels a running task and removes it', async () => {
     const created = await postForm(t.admin, tasksUrl(), await imageForm(images.slice(0, 3), { options: JSON.stringify(OPTIONS) }));

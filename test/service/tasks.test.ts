@@ -177,13 +177,24 @@ describe.each(BACKENDS)('tasks on %s', (backend) => {
       const reply = await postForm(t.admin, `${url}upload/`, form);
       expect(reply.status).toBe(200);
     }
+    // A second flight's photograph of the first one's name is kept beside it; sent again, it is not added twice.
+    const secondFlight = new FormData();
+    secondFlight.append('images', new Blob([await readFile(images[2])]), 'IMG_0000.JPG');
+    for (let i = 0; i < 2; i++) {
+      const again = new FormData();
+      again.append('images', new Blob([await readFile(images[2])]), 'IMG_0000.JPG');
+      expect((await postForm(t.admin, `${url}upload/`, i === 0 ? secondFlight : again)).body).toEqual({ success: true, uploaded: { 'IMG_0000_1.JPG': expect.any(Number) } });
+    }
     const committed = await t.admin.post(`${url}commit/`);
     expect(committed.status).toBe(200);
-    expect(committed.body).toMatchObject({ partial: false, images_count: 2 });
+    expect(committed.body).toMatchObject({ partial: false, images_count: 3 });
     const folder = path.join(t.dataDir, 'media', 'project', String(projectId), 'task', String(created.body.id), 'images');
     expect(await readFile(path.join(folder, 'IMG_0001.JPG'))).toEqual(bytes);
+    expect(await readFile(path.join(folder, 'IMG_0000.JPG'))).toEqual(await readFile(images[0]));
+    expect(await readFile(path.join(folder, 'IMG_0000_1.JPG'))).toEqual(await readFile(images[2]));
     const done = await waitForTask(t.admin, url, finished);
     expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
+    expect(done.images_count).toBe(3);
     expect((await postForm(t.admin, `${url}upload/`, await imageForm([images[2]]))).status).toBe(400);
   }, 60_000);
 

@@ -3,7 +3,7 @@
 // complete, see the orthophoto drawn on the map, measure a distance, see the point cloud in 3D, download an
 // asset, restart, cancel and remove a task, and the administration pages. Screenshots of every screen at desktop
 // and phone sizes go to dist/screenshots.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -321,7 +321,11 @@ describe('web application in Chromium', () => {
 
   it('keeps an upload going through dropped connections, and resumes it after a reload with only the missing files', async () => {
     const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
-    const photos = PHOTOS.map((name) => path.join(work, 'photos', name));
+    // A second flight's photograph with a name of the first's: both are sent and kept.
+    const [other] = await brightonCopies(path.join(work, 'second'), ['DJI_0033.JPG'], 1000);
+    const sameName = path.join(work, 'second', PHOTOS[1]!);
+    await rename(other!, sameName);
+    const photos = [...PHOTOS.map((name) => path.join(work, 'photos', name)), sameName];
     let phase: 'first' | 'resumed' = 'first';
     let dropped = 0;
     const resent: string[] = [];
@@ -345,21 +349,21 @@ describe('web application in Chromium', () => {
       const key = Object.keys(localStorage).find((k) => k.startsWith('aeromap.upload.'));
       return key ? (JSON.parse(localStorage.getItem(key)!).done as string[]).length : -1;
     });
-    await expect.poll(sent, { timeout: 60_000 }).toBe(5);
+    await expect.poll(sent, { timeout: 60_000 }).toBe(6);
     await retrying;
 
     phase = 'resumed';
     await page.reload();
-    await page.getByText(/was interrupted \(5 of 6 files sent\)/).waitFor();
+    await page.getByText(/was interrupted \(6 of 7 files sent\)/).waitFor();
     await page.getByRole('button', { name: 'Resume it' }).click();
     await page.getByTestId('file-input').setInputFiles(photos);
-    await expect.poll(() => page.getByTestId('file-count').textContent()).toMatch(/5 already sent/);
+    await expect.poll(() => page.getByTestId('file-count').textContent()).toMatch(/6 already sent/);
     await screenshot(page, 'upload-resume-desktop');
     await page.getByRole('button', { name: 'Resume upload' }).click();
     const tasks = async () => (await t.admin.get(`/api/projects/${projectId}/tasks/`)).body as { id: number; partial: boolean; images_count: number }[];
     await expect.poll(async () => (await tasks())[0]?.partial, { timeout: 30_000 }).toBe(false);
     const [task] = await tasks();
-    expect(task.images_count).toBe(6);
+    expect(task.images_count).toBe(7);
     expect(dropped).toBeGreaterThan(1);
     // Only the missing file goes out again (twice where a request of a loaded machine failed and was retried).
     expect([...new Set(resent)]).toEqual([PHOTOS[3]]);

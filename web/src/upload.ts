@@ -32,7 +32,8 @@ export interface PendingUpload {
   total: number;
 }
 
-export const fileKey = (file: File) => `${file.name}:${file.size}`;
+/** What tells a picked file from another: two flights' photographs may share a name, even a size. */
+export const fileKey = (file: File) => `${file.name}:${file.size}:${file.lastModified}`;
 
 export function pendingUploads(): PendingUpload[] {
   const found: PendingUpload[] = [];

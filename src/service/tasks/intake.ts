@@ -3,11 +3,12 @@
 // list and geo.txt that travel with them, align.las or align.laz an earlier survey's point cloud to align to (an
 // align.tif is a TIFF); anything else is refused with the file's name.
 import { createWriteStream } from 'node:fs';
-import { mkdir, open, rename, rm, stat, truncate } from 'node:fs/promises';
+import { mkdir, open, rm, stat, truncate } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
+import { placeFile } from '../../files/place.ts';
 import { partialName, safeFileName } from '../../files/safe-path.ts';
 import { ALIGN_FILE, isImageName } from '../../protocol/files.ts';
 import { HttpError } from '../errors.ts';
@@ -88,14 +89,15 @@ async function spool(part: MultipartFile, dir: string, budget: WriteBudget): Pro
   }
 }
 
-/** Checks a spooled file and renames it into place under its name; a file that fails is removed. */
-export async function admit(tmp: string, dir: string, name: string): Promise<void> {
+/** Checks a spooled file and moves it into place under its name (or the variant placeFile gives it, answered); a
+ * file that fails is removed. */
+export async function admit(tmp: string, dir: string, name: string): Promise<string> {
   const problem = await uploadProblem(name, tmp);
   if (problem) {
     await rm(tmp, { force: true });
     throw badRequest(`${name} ${problem}.`);
   }
-  await rename(tmp, path.join(dir, name));
+  return placeFile(tmp, dir, name);
 }
 
 export interface MultipartLimits {
@@ -130,9 +132,7 @@ export async function receiveMultipart(
       stored.push(custom);
       continue;
     }
-    const name = uploadName(part.filename);
-    await admit(await spool(part, dir, budget), dir, name);
-    stored.push(name);
+    stored.push(await admit(await spool(part, dir, budget), dir, uploadName(part.filename)));
   }
   return { fields, stored };
 }

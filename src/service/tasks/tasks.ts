@@ -258,8 +258,7 @@ export class TaskRules {
       const partFile = path.join(folder.chunks, chunk.id);
       await writeChunk(part, partFile, chunk.offset, budget);
       if (!chunk.last) return `${name}#chunk`;
-      await admit(partFile, dir, name);
-      return name;
+      return admit(partFile, dir, name);
     });
     if (stored.length === 0) throw badRequest('No files uploaded.');
     for (const name of stored.filter((entry) => !entry.endsWith('#chunk'))) {

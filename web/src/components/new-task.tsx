@@ -56,9 +56,11 @@ export function NewTask({ projectId, resume, onDone, onCancel }: { projectId: nu
   const addFiles = (list: FileList | null) => {
     if (!list) return;
     const picked = [...list].filter((f) => ACCEPTED.test(f.name));
+    // A file picked twice is added once; another file of the same name (a second flight's DJI_0001.JPG) is kept,
+    // and the server stores it under a name of its own.
     setFiles((current) => {
-      const seen = new Set(current.map((f) => f.name));
-      return [...current, ...picked.filter((f) => !seen.has(f.name))];
+      const seen = new Set(current.map(fileKey));
+      return [...current, ...picked.filter((f) => !seen.has(fileKey(f)))];
     });
   };
 
