@@ -257,6 +257,20 @@ describe('web application in Chromium', () => {
     console.log(`3D profile against the DSM over ${length.toFixed(1)} m: ${gaps.length} stations, median ${sorted[Math.floor(gaps.length / 2)]!.toFixed(3)} m, 90th percentile ${sorted[Math.floor(gaps.length * 0.9)]!.toFixed(3)} m`);
     expect(sorted[Math.floor(gaps.length / 2)]).toBeLessThan(0.1);
     await screenshot(page, '3d-profile-desktop');
+    // A clip box: what lay outside it is neither drawn nor picked any more; inside, it still is.
+    const pickAt = (dx: number, dy: number) => page.evaluate(([x, y]) => {
+      const viewer = (window as unknown as { __aeromapViewer: { session: { viewer: { pick(x: number, y: number): unknown } } } }).__aeromapViewer.session.viewer;
+      return viewer.pick(x!, y!) !== null;
+    }, [canvas.width / 2 + dx, canvas.height / 2 + dy]);
+    expect(await pickAt(-150, 30)).toBe(true);
+    await page.getByRole('button', { name: 'Clip box' }).click();
+    for (const [dx, dy] of [[-60, -30], [60, 60]]) await page.locator('#viewer3d canvas').click({ position: { x: canvas.width / 2 + dx, y: canvas.height / 2 + dy } });
+    await expect.poll(() => result.getAttribute('data-kind')).toBe('clip');
+    expect(await pickAt(-150, 30)).toBe(false);
+    expect(await pickAt(0, 15)).toBe(true);
+    await screenshot(page, '3d-clip-desktop');
+    await page.getByRole('button', { name: /Show all/ }).click();
+    expect(await pickAt(-150, 30)).toBe(true);
     // The view saved is where the 3D view opens next time, kept in the task's scene in the CRS.
     const camera = () => page.evaluate(() => (window as unknown as { __aeromapViewer: { camera: { position: { toArray(): number[] } } } }).__aeromapViewer.camera.position.toArray());
     await page.keyboard.press('Escape');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type Vec3, angleAt, boxIntersectsFrustum, distanceParts, distanceToBox, frustumPlanes, horizontalArea, projectedSize } from '../../web/src/viewer3d/geometry.ts';
-import { addPick, measure } from '../../web/src/viewer3d/measure-tools.ts';
+import { type Vec3, angleAt, boxIntersectsFrustum, clipColumn, distanceParts, distanceToBox, frustumPlanes, horizontalArea, inBox, projectedSize } from '../../web/src/viewer3d/geometry.ts';
+import { addPick, measure, outline } from '../../web/src/viewer3d/measure-tools.ts';
 import { camerasOf, frustumSegments, rotationMatrix } from '../../web/src/viewer3d/cameras.ts';
 import { pickPoint } from '../../web/src/viewer3d/pick.ts';
 import { cloudProfile } from '../../web/src/viewer3d/profile.ts';
@@ -70,6 +70,30 @@ describe('screen picking', () => {
     const hit = pickPoint(positions, 3, perspective(90, 1, 1, 100), 100, 100, 50, 50, 2);
     expect(hit?.index).toBe(1);
     expect(hit?.depth).toBeCloseTo(5, 9);
+  });
+
+  it('skips the points a clip box hides', () => {
+    const positions = new Float32Array([0, 0, -10, 0, 0, -5, 3, 0, -5]);
+    const matrix = perspective(90, 1, 1, 100);
+    const clip = clipColumn([-1, -1, 0], [1, -0.5, 0]); // leaves out y = 0
+    expect(pickPoint(positions, 3, matrix, 100, 100, 50, 50, 2, clip)).toBeNull();
+    expect(pickPoint(positions, 3, matrix, 100, 100, 50, 50, 2, clipColumn([-1, -1, 0], [1, 1, 0]))?.index).toBe(1);
+  });
+});
+
+describe('clip box', () => {
+  it('keeps the rectangle between two corners at every height', () => {
+    const box = clipColumn([5, 2, 30], [1, 4, 10]);
+    expect(inBox(box, 3, 3, -1000)).toBe(true);
+    expect(inBox(box, 3, 3, 1e6)).toBe(true);
+    expect(inBox(box, 0.9, 3, 20)).toBe(false);
+    expect(inBox(box, 3, 4.1, 20)).toBe(false);
+    expect(measure('clip', [[5, 2, 30], [1, 4, 10]])).toMatchObject({ tool: 'clip', value: 8 });
+  });
+
+  it('draws its rectangle at the first corner\'s height', () => {
+    expect(outline('clip', [[0, 0, 3], [2, 1, 9]])).toEqual([[0, 0, 3], [2, 0, 3], [2, 1, 3], [0, 1, 3]]);
+    expect(outline('distance', [[0, 0, 3], [2, 1, 9]])).toEqual([[0, 0, 3], [2, 1, 9]]);
   });
 });
 

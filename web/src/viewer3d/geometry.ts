@@ -93,3 +93,12 @@ export function angleAt(a: Vec3, b: Vec3, c: Vec3): number {
   const cos = (u[0] * v[0] + u[1] * v[1] + u[2] * v[2]) / (length(u) * length(v) || 1);
   return (Math.acos(Math.min(1, Math.max(-1, cos))) * 180) / Math.PI;
 }
+
+/** Whether a point lies in a box, its faces included. */
+export const inBox = (b: Box3, x: number, y: number, z: number): boolean =>
+  x >= b.min[0] && x <= b.max[0] && y >= b.min[1] && y <= b.max[1] && z >= b.min[2] && z <= b.max[2];
+
+/** What a clip box keeps: the rectangle between two picked corners seen from above, at every height. */
+export function clipColumn(a: Vec3, b: Vec3): Box3 {
+  return { min: [Math.min(a[0], b[0]), Math.min(a[1], b[1]), -Infinity], max: [Math.max(a[0], b[0]), Math.max(a[1], b[1]), Infinity] };
+}

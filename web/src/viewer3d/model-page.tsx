@@ -1,5 +1,5 @@
 // The 3D view of a task: its point cloud streamed from the COPC file, its textured model on demand, and
-// measurements of distance, height, angle, area and profile. Loaded only when opened, so three.js stays out of the other
+// measurements of distance, height, angle, area and profile, and a clip box. Loaded only when opened, so three.js stays out of the other
 // pages.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { taskPath } from '../api.ts';
@@ -17,6 +17,7 @@ const FIGURE: Record<Measurement['tool'], (v: number) => string> = {
   angle: (v) => `${v.toFixed(1)}°`,
   area: (v) => `${v.toFixed(2)} m²`,
   profile: metres,
+  clip: (v) => `${v.toFixed(1)} m²`,
 };
 
 /** A link of the panel, back to the pages around the 3D view. */
@@ -183,6 +184,11 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
         ))}
       </div>
       {state.tool && <MeasureResult session={session} />}
+      {state.clipped && (
+        <button type="button" onClick={() => session.setClip(null)}>
+          Show all (end the clip)
+        </button>
+      )}
       <button type="button" onClick={() => void session.saveView()}>
         Save view
       </button>

@@ -1,5 +1,6 @@
 // Picking a point under the pointer in screen space: a tolerance in pixels works at any zoom, where a ray's
 // world-space threshold would be too wide up close and too narrow far away.
+import { type Box3, inBox } from './geometry.ts';
 
 export interface ScreenPick {
   index: number;
@@ -10,7 +11,8 @@ export interface ScreenPick {
 
 /**
  * The point nearest to the camera among those within `maxPixels` of (px, py), where (px, py) are CSS pixels from
- * the viewport's top-left corner and `matrix` maps the positions to clip space (projection × view × model).
+ * the viewport's top-left corner and `matrix` maps the positions to clip space (projection × view × model); with
+ * a `clip` box, among those inside it (the others are not drawn).
  */
 export function pickPoint(
   positions: ArrayLike<number>,
@@ -21,6 +23,7 @@ export function pickPoint(
   px: number,
   py: number,
   maxPixels: number,
+  clip: Box3 | null = null,
 ): ScreenPick | null {
   const m = matrix;
   let best: ScreenPick | null = null;
@@ -29,6 +32,7 @@ export function pickPoint(
     const x = positions[i * 3];
     const y = positions[i * 3 + 1];
     const z = positions[i * 3 + 2];
+    if (clip && !inBox(clip, x, y, z)) continue;
     const w = m[3] * x + m[7] * y + m[11] * z + m[15];
     if (w <= 0) continue;
     const cx = (m[0] * x + m[4] * y + m[8] * z + m[12]) / w;

@@ -3,9 +3,9 @@
 import * as THREE from 'three';
 import wasmUrl from 'laz-perf/lib/web/laz-perf.wasm?url';
 import type { CopcSource } from './copc-source.ts';
-import { type Vec3, frustumPlanes } from './geometry.ts';
+import { type Box3, type Vec3, frustumPlanes } from './geometry.ts';
 import { nodeBounds, parseKey, selectNodes } from './lod.ts';
-import { type ColourMode, createPointMaterial, setColourMode } from './point-material.ts';
+import { type ColourMode, createPointMaterial, setClipBox, setColourMode } from './point-material.ts';
 import type { LoadRequest, WorkerReply } from './copc-worker.ts';
 import { pickPoint } from './pick.ts';
 import type { PointChunk } from './profile.ts';
@@ -50,6 +50,7 @@ export class PointCloud {
   private shift: 0 | 8 | undefined;
   private readonly started = performance.now();
   private lastView: { camera: THREE.PerspectiveCamera; height: number } | null = null;
+  private clip: Box3 | null = null;
 
   constructor(
     private readonly source: CopcSource,
@@ -75,6 +76,12 @@ export class PointCloud {
   setPointSize(px: number, pixelRatio: number): void {
     this.material.uniforms.uSize.value = px;
     this.material.uniforms.uPixelRatio.value = pixelRatio;
+  }
+
+  /** Draws (and picks) only the points inside `box`; null: all. */
+  setClip(box: Box3 | null): void {
+    this.clip = box;
+    setClipBox(this.material, box);
   }
 
   setColourMode(mode: ColourMode): void {
@@ -122,7 +129,7 @@ export class PointCloud {
     for (const state of this.states.values()) {
       if (!state.points?.visible) continue;
       const positions = state.points.geometry.getAttribute('position').array as Float32Array;
-      const hit = pickPoint(positions, state.pointCount, matrix.elements, width, height, x, y, maxPixels);
+      const hit = pickPoint(positions, state.pointCount, matrix.elements, width, height, x, y, maxPixels, this.clip);
       if (hit && (!best || hit.depth < best.depth)) {
         const point = new THREE.Vector3().fromArray(positions, hit.index * 3).applyMatrix4(this.group.matrixWorld);
         best = { point, depth: hit.depth };

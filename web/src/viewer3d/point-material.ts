@@ -1,6 +1,7 @@
 // The points' material: fixed-size round points in CSS pixels, coloured by the file's RGB, by an elevation ramp
 // or by the points' ASPRS class, chosen on the GPU, so that switching modes re-uploads nothing.
 import * as THREE from 'three';
+import type { Box3 } from './geometry.ts';
 
 export type ColourMode = 'rgb' | 'elevation' | 'class';
 
@@ -38,6 +39,9 @@ uniform float uPixelRatio;
 uniform float uMode;
 uniform float uZMin;
 uniform float uZMax;
+uniform float uClip;
+uniform vec3 uClipMin;
+uniform vec3 uClipMax;
 varying vec3 vColour;
 
 // Dark blue, teal, green, yellow, white: distinct steps for low relief, readable on both themes.
@@ -56,6 +60,11 @@ vec3 ramp(float t) {
 
 void main() {
   vec4 world = modelMatrix * vec4(position, 1.0);
+  if (uClip > 0.5 && (any(lessThan(world.xyz, uClipMin)) || any(greaterThan(world.xyz, uClipMax)))) {
+    gl_Position = vec4(2.0, 2.0, 2.0, 1.0); // outside the view volume: not drawn
+    gl_PointSize = 0.0;
+    return;
+  }
   if (uMode > 1.5) vColour = uClassColours[int(min(classification, ${PALETTE_SIZE - 1}.0))];
   else if (uMode > 0.5) vColour = ramp(clamp((world.z - uZMin) / max(uZMax - uZMin, 1e-6), 0.0, 1.0));
   else vColour = rgb;
@@ -84,10 +93,26 @@ export function createPointMaterial(zMin: number, zMax: number): THREE.ShaderMat
       uZMin: { value: zMin },
       uZMax: { value: zMax },
       uClassColours: { value: palette() },
+      uClip: { value: 0 },
+      uClipMin: { value: new THREE.Vector3() },
+      uClipMax: { value: new THREE.Vector3() },
     },
   });
 }
 
 export function setColourMode(material: THREE.ShaderMaterial, mode: ColourMode): void {
   material.uniforms.uMode.value = MODES[mode];
+}
+
+/** A GLSL float stands for an unbounded side. */
+const FAR = 1e30;
+const bounded = (v: number) => Math.max(-FAR, Math.min(FAR, v));
+
+/** Draws only the points inside `box` (scene frame); null draws them all. */
+export function setClipBox(material: THREE.ShaderMaterial, box: Box3 | null): void {
+  material.uniforms.uClip.value = box ? 1 : 0;
+  if (box) {
+    material.uniforms.uClipMin.value.set(...box.min.map(bounded));
+    material.uniforms.uClipMax.value.set(...box.max.map(bounded));
+  }
 }

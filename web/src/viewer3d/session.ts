@@ -7,10 +7,10 @@ import { type Task, api, taskPath } from '../api.ts';
 import type { ProfilePoint } from '../map/dem.ts';
 import { type Camera, camerasOf, frustumSegments } from './cameras.ts';
 import { type ByteCounter, openCopc } from './copc-source.ts';
-import type { Vec3 } from './geometry.ts';
+import { type Box3, type Vec3, clipColumn } from './geometry.ts';
 import { MeasureGraphic } from './measure.ts';
 import { cloudProfile } from './profile.ts';
-import { type MeasureTool, type Measurement, addPick, closes, measure } from './measure-tools.ts';
+import { type MeasureTool, type Measurement, addPick, closes, measure, outline } from './measure-tools.ts';
 import { downloadWithProgress, parseModel } from './model.ts';
 import { PointCloud } from './point-cloud.ts';
 import type { ColourMode } from './point-material.ts';
@@ -53,6 +53,8 @@ export interface ViewState {
   measurement: Measurement | null;
   /** The cloud's profile along the line the profile tool picked; heights in the CRS. */
   profile: ProfilePoint[] | null;
+  /** Whether a clip box hides what lies outside it. */
+  clipped: boolean;
   /** What became of the last "save view". */
   viewMessage: string | null;
   hasCameras: boolean;
@@ -80,6 +82,7 @@ const initialState: ViewState = {
   picks: [],
   measurement: null,
   profile: null,
+  clipped: false,
   viewMessage: null,
   hasCameras: false,
   showCameras: false,
@@ -201,9 +204,8 @@ export class ViewerSession {
       const model = await parseModel(buffer, this.origin);
       if (this.abort.signal.aborted) return;
       this.origin = model.origin;
-      this.viewer.model = model.object;
       model.object.visible = this.state.value.showModel;
-      this.viewer.scene.add(model.object);
+      this.viewer.setModel(model.object);
       if (!hadOrigin) {
         const box = new THREE.Box3().setFromObject(model.object);
         this.viewer.frameBox(box.min.toArray(), box.max.toArray());
@@ -240,10 +242,18 @@ export class ViewerSession {
     const point = tool && this.viewer.pick(x, y);
     if (!tool || !point) return false;
     const picks = addPick(tool, this.state.value.picks, point.toArray() as Vec3);
-    this.patch({ picks, measurement: measure(tool, picks), profile: tool === 'profile' && picks.length === 2 ? this.profileAlong(picks[0], picks[1]) : null });
-    this.measure.set(picks.map((v) => new THREE.Vector3(...v)), closes(tool));
+    const ends = picks.length === 2 ? picks : null;
+    this.patch({ picks, measurement: measure(tool, picks), profile: tool === 'profile' && ends ? this.profileAlong(ends[0], ends[1]) : null });
+    if (tool === 'clip' && ends) this.setClip(clipColumn(ends[0], ends[1]));
+    this.measure.set(outline(tool, picks).map((v) => new THREE.Vector3(...v)), closes(tool));
     this.viewer.requestRender();
     return true;
+  }
+
+  /** Shows only what lies inside `box` (scene frame); null shows everything again. */
+  setClip(box: Box3 | null): void {
+    this.viewer.setClip(box);
+    this.patch({ clipped: box !== null });
   }
 
   /** The drawn points' profile from a to b (scene frame), its heights in the CRS. */

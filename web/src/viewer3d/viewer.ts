@@ -2,7 +2,7 @@
 // demand (nothing redraws while nothing changes, which matters on software WebGL), and picking.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import type { Vec3 } from './geometry.ts';
+import { type Box3, type Vec3, inBox } from './geometry.ts';
 import { dollyPosition, orbitPosition } from './orbit.ts';
 import type { PointCloud } from './point-cloud.ts';
 
@@ -16,6 +16,8 @@ export class Viewer {
   readonly controls: OrbitControls;
   cloud: PointCloud | null = null;
   model: THREE.Object3D | null = null;
+  /** What stays shown (scene frame); null: everything. */
+  clip: Box3 | null = null;
   pointSize = 2;
   /** Called after every camera change, e.g. to keep a measurement label in place. */
   onCameraChange: () => void = () => {};
@@ -51,9 +53,43 @@ export class Viewer {
 
   setCloud(cloud: PointCloud): void {
     this.cloud = cloud;
+    cloud.setClip(this.clip);
     this.scene.add(cloud.group);
     cloud.setPointSize(this.pointSize, this.renderer.getPixelRatio());
     cloud.update(this.camera, this.height);
+  }
+
+  setModel(model: THREE.Object3D): void {
+    this.model = model;
+    this.scene.add(model);
+    this.clipModel();
+  }
+
+  /** Shows only what lies inside `box` (scene frame), cloud and model; null shows everything again. */
+  setClip(box: Box3 | null): void {
+    this.clip = box;
+    this.cloud?.setClip(box);
+    this.clipModel();
+    this.requestRender();
+  }
+
+  /** The model's materials cut at the clip's bounded sides (three.js keeps what a plane's normal points to). */
+  private clipModel(): void {
+    const box = this.clip;
+    const planes = box
+      ? [0, 1, 2].flatMap((axis) => {
+          const normal = new THREE.Vector3().setComponent(axis, 1);
+          return [
+            ...(Number.isFinite(box.min[axis]) ? [new THREE.Plane(normal.clone(), -box.min[axis])] : []),
+            ...(Number.isFinite(box.max[axis]) ? [new THREE.Plane(normal.clone().negate(), box.max[axis])] : []),
+          ];
+        })
+      : [];
+    this.renderer.localClippingEnabled = planes.length > 0;
+    this.model?.traverse((object) => {
+      const material = (object as THREE.Mesh).material;
+      for (const m of Array.isArray(material) ? material : material ? [material] : []) m.clippingPlanes = planes;
+    });
   }
 
   /** Looks from `position` at `target` (the scene's frame). */
@@ -101,7 +137,8 @@ export class Viewer {
     if (this.model?.visible) {
       const raycaster = new THREE.Raycaster();
       raycaster.setFromCamera(new THREE.Vector2((x / this.width) * 2 - 1, 1 - (y / this.height) * 2), this.camera);
-      const hit = raycaster.intersectObject(this.model, true)[0];
+      const clip = this.clip;
+      const hit = raycaster.intersectObject(this.model, true).find(({ point: p }) => !clip || inBox(clip, p.x, p.y, p.z));
       if (hit && (!best || hit.distance < best.distance)) best = { point: hit.point, distance: hit.distance };
     }
     return best?.point ?? null;
