@@ -235,15 +235,16 @@ def estimate(observations: Observations, names: list[str], cameras: list[str], f
     matrix, unknowns = _design(image, track, radius, camera_of, n_images, n_cameras)
     right = log_colour.T.ravel()
     groups = _tied_groups(image, track, n_images)
-    solution = _robust_solve(matrix, right, groups, unknowns)
+    solution, weights = _robust_solve(matrix, right, groups, unknowns)
     hotspot, view_slope = None, None
     if rays is not None and rotations:
-        hotspot, view_slope, sloped = _along_rays(image, track, radius, camera_of, n_images, n_cameras, rays, right,
-                                                  groups, right - matrix @ solution)
+        model = _Model(image, track, radius, camera_of, n_images, n_cameras, right, groups, weights)
+        hotspot, view_slope, sloped = _along_rays(model, rays, solution, unknowns, right - matrix @ solution)
         if view_slope is not None:
             solution = sloped
         elif hotspot is not None:
-            solution = _robust_solve(matrix, right - hotspot.log_factor(rays).T.ravel(), groups, unknowns)
+            solution, _ = _robust_solve(matrix, right - hotspot.log_factor(rays).T.ravel(), groups, unknowns,
+                                        solution, weights, rounds=1)
     log_gains = solution[:3 * n_images].reshape(n_images, 3)
     spread = float(np.exp(np.ptp(log_gains, axis=1)).max())
     if spread > MAX_BAND_SPREAD:
@@ -262,42 +263,63 @@ def estimate(observations: Observations, names: list[str], cameras: list[str], f
 
 
 @dataclass(frozen=True)
-class _Fit:
-    cost: float  # Huber's
-    hotspot: Hotspot | None
-    slopes: np.ndarray  # (3, 2) per band, along the tilts' axes
-    solution: np.ndarray
+class _Model:
+    """The observations as the model sees them, and the weights its robust solve gave them."""
+
+    image: np.ndarray
+    track: np.ndarray
+    radius: np.ndarray
+    camera_of: np.ndarray
+    n_images: int
+    n_cameras: int
+    right: np.ndarray  # the observations' log colours, band by band
+    groups: np.ndarray
+    weights: np.ndarray
+
+    def fit(self, terms: np.ndarray, start: np.ndarray, start_unknowns: int, rounds: int = 1
+            ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """With per band a coefficient of each column of `terms`, solved from the solution `start` of a model
+        without them (whose unknowns before the radiances number `start_unknowns`): Huber's cost, the terms'
+        coefficients (3, T), the solution and the weights."""
+        matrix, unknowns = _design(self.image, self.track, self.radius, self.camera_of, self.n_images,
+                                   self.n_cameras, terms)
+        n_terms = terms.shape[1]
+        x0 = np.concatenate([start[:start_unknowns], np.zeros(unknowns - start_unknowns), start[start_unknowns:]])
+        solution, weights = _robust_solve(matrix, self.right, self.groups, unknowns, x0, self.weights, rounds)
+        coefficients = solution[unknowns - 3 * n_terms:unknowns].reshape(3, n_terms)
+        return _huber_cost(matrix @ solution - self.right), coefficients, solution, weights
 
 
-def _along_rays(image: np.ndarray, track: np.ndarray, radius: np.ndarray, camera_of: np.ndarray, n_images: int,
-                n_cameras: int, rays: np.ndarray, right: np.ndarray, groups: np.ndarray, residual: np.ndarray
+def _along_rays(model: _Model, rays: np.ndarray, solution: np.ndarray, unknowns: int, residual: np.ndarray
                 ) -> tuple[Hotspot | None, ViewSlope | None, np.ndarray]:
     """The hotspot and the view slope, and the model's unknowns solved with them (the gains and fall-off in the
-    columns _design gives them). A hotspot near the mean view and a view slope explain some of the same
-    residuals, and the gains and fall-off some of both: the sunlight's direction is searched for in `residual`
-    (the model's without either term) as it shows and looking past any view slope; then the hotspot's amplitudes
-    are solved with everything else, at each width, and the fit with the least cost kept (none where no
-    hotspot lowers it)."""
+    columns _design gives them), from the model's `solution` without either. A hotspot near the mean view and a
+    view slope explain some of the same residuals, and the gains and fall-off some of both: the sunlight's
+    direction is searched for in its `residual` as it shows and looking past any view slope; then the hotspot's
+    amplitudes are solved with everything else, at each width (once, with the weights the model had), and the fit
+    with the least cost kept (none where no hotspot lowers it), then solved again with its own weights."""
     axes = perpendiculars(rays.mean(axis=0))
     tilts = rays @ axes.T
-    by_rows = residual.reshape(3, len(image))
-
-    def fitted(hotspot_terms: np.ndarray | None) -> tuple[float, np.ndarray, np.ndarray]:
-        terms = tilts if hotspot_terms is None else np.column_stack([tilts, hotspot_terms])
-        matrix, unknowns = _design(image, track, radius, camera_of, n_images, n_cameras, terms)
-        solution = _robust_solve(matrix, right, groups, unknowns)
-        coefficients = solution[unknowns - 3 * terms.shape[1]:unknowns].reshape(3, terms.shape[1])
-        return _huber_cost(matrix @ solution - right), coefficients, solution
-
-    cost, coefficients, solution = fitted(None)
-    best = _Fit(cost, None, coefficients, solution)
-    for direction in _directions(find_hotspot(rays, by_rows, track), find_hotspot(rays, by_rows, track, tilts)):
+    residual = residual.reshape(3, len(model.image))
+    candidates: list[tuple[np.ndarray, Hotspot | None]] = [(tilts, None)]
+    for direction in _directions(find_hotspot(rays, residual, model.track),
+                                 find_hotspot(rays, residual, model.track, tilts)):
         for width in HOTSPOT_WIDTHS:
-            cost, coefficients, solution = fitted(kernel(rays @ direction, width))
-            hotspot = Hotspot(tuple(map(float, direction)), width, tuple(map(float, coefficients[:, 2])))
-            if cost < best.cost and _plausible(hotspot.amplitude):
-                best = _Fit(cost, hotspot, coefficients[:, :2], solution)
-    return best.hotspot, _view_slope(best.slopes, axes, tilts), best.solution
+            k = kernel(rays @ direction, width)
+            candidates.append((np.column_stack([tilts, k]), Hotspot(tuple(map(float, direction)), width, (0.0,) * 3)))
+    best_cost, best = np.inf, candidates[0]
+    for terms, hotspot in candidates:
+        cost, coefficients, _, _ = model.fit(terms, solution, unknowns)
+        if cost < best_cost and (hotspot is None or _plausible(tuple(coefficients[:, 2]))):
+            best_cost, best = cost, (terms, hotspot)
+    terms, hotspot = best
+    _, coefficients, fitted, _ = model.fit(terms, solution, unknowns, rounds=2)
+    if hotspot is not None:
+        hotspot = Hotspot(hotspot.direction, hotspot.width_deg, tuple(map(float, coefficients[:, 2])))
+        if not _plausible(hotspot.amplitude):  # the reweighted fit says otherwise: solved without it
+            hotspot = None
+            _, coefficients, fitted, _ = model.fit(tilts, solution, unknowns, rounds=2)
+    return hotspot, _view_slope(coefficients[:, :2], axes, tilts), fitted
 
 
 def _directions(*found: Hotspot | None) -> list[np.ndarray]:
@@ -361,14 +383,21 @@ def _view_slope(per_band: np.ndarray, axes: np.ndarray, tilts: np.ndarray) -> Vi
     return ViewSlope(tuple(tuple(map(float, band @ axes)) for band in per_band))
 
 
-def _robust_solve(matrix: scipy.sparse.csr_matrix, right: np.ndarray, groups: np.ndarray, unknowns: int
-                  ) -> np.ndarray:
-    """The model's unknowns, reweighted ROUNDS times (Huber)."""
-    weights = np.ones(len(right))
-    for _ in range(ROUNDS):
-        solution = _solve(matrix, right, weights, groups, unknowns)
-        weights = np.minimum(1.0, HUBER / np.maximum(np.abs(matrix @ solution - right), 1e-12))
-    return solution
+def _robust_solve(matrix: scipy.sparse.csr_matrix, right: np.ndarray, groups: np.ndarray, unknowns: int,
+                  start: np.ndarray | None = None, weights: np.ndarray | None = None, rounds: int = ROUNDS
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The model's unknowns, reweighted `rounds` times (Huber), from a `start` and `weights` where given; and the
+    weights the last residuals give."""
+    weights = np.ones(len(right)) if weights is None else weights
+    solution = start
+    for _ in range(rounds):
+        solution = _solve(matrix, right, weights, groups, unknowns, solution)
+        weights = _huber_weights(matrix @ solution - right)
+    return solution, weights
+
+
+def _huber_weights(residual: np.ndarray) -> np.ndarray:
+    return np.minimum(1.0, HUBER / np.maximum(np.abs(residual), 1e-12))
 
 
 def find_hotspot(rays: np.ndarray, residual: np.ndarray, track: np.ndarray, tilts: np.ndarray | None = None
@@ -490,9 +519,10 @@ def _tied_groups(image: np.ndarray, track: np.ndarray, n_images: int) -> np.ndar
 
 
 def _solve(observed: scipy.sparse.csr_matrix, right: np.ndarray, weights: np.ndarray, groups: np.ndarray,
-           unknowns: int) -> np.ndarray:
+           unknowns: int, start: np.ndarray | None = None) -> np.ndarray:
     """Weighted least squares of the observation rows, with per group of tied photographs and band a row holding
-    the mean log gain at 0, and a small ridge on the first `unknowns` columns (the gains and fall-off)."""
+    the mean log gain at 0, and a small ridge on the first `unknowns` columns (the gains and fall-off); iterated
+    from `start` where given (a nearby solution saves most of the iterations)."""
     rows, columns = observed.shape
     n_images, n_groups = len(groups), int(groups.max()) + 1
     gauge = scipy.sparse.csr_matrix((np.full(3 * n_images, 10.0 * np.sqrt(rows / n_images)),
@@ -503,7 +533,7 @@ def _solve(observed: scipy.sparse.csr_matrix, right: np.ndarray, weights: np.nda
                                     shape=(unknowns, columns))
     matrix = scipy.sparse.vstack([scipy.sparse.diags(np.sqrt(weights)) @ observed, gauge, ridge]).tocsr()
     target = np.concatenate([right * np.sqrt(weights), np.zeros(3 * n_groups), np.zeros(unknowns)])
-    return lsqr(matrix, target, atol=1e-8, btol=1e-8, iter_lim=2000)[0]
+    return lsqr(matrix, target, atol=1e-8, btol=1e-8, iter_lim=2000, x0=start)[0]
 
 
 def write(path: Path, photometry: Photometry | None) -> None:

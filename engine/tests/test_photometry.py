@@ -186,7 +186,7 @@ def test_a_hotspot_in_the_observations_is_found_beside_the_gains() -> None:
     observations without it give none."""
     rng = np.random.default_rng(5)
     gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
-    plain = synthetic_observations(rng, gains, (0.0, 0.0, 0.0), points=6000)
+    plain = synthetic_observations(rng, gains, (0.0, 0.0, 0.0), points=3000)
     rays = rays_near_nadir(rng, len(plain.image))
     found = estimate_along_rays(plain, rays, photometry.Hotspot(tuple(SUNLIGHT), 6.0, HOTSPOT).log_factor(rays))
     assert found.hotspot is not None and found.hotspot.width_deg == 6.0 and found.view_slope is None
@@ -224,7 +224,7 @@ def test_a_view_slope_in_the_observations_is_found_beside_the_gains_and_the_hots
     every band within 0.02 per unit of tilt, the hotspot and the gains; without it, none is kept."""
     rng = np.random.default_rng(6)
     gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
-    plain = synthetic_observations(rng, gains, FALLOFF, points=6000)
+    plain = synthetic_observations(rng, gains, FALLOFF, points=3000)
     rays = rays_near_nadir(rng, len(plain.image))
     bright = (photometry.ViewSlope(tuple(map(tuple, SLOPES))).log_factor(rays)
               + photometry.Hotspot(tuple(SUNLIGHT), 6.0, HOTSPOT).log_factor(rays))
@@ -248,7 +248,7 @@ def test_a_view_slope_that_one_band_shows_far_more_is_not_corrected() -> None:
     slope is no property of the ground, and correcting it would tint the land."""
     rng = np.random.default_rng(7)
     gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
-    plain = synthetic_observations(rng, gains, FALLOFF, points=6000)
+    plain = synthetic_observations(rng, gains, FALLOFF, points=3000)
     rays = rays_near_nadir(rng, len(plain.image))
     sky = np.outer((0.4, 0.1, 0.08), SLOPE_DIRECTION)  # B, G, R
     found = estimate_along_rays(plain, rays, photometry.ViewSlope(tuple(map(tuple, sky))).log_factor(rays))
