@@ -58,9 +58,11 @@ test-engine: $(ENGINE_STAMP)
 # The tests left out of `make test` to keep it within CI's time (see README).
 test-long: install
 	$(PY) -m pytest -n 3 --dist loadfile -m long engine/tests
-	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/tasks-real-engine.test.ts test/service/presets-engine.test.ts \
+	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/presets-engine.test.ts \
 	  test/web/gcp-editor.e2e.test.ts test/service/earthworks.test.ts \
-	  -t "Ctrl-C|second node|Field maps|on a node|restarts, and shows the checkpoints|what was dug|restarts from the orthophoto stage"
+	  -t "Ctrl-C|Field maps|on a node|restarts, and shows the checkpoints|what was dug"
+	AEROMAP_LONG_TESTS=1 npx vitest run test/service/tasks-real-engine.test.ts test/web/earthworks.e2e.test.ts \
+	  test/web/public.e2e.test.ts test/service/permission-matrix.test.ts
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install

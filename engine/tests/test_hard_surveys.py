@@ -156,6 +156,8 @@ def test_wild_fixes_are_blamed_on_the_gps(tmp_path: Path) -> None:
     assert all(np.linalg.norm(centres[n][:2] - truth[n][:2] - 21.2) > 25 for n in wrong)
 
 
+# In `make test-long` (CI's time): the wild fixes' test keeps a refusal of mis-geotagged photographs in `make test`.
+@pytest.mark.long
 def test_fixes_of_other_photographs_fail_clearly(tmp_path: Path) -> None:
     """Fixes shuffled among the photographs (geotags from a clock-shifted log): most cameras contradict their
     fixes, so no model is trustworthy and the run fails, naming the GPS; nothing is left marked done. (The

@@ -87,6 +87,8 @@ def test_triangulation_from_the_gimbal_angles(tmp_path: Path, engine_log) -> Non
     assert max(np.linalg.norm(centres[n][:2] - truth[n][:2]) for n in OUTER) < 2.0
 
 
+# In `make test-long` (CI's time): the planar test above places the same survey's photographs at their GPS.
+@pytest.mark.long
 def test_triangulation_names_the_photographs_whose_angles_are_wrong(tmp_path: Path, engine_log) -> None:
     project = make_project(tmp_path, names=LINES)
     with engine_log() as captured:

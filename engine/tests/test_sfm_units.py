@@ -523,6 +523,8 @@ def nadir_survey(rng: np.random.Generator) -> tuple[pycolmap.Reconstruction, np.
     return model, centres, truth
 
 
+# In `make test-long` (CI's time): the memory plan's own units stay in `make test`.
+@pytest.mark.long
 def test_an_adjustment_too_large_for_memory_on_covering_points_is_as_good_as_the_whole(monkeypatch) -> None:
     """Above ADJUSTED_OBSERVATIONS, the cameras are adjusted with the points that cover every image and the other
     points afterwards with the cameras held: against the truth, as close as the whole adjustment."""

@@ -52,6 +52,8 @@ def test_dead_pixels_are_those_wrong_in_every_frame() -> None:
     assert 13 < filled[5, 7] < 17 and filled[10, 20] == 60.0
 
 
+# In `make test-long` (CI's time), beside the thermal orthophoto's run.
+@pytest.mark.long
 def test_temperatures_agree_with_the_tools_single_frames(tmp_path: Path) -> None:
     names = FRAMES[:3]
     bad = tmp_path / "images"

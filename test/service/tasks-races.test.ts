@@ -223,9 +223,11 @@ describe.each(BACKENDS)('failures on %s', (backend) => {
     const task = await create();
     const polls = () => node.requests.filter((r) => r.path.endsWith('/info')).length;
     await until('three polls of the forwarded task', () => polls() >= 3, 10_000);
-    const running = (await first.admin.get(task.url)).body;
-    expect(running.status).toBe(TaskStatus.RUNNING);
+    // The third answer may still be on its way into the task's row: the status is waited for, not read once.
+    const running = await waitForTask(first.admin, task.url, (seen) => seen.status === TaskStatus.RUNNING, 10_000);
     expect(running.last_error).toBeNull();
+    await until('three more polls', () => polls() >= 6, 10_000);
+    expect((await first.admin.get(task.url)).body.status).toBe(TaskStatus.RUNNING);
     node.tasks.taskStatus = TaskStatus.FAILED;
     node.tasks.errorMessage = 'Cannot forward task abc to processing node 10.0.0.5:3000: Failed to upload images';
     const done = await waitForTask(first.admin, task.url, finished, 10_000);

@@ -65,7 +65,8 @@ for name in sys.argv[2:]:
 print(json.dumps(out))
 `;
 
-describe('tasks with the real engine', () => {
+// In `make test-long`: the browser test (test/web/app.e2e.test.ts) takes the same path with the real engine.
+describe.runIf(LONG)('tasks with the real engine', () => {
   let t: TestService;
   let work: string;
   let images: string[];

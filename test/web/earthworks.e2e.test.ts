@@ -10,10 +10,11 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
 import { type TestService, startService } from '../service/helpers.ts';
-import { STOCKPILE_CONE, download, importTask, stockpileRing, stockpileZip } from '../service/taskhelpers.ts';
+import { LONG, STOCKPILE_CONE, download, importTask, stockpileRing, stockpileZip } from '../service/taskhelpers.ts';
 import { accessibilityFailures, launchBrowser, openPage, pixelOf, screenshot } from './browser.ts';
 
-describe('volumes in Chromium', () => {
+// In `make test-long`: test/service/earthworks.test.ts checks the same figures through the API.
+describe.runIf(LONG)('volumes in Chromium', () => {
   let t: TestService;
   let work: string;
   let browser: Browser;

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
 import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
 import { type TestService, startService } from '../service/helpers.ts';
-import { TaskStatus, brightonCopies, finished, imageForm, postForm, waitForTask } from '../service/taskhelpers.ts';
+import { LONG, TaskStatus, brightonCopies, finished, imageForm, postForm, waitForTask } from '../service/taskhelpers.ts';
 import { launchBrowser, openPage, screenshot } from './browser.ts';
 
 const PHOTOS = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG'];
@@ -39,7 +39,8 @@ function answersTo(page: Page, pattern: RegExp): number[] {
   return statuses;
 }
 
-describe('a public task in Chromium, signed out', () => {
+// In `make test-long`: test/service/public-tasks.test.ts checks what is open to anyone through the API.
+describe.runIf(LONG)('a public task in Chromium, signed out', () => {
   let t: TestService;
   let work: string;
   let browser: Browser;
