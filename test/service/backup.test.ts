@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningNode } from '../../src/node/index.ts';
-import { BACKENDS, type Client, type TestService, startService } from './helpers.ts';
+import { QUICK_BACKENDS, type Client, type TestService, startService } from './helpers.ts';
 import {
   TaskStatus,
   completedTask,
@@ -47,7 +47,7 @@ async function postZip(client: Client, url: string, file: string) {
   return { status: reply.status, body: (await reply.json()) as any };
 }
 
-describe.each(BACKENDS)('backup and restore on %s', (backend) => {
+describe.each(QUICK_BACKENDS)('backup and restore on %s', (backend) => {
   let source: TestService;
   let target: TestService;
   let node: RunningNode;

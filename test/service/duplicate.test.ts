@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningNode } from '../../src/node/index.ts';
-import { BACKENDS, type TestService, startService } from './helpers.ts';
+import { QUICK_BACKENDS, type TestService, startService } from './helpers.ts';
 import { TaskStatus, completedTask, download, fakeNode, finished, makeJpegs, waitForTask } from './taskhelpers.ts';
 
-describe.each(BACKENDS)('duplicate on %s', (backend) => {
+describe.each(QUICK_BACKENDS)('duplicate on %s', (backend) => {
   let t: TestService;
   let node: RunningNode;
   let work: string;

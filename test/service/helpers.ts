@@ -10,6 +10,9 @@ import { type Service, buildService } from '../../src/service/app.ts';
 
 export type Backend = 'sqlite' | 'postgres';
 export const BACKENDS: Backend[] = ['sqlite', 'postgres'];
+/** The backends of files whose queries other files also run on PostgreSQL: SQLite in `make test`, both in
+ * `make test-long` (CI's time). */
+export const QUICK_BACKENDS: Backend[] = process.env.AEROMAP_LONG_TESTS === '1' ? BACKENDS : ['sqlite'];
 
 /** The PostgreSQL test database; trust authentication on the local server. */
 export const POSTGRES_URL = process.env.AEROMAP_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

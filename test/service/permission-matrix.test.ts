@@ -6,8 +6,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, type Client, ROLES, type Reply, type Role, type TestService, createCallers, startService } from './helpers.ts';
-import { LONG, TaskStatus, finished, imageForm, makeJpegs, orthophotoZip, postForm, waitForTask } from './taskhelpers.ts';
+import { QUICK_BACKENDS, type Client, ROLES, type Reply, type Role, type TestService, createCallers, startService } from './helpers.ts';
+import { TaskStatus, finished, imageForm, makeJpegs, orthophotoZip, postForm, waitForTask } from './taskhelpers.ts';
 
 
 /** open: anyone; user: any signed-in user; admin: staff and superusers; superuser: superusers only; view, change, delete: that permission on
@@ -197,8 +197,7 @@ function middleTile(layer: { bounds: number[]; minzoom: number }): string {
   return `${layer.minzoom}/${x}/${y}`;
 }
 
-// PostgreSQL's run in `make test-long`: the queries are the same Kysely ones, which tasks.test.ts runs on both.
-describe.each(LONG ? BACKENDS : (['sqlite'] as const))('the permission matrix over the whole API (%s)', (backend) => {
+describe.each(QUICK_BACKENDS)('the permission matrix over the whole API (%s)', (backend) => {
   let t: TestService;
   let callers: Record<Role, Client>;
   let fx: Fixtures;

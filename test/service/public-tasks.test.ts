@@ -5,13 +5,13 @@ import { rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, type Client, type Role, type TestService, createCallers, startService } from './helpers.ts';
+import { QUICK_BACKENDS, type Client, type Role, type TestService, createCallers, startService } from './helpers.ts';
 import { TaskStatus, download, finished, imageForm, makeJpegs, orthophotoZip, postForm, waitForTask } from './taskhelpers.ts';
 
 /** A 256 px orthophoto, red growing eastwards: its thumbnail cannot be one flat colour. */
 const GRADIENT = 'rgba = np.full((4, 256, 256), 255, np.uint8); rgba[0] = np.arange(256, dtype=np.uint8)';
 
-describe.each(BACKENDS)('public tasks (%s)', (backend) => {
+describe.each(QUICK_BACKENDS)('public tasks (%s)', (backend) => {
   let t: TestService;
   let callers: Record<Role, Client>;
   let project: number;

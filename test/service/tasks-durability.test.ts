@@ -15,7 +15,7 @@ import { type RunningNode, startNode } from '../../src/node/index.ts';
 import { buildService } from '../../src/service/app.ts';
 import { startCuttingProxy } from './fakenode.ts';
 import { ADMIN, Client, isolatedDatabase, startService, testConfig } from './helpers.ts';
-import { FAKE_ENGINE, REPO, TaskStatus, finished, imageForm, makeJpegs, postForm, waitForTask } from './taskhelpers.ts';
+import { FAKE_ENGINE, LONG, REPO, TaskStatus, finished, imageForm, makeJpegs, postForm, waitForTask } from './taskhelpers.ts';
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -96,7 +96,8 @@ class ServiceProcess {
   }
 }
 
-describe('tasks across crashes of the service', () => {
+// In `make test-long` (CI's time): the node killed and restarted mid-task below stays in `make test`.
+describe.runIf(LONG)('tasks across crashes of the service', () => {
   let work: string;
   let service: ServiceProcess;
   let admin: Client;
