@@ -138,7 +138,7 @@ with zipfile.ZipFile(sys.argv[1], "a") as z:
     const { client: stranger } = await source.createUser(`stranger-${backend}`);
     expect((await stranger.get(`/api/projects/${projectId}/tasks/${processed.id}/backup`)).status).toBe(404);
     expect((await source.anonymous.get(`/api/projects/${projectId}/tasks/${processed.id}/backup`)).status).toBe(404);
-  });
+  }, 180_000); // a task processed, backed up and restored twice: past a minute while the engine's suite runs beside
 
   it('refuses a backup that climbs out of its folder (400) and fails one with wrong fields', async () => {
     const projectId = (await target.admin.post('/api/projects/', { name: 'guarded' })).body.id;
