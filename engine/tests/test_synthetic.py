@@ -472,6 +472,8 @@ def ortho_shifts(project: Project, truth: SurveyTruth) -> tuple[np.ndarray, np.n
     return np.array(shifts), np.array(centres)
 
 
+# In `make test-long` (CI's time on a slower machine): the synthetic survey's two full runs.
+@pytest.mark.long
 def test_dsm_with_control_points(gcp_run: Project, survey: SurveyTruth) -> None:
     residuals = dsm_residuals(gcp_run, survey)
     gsd = survey.gsd_m
@@ -509,6 +511,8 @@ def true_classes_at(truth: SurveyTruth, xy: np.ndarray) -> np.ndarray:
     return found
 
 
+# In `make test-long` (CI's time on a slower machine): the synthetic survey's two full runs.
+@pytest.mark.long
 def test_point_classes_match_the_scene(gcp_run: Project, survey: SurveyTruth, tmp_path: Path) -> None:
     """pc-classify on the rendered scene: every point of the georeferenced cloud, its class against the scene's
     class under it (away from the edges between classes)."""
@@ -530,6 +534,8 @@ def test_point_classes_match_the_scene(gcp_run: Project, survey: SurveyTruth, tm
     assert project.read_stats()["classification"]["building"] > 0
 
 
+# In `make test-long` (CI's time on a slower machine): the synthetic survey's two full runs.
+@pytest.mark.long
 def test_checkpoints_measure_the_model_they_took_no_part_in(gcp_run: Project, survey: SurveyTruth) -> None:
     """Three of the eight points marked as checkpoints, every mark up to a pixel off: the other five place the
     model, the three measure it within 1.5 GSD horizontally and 2 GSD vertically (root mean square), in
@@ -581,6 +587,8 @@ def test_editor_predicts_targets_from_the_gps_before_processing(small_survey: Su
     assert unseen == 0 and max(misses) < 0.2 * side and np.median(misses) < 0.15 * side
 
 
+# In `make test-long` (CI's time on a slower machine): the synthetic survey's two full runs.
+@pytest.mark.long
 def test_editor_predicts_targets_from_the_model(gcp_run: Project, survey: SurveyTruth, tmp_path: Path) -> None:
     """From the solved model: the surveyed coordinates within 2 px of the target, and within 1 px once the point is
     placed by its marks in the other photographs."""
@@ -657,6 +665,8 @@ def test_dsm_and_orthophoto_on_gps_without_gimbal_or_barometer(exif_only_run: Pr
     assert exif_only_run.read_stats()["reconstruction"]["gps_uncertainty"]["tilt_deg"] <= 1.0
 
 
+# In `make test-long` (CI's time on a slower machine): the synthetic survey's two full runs.
+@pytest.mark.long
 def test_orthophoto_planimetric_error(gcp_run: Project, survey: SurveyTruth) -> None:
     shifts, _ = ortho_shifts(gcp_run, survey)
     gsd = survey.gsd_m

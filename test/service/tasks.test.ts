@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningNode, startNode } from '../../src/node/index.ts';
-import { BACKENDS, type Client, type TestService, startService, testConfig } from './helpers.ts';
+import { QUICK_BACKENDS, type Client, type TestService, startService, testConfig } from './helpers.ts';
 import {
   FAKE_ENGINE,
   TaskStatus,
@@ -20,7 +20,7 @@ import {
   waitForTask,
 } from './taskhelpers.ts';
 
-describe.each(BACKENDS)('tasks on %s', (backend) => {
+describe.each(QUICK_BACKENDS)('tasks on %s', (backend) => {
   let t: TestService;
   let node: RunningNode;
   let nodeId: number;
