@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExportJobs } from '../../src/service/exports/jobs.ts';
 import { engineArguments, exportPlan } from '../../src/service/exports/request.ts';
 import { type TestService, startService } from './helpers.ts';
-import { REPO, download, importTask, python } from './taskhelpers.ts';
+// The describes below run in `make test-long` (CI's time on a slower machine).
+import { LONG, REPO, download, importTask, python } from './taskhelpers.ts';
 
 /** Runs engine/tests/brighton_products.py into dir and zips its products as ODM's all.zip. */
 function brightonZip(dir: string): string {
@@ -29,7 +30,7 @@ with zipfile.ZipFile(f"{d}/all.zip", "w") as z:
   return path.join(dir, 'all.zip');
 }
 
-describe('exports', () => {
+describe.runIf(LONG)('exports', () => {
   let t: TestService;
   let base: string;
 
@@ -155,7 +156,7 @@ print(a.shape[2], len(np.unique(seen, axis=0)) > 1000)`;
   }, 60_000);
 });
 
-describe('export jobs on disk', () => {
+describe.runIf(LONG)('export jobs on disk', () => {
   it('are answered by any instance sharing DATA_DIR, fail when abandoned, and expire', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'aeromap-exports-'));
     const { log } = Fastify({ logger: false });
@@ -195,7 +196,7 @@ describe('export jobs on disk', () => {
   });
 });
 
-describe('export requests', () => {
+describe.runIf(LONG)('export requests', () => {
   it('take WebODM defaults and become the engine command line', () => {
     const plan = exportPlan('dsm', { format: 'jpg', rescale: '10%2C20' });
     expect(plan).toMatchObject({ colorMap: 'viridis', hillshade: 6, rescale: [10, 20], epsg: null });

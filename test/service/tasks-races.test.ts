@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceConfig } from '../../src/service/config.ts';
 import { type Service, buildService } from '../../src/service/app.ts';
 import { type FakeNode, startFakeNode } from './fakenode.ts';
-import { ADMIN, BACKENDS, type Backend, Client, isolatedDatabase, testConfig } from './helpers.ts';
+import { ADMIN, BACKENDS, QUICK_BACKENDS, type Backend, Client, isolatedDatabase, testConfig } from './helpers.ts';
 import { TaskStatus, finished, imageForm, makeJpegs, postForm, waitForTask } from './taskhelpers.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -133,7 +133,7 @@ async function actionWins(admin: Client, task: { id: number; url: string }, acti
   expect(liveNodeTasks(node)).toBe(0);
 }
 
-describe.each(BACKENDS)('races with the user on %s', (backend) => {
+describe.each(QUICK_BACKENDS)('races with the user on %s', (backend) => {
   it.each(['cancel', 'remove'] as const)('a %s sent while the node takes the upload (its commit in flight) wins', async (action) => {
     const { node, first, create, taskDir } = await setUp(backend);
     node.tasks.uploadDelayMs = 300;
@@ -194,7 +194,7 @@ describe.each(BACKENDS)('the lease of a step on %s', (backend) => {
   }, 30_000);
 });
 
-describe.each(BACKENDS)('failures on %s', (backend) => {
+describe.each(QUICK_BACKENDS)('failures on %s', (backend) => {
   it('a step that keeps failing ends the task FAILED with its reason, which shows while it is retried', async () => {
     const { first, create, taskDir } = await setUp(backend, { maxAttempts: 3, retryBackoffMs: 200 });
     const scheduler = first.service.scheduler;
