@@ -102,7 +102,7 @@ class Project:
     @property
     def photometry_file(self) -> Path:
         """Each camera's vignetting and each photograph's exposure gains, estimated with the sparse model
-        (photometry.py)."""
+        (photometry/)."""
         return self.path("opensfm", "photometry.json")
 
     @property

@@ -1,4 +1,4 @@
-"""Photometric corrections (photometry.py): the estimate on observations made with known gains and fall-off, and
+"""Photometric corrections (photometry/): the estimate on observations made with known gains and fall-off, and
 the orthophoto of Brighton Beach photographs given a known vignetting and different exposures, with and without
 the corrections, measured across its seamlines."""
 

@@ -1,5 +1,5 @@
 """A solved model written into the project: its points coloured, with the photometric corrections estimated
-from them (photometry.py); the COLMAP model, georef.json, the sparse cloud, cameras.json and shots.geojson
+from them (photometry/); the COLMAP model, georef.json, the sparse cloud, cameras.json and shots.geojson
 (export.py); the "reconstruction" section of stats.json; and the quality checks of the model."""
 
 from __future__ import annotations
