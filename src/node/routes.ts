@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { EngineDescription } from '../protocol/engine.ts';
 import { readForm, type FormFields } from './multipart.ts';
 import type { ActionResult, NodeError, TaskManager } from './tasks.ts';
+import { UploadRefused } from './uploads.ts';
 
 /** The NodeODM API level this node speaks; clients take their modern paths (chunked uploads, with_output) from
  * 1.4 and 1.5.1 on. */
@@ -69,7 +70,8 @@ export function registerRoutes(
   settings: RouteSettings,
 ): void {
   app.addHook('onRequest', authorize(settings));
-  app.setErrorHandler(async (err: Error, _request, reply) => reply.code(200).send({ error: err.message }));
+  app.setErrorHandler(async (err: Error, _request, reply) =>
+    reply.code(200).send(err instanceof UploadRefused ? { error: err.message, noRetry: true } : { error: err.message }));
 
   app.get('/info', async () => ({
     version: API_VERSION,

@@ -30,6 +30,9 @@ export interface AssembledTask {
   imagesCount: number;
 }
 
+/** A refusal that sending the file again cannot change (answered with noRetry, so clients stop retrying). */
+export class UploadRefused extends Error {}
+
 export interface UploadLimits {
   /** Space kept free on the data folder's disk: uploads and unpacking stop short of it. */
   minFreeBytes: number;
@@ -60,7 +63,7 @@ export class UploadArea {
     const max = this.limits.maxImages;
     if (max === null || ANCILLARY.test(fileName) || ZIP.test(fileName)) return;
     const stored = (await readdir(this.filesDir(uuid))).filter((n) => !ANCILLARY.test(n) && !ZIP.test(n)).length;
-    if (stored >= max) throw new Error(`More than ${max} images uploaded, but this node can only process up to ${max}.`);
+    if (stored >= max) throw new UploadRefused(`More than ${max} images uploaded, but this node can only process up to ${max}.`);
   }
 
   private filesDir(uuid: string): string {

@@ -362,8 +362,9 @@ describe('bounded uploads', () => {
     expect(answer.error).toBe('More than 2 images uploaded, but this node can only process up to 2.');
     const { uuid } = await json<{ uuid: string }>(`${base}/task/new/init`, { method: 'POST', body: form({}, {}) });
     expect(await json(`${base}/task/new/upload/${uuid}`, { method: 'POST', body: form({ 'a.jpg': 'a', 'b.jpg': 'b' }, {}) })).toEqual({ success: true });
-    const third = await json<{ error?: string }>(`${base}/task/new/upload/${uuid}`, { method: 'POST', body: form({ 'c.jpg': 'c' }, {}) });
+    const third = await json<{ error?: string; noRetry?: boolean }>(`${base}/task/new/upload/${uuid}`, { method: 'POST', body: form({ 'c.jpg': 'c' }, {}) });
     expect(third.error).toMatch(/^More than 2 images/);
+    expect(third.noRetry).toBe(true);
     expect(fs.readdirSync(path.join(dataDir, 'uploads', uuid, 'files')).sort()).toEqual(['a.jpg', 'b.jpg']);
     expect(await json(`${base}/task/list`)).toEqual([]);
   });

@@ -238,10 +238,21 @@ def test_invalid_options_are_refused_with_their_reasons(client: Node, completed,
         completed.restart({"orthophoto-resolution": 0})
 
 
-def test_too_many_images_are_refused_at_commit(node: NodeProcess, client: Node, images: list[str]) -> None:
+def test_too_many_images_are_refused_as_they_arrive(node: NodeProcess, client: Node, images: list[str]) -> None:
+    with pytest.raises(NodeResponseError, match="More than 4 images uploaded, but this node can only process up to 4"):
+        client.create_task(images[:5], parallel_uploads=1)
+
+
+def test_too_many_images_in_a_zip_are_refused_at_commit(node: NodeProcess, client: Node, images: list[str],
+                                                        tmp_path: Path) -> None:
+    archive = tmp_path / "images.zip"
+    with zipfile.ZipFile(archive, "w") as packed:
+        for image in images[:5]:
+            packed.write(image, Path(image).name)
+    before = set((node.data_dir / "uploads").iterdir())
     with pytest.raises(NodeResponseError, match="5 images uploaded, but this node can only process up to 4"):
-        client.create_task(images[:5])
-    assert list((node.data_dir / "uploads").iterdir()) == []
+        client.create_task([str(archive)])
+    assert set((node.data_dir / "uploads").iterdir()) == before
 
 
 def test_a_wrong_or_missing_token_is_refused(node: NodeProcess) -> None:
