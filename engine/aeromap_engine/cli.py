@@ -1,6 +1,6 @@
 """`aeromap-engine`: options | run PROJECT_DIR --options FILE | tiles RASTER OUTPUT | tile-worker | formulas |
 export SOURCE OUTPUT --format F | volume DEM OUTPUT --area GEOJSON | contours DEM OUTPUT |
-difference EARLIER LATER OUTPUT | sightings POINTS OUTPUT | version."""
+difference EARLIER LATER OUTPUT | sightings POINTS OUTPUT | external FOLDER [RESULTS] | version."""
 
 from __future__ import annotations
 
@@ -75,6 +75,21 @@ def _cmd_crs(args: argparse.Namespace) -> int:
     epsg, wkt = raster_crs(Path(args.raster))
     json.dump({"epsg": epsg, "wkt": wkt}, sys.stdout)
     sys.stdout.write("\n")
+    return 0
+
+
+def _cmd_external(args: argparse.Namespace) -> int:
+    from .errors import InputError
+    from .external.assemble import assemble, problems
+
+    found = problems(Path(args.folder))
+    json.dump({"problems": found}, sys.stdout)
+    sys.stdout.write("\n")
+    if args.results is None:
+        return 0
+    if found:
+        raise InputError("; ".join(found))
+    assemble(Path(args.folder), Path(args.results))
     return 0
 
 
@@ -240,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     crs.set_defaults(func=_cmd_crs)
     sub.add_parser("formulas", help="print the vegetation indices tiles can be drawn in, and the band letters"
                    ).set_defaults(func=_cmd_formulas)
+    external = sub.add_parser("external", help="check products made elsewhere, staged in FOLDER under their asset "
+                              "names, and with RESULTS write them there as a task's results")
+    external.add_argument("folder")
+    external.add_argument("results", nargs="?")
+    external.set_defaults(func=_cmd_external)
     _add_export(sub)
     _add_earthworks(sub)
     args = parser.parse_args(argv)

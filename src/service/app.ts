@@ -198,7 +198,7 @@ export async function buildService(config: ServiceConfig): Promise<Service> {
     await taskRoutes(api, {
       db,
       rules,
-      imports: { dataDir: config.dataDir, minFreeBytes: taskSettings.minFreeBytes, maxBytes: taskSettings.maxImportBytes, wake },
+      imports: { dataDir: config.dataDir, minFreeBytes: taskSettings.minFreeBytes, maxBytes: taskSettings.maxImportBytes, enginePath, wake },
       uploadLimits: { fileBytes: taskSettings.maxImageBytes },
       tiles,
     });

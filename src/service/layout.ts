@@ -15,6 +15,8 @@ export interface TaskFolder {
   work: string;
   /** all.zip once completely downloaded (kept until its assets are in place, so an extraction can start over). */
   allZip: string;
+  /** Products made elsewhere (tasks/import/external), staged under their asset names until imported. */
+  external: string;
   /** The next assets folder, renamed into place when whole. */
   assetsNext: string;
   /** Where the previous assets folder goes while the next one is renamed into place. */
@@ -31,6 +33,10 @@ export interface TaskFolder {
 
 /** Where imports by URL and chunked imports are put together before they become a task's. */
 export const importStaging = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'imports');
+
+/** Products made elsewhere being uploaded (tasks/import/external), a folder per project and upload id. */
+export const externalStagingRoot = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'external');
+export const externalStaging = (dataDir: string, projectId: number) => path.join(externalStagingRoot(dataDir), String(projectId));
 
 /** Exports of tasks' products being made or kept for download, one folder per export job. */
 export const exportsFolder = (dataDir: string) => path.join(dataDir, 'media', 'tmp', 'exports');
@@ -68,6 +74,7 @@ export function taskFolder(dataDir: string, projectId: number, taskId: number): 
     console: path.join(root, 'console.txt'),
     work,
     allZip: path.join(work, 'all.zip'),
+    external: path.join(work, 'external'),
     assetsNext: path.join(work, 'assets.next'),
     assetsOld: path.join(work, 'assets.old'),
     chunks: path.join(work, 'chunks'),

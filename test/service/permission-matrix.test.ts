@@ -170,7 +170,24 @@ const MATRIX: Record<string, Row> = {
   'POST /api/projects/{project_id}/tasks/{task_id}/3d/cameraview': { rule: 'scene', ok: 200, call: sceneWrite('cameraview', { position: [0, 0, 10] }) },
   'GET /public/task/{task_id}/json/': { rule: 'open', ok: 200, call: async (c, fx) => c.get(`/public/task/${await fx.publicTask()}/json/`) },
   'POST /api/projects/{project_id}/tasks/import': { rule: 'change', ok: 200, call: (c, fx) => postForm(c, `${tasksOf(fx)}import`, chunkForm()) },
+  'POST /api/projects/{project_id}/tasks/import/external/init': { rule: 'change', ok: 200, call: (c, fx) => c.post(`${tasksOf(fx)}import/external/init`) },
+  'POST /api/projects/{project_id}/tasks/import/external/upload': { rule: 'change', ok: 200, call: externalUpload },
+  // A commit of nothing: 400 for those who may import, refused before the check for the others.
+  'POST /api/projects/{project_id}/tasks/import/external/commit': {
+    rule: 'change',
+    ok: 400,
+    call: async (c, fx) => c.post(`${tasksOf(fx)}import/external/commit`, { uuid: (await c.post(`${tasksOf(fx)}import/external/init`)).body.uuid }),
+  },
 };
+
+/** A DSM's upload into an external import the caller begins (the file is checked only at commit). */
+async function externalUpload(client: Client, fx: Fixtures): Promise<Reply> {
+  const uuid = (await client.post(`${tasksOf(fx)}import/external/init`)).body.uuid ?? '00000000-0000-4000-8000-000000000000';
+  const form = new FormData();
+  form.append('uuid', uuid);
+  form.append('dsm', new Blob([Buffer.from('II*\0')]), 'dsm.tif');
+  return postForm(client, `${tasksOf(fx)}import/external/upload`, form);
+}
 
 /** The first of two Dropzone chunks of an import: accepted ({"uploaded": true}) without a task yet. */
 function chunkForm(): FormData {

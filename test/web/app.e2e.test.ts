@@ -306,6 +306,84 @@ describe('web application in Chromium', () => {
     expect(errors).toEqual([]);
   }, 300_000);
 
+  it('imports the task\'s orthophoto, DSM and point cloud as products made elsewhere, and maps, measures and shows them', async () => {
+    const products = { orthophoto: 'orthophoto.tif', dsm: 'dsm.tif', pointcloud: 'georeferenced_model.laz' };
+    for (const asset of Object.values(products)) {
+      await writeFile(path.join(work, `external-${asset}`), (await download(t.admin, `/api/projects/${projectId}/tasks/${taskId}/download/${asset}`)).bytes);
+    }
+    // A project of its own, removed at the end: the tests after this one count the first project's tasks.
+    const elsewhere = (await t.admin.post('/api/projects/', { name: 'Elsewhere' })).body.id as number;
+    try {
+      const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
+      await page.goto(`${t.url}/dashboard/`);
+      await page.getByRole('article', { name: 'Elsewhere' }).getByRole('button', { name: 'Import' }).click();
+      await page.getByLabel('Products made elsewhere').check();
+      await page.getByLabel('Orthophoto (GeoTIFF)').setInputFiles(path.join(work, 'external-orthophoto.tif'));
+      await page.getByLabel('Surface model, DSM (GeoTIFF)').setInputFiles(path.join(work, 'external-dsm.tif'));
+      await page.getByLabel('Point cloud (LAS, LAZ)').setInputFiles(path.join(work, 'external-georeferenced_model.laz'));
+      await page.getByLabel(/^Name/).fill('Brighton from elsewhere');
+      await screenshot(page, 'import-products-desktop');
+      await page.getByRole('dialog').getByRole('button', { name: 'Import' }).click();
+      await page.getByText('Brighton from elsewhere').waitFor();
+      const [listed] = (await t.admin.get(`/api/projects/${elsewhere}/tasks/`)).body;
+      const imported = await waitForTask(t.admin, `/api/projects/${elsewhere}/tasks/${listed.id}/`, finished, 120_000);
+      expect(imported.status, imported.last_error).toBe(TaskStatus.COMPLETED);
+      expect(imported.available_assets).toEqual(expect.arrayContaining(Object.values(products)));
+
+      // The map draws the imported orthophoto, and its tools read the imported DSM.
+      await page.goto(`${t.url}/map/project/${elsewhere}/task/${imported.id}/`);
+      await page.locator('#map[data-idle="true"]').waitFor({ timeout: 60_000 });
+      const box = (await page.locator('#map canvas').boundingBox())!;
+      const centre = await page.screenshot({ clip: { x: box.x + box.width / 2 - 100, y: box.y + box.height / 2 - 100, width: 200, height: 200 } });
+      expect((await pixelStats(centre)).colours).toBeGreaterThan(200);
+      const [west, south, east, north] = imported.extent as number[];
+      const mid = [(west + east) / 2, (south + north) / 2];
+      const result = page.getByTestId('measure-result');
+      await page.getByRole('button', { name: 'Elevation at a point' }).click();
+      await page.locator('#map canvas').click({ position: await pixelOf(page, mid) });
+      await expect.poll(() => result.getAttribute('data-kind'), { timeout: 30_000 }).toBe('elevation');
+      const sampled = Number(python(SAMPLE_DSM, path.join(work, 'external-dsm.tif'), String(mid[0]), String(mid[1])));
+      expect(Math.abs(Number(await result.getAttribute('data-value')) - sampled)).toBeLessThan(0.3);
+      // A volume over a triangle around the middle, above a level base 2 m under the ground there (a base of the
+      // boundary's heights would follow each pixel the clicks land on): the same figure the API gives for it.
+      const base = Math.round(sampled) - 2;
+      const triangle = [[mid[0] - 0.0002, mid[1] - 0.0001], [mid[0] + 0.0002, mid[1] - 0.0001], [mid[0], mid[1] + 0.00015]];
+      await page.getByRole('button', { name: 'Clear measurement' }).click();
+      await page.getByRole('combobox', { name: 'Base' }).selectOption('custom');
+      await page.getByLabel('Height (m)').fill(String(base));
+      await page.getByRole('button', { name: 'Measure volume' }).click();
+      for (const corner of triangle) await page.locator('#map canvas').click({ position: await pixelOf(page, corner) });
+      await page.getByRole('button', { name: 'Finish' }).click();
+      await expect.poll(() => result.getAttribute('data-kind'), { timeout: 60_000 }).toBe('volume');
+      const drawn = Number(await result.getAttribute('data-value'));
+      await screenshot(page, 'map-imported-volume-desktop');
+      console.log(`volume drawn on the imported DSM: ${await result.textContent()}`);
+      const started = await t.admin.post(`/api/projects/${elsewhere}/tasks/${imported.id}/volume`, {
+        area: { type: 'Polygon', coordinates: [[...triangle, triangle[0]]] },
+        method: 'custom',
+        base,
+      });
+      let state: { ready?: boolean } = {};
+      for (const until = Date.now() + 60_000; !state.ready && Date.now() < until; await new Promise((r) => setTimeout(r, 200))) {
+        state = (await t.admin.get(`/api/workers/check/${started.body.celery_task_id}`)).body;
+      }
+      const api = JSON.parse((await download(t.admin, `/api/workers/get/${started.body.celery_task_id}`)).bytes.toString());
+      console.log(`the API's volume over the same triangle: ${JSON.stringify(api)}`);
+      expect(api.net).toBeGreaterThan(100);
+      expect(Math.abs(drawn - api.net) / api.net).toBeLessThan(0.02); // clicks land on whole pixels
+
+      // The 3D view streams the imported point cloud.
+      await page.goto(`${t.url}/3d/project/${elsewhere}/task/${imported.id}/`);
+      await expect.poll(async () => Number(await page.locator('#viewer3d').getAttribute('data-points')), { timeout: 60_000 }).toBeGreaterThan(10_000);
+      await screenshot(page, '3d-imported-desktop');
+      errors.push(...pageErrors);
+      await page.context().close();
+      expect(errors).toEqual([]);
+    } finally {
+      expect((await t.admin.delete(`/api/projects/${elsewhere}/`)).status).toBe(204);
+    }
+  }, 300_000);
+
   it('downloads an asset, restarts, cancels and removes the task', async () => {
     const { page, errors: pageErrors } = await openPage(browser, 'desktop', token);
     await page.goto(`${t.url}/project/${projectId}/task/${taskId}/`);

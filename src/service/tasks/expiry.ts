@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { stalePartialTasks } from '../../db/expiry.ts';
 import type { Database } from '../../db/schema.ts';
 import { deleteTask } from '../../db/tasks.ts';
-import { existingTaskFolders, importStaging, taskFolder } from '../layout.ts';
+import { existingTaskFolders, externalStagingRoot, importStaging, taskFolder } from '../layout.ts';
 
 export interface ExpirySettings {
   dataDir: string;
@@ -19,17 +19,26 @@ async function entries(dir: string): Promise<string[]> {
   return (await readdir(dir).catch(() => [])).map((name) => path.join(dir, name));
 }
 
-/** The folders where upload chunks wait: each task's, and the imports'. */
+/** The folders where upload chunks wait: each task's, the imports', and per project the external products'. */
 async function chunkFolders(dataDir: string): Promise<string[]> {
-  return [importStaging(dataDir), ...(await existingTaskFolders(dataDir)).map((folder) => folder.chunks)];
+  const external = await entries(externalStagingRoot(dataDir));
+  return [importStaging(dataDir), ...external, ...(await existingTaskFolders(dataDir)).map((folder) => folder.chunks)];
+}
+
+/** When a chunk file, or a folder of uploaded files, last changed (undefined when gone). */
+async function lastChangeMs(entry: string): Promise<number | undefined> {
+  const info = await stat(entry).catch(() => undefined);
+  if (!info?.isDirectory()) return info?.mtimeMs;
+  const inside = await Promise.all((await entries(entry)).map(lastChangeMs));
+  return Math.max(info.mtimeMs, ...inside.filter((ms) => ms !== undefined));
 }
 
 async function removeStaleChunks(dataDir: string, cutoffMs: number): Promise<number> {
   let removed = 0;
   for (const folder of await chunkFolders(dataDir)) {
     for (const file of await entries(folder)) {
-      const info = await stat(file).catch(() => undefined);
-      if (!info || info.mtimeMs >= cutoffMs) continue;
+      const changed = await lastChangeMs(file);
+      if (changed === undefined || changed >= cutoffMs) continue;
       await rm(file, { recursive: true, force: true });
       removed++;
     }

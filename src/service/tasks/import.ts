@@ -21,7 +21,7 @@ import { HttpError } from '../errors.ts';
 import { type StepContext, fail, save, throttled } from './context.ts';
 import { completeFromZip } from './results.ts';
 import { badRequest, dropzoneChunk, writeChunk } from './intake.ts';
-import { importStaging, taskFolder } from '../layout.ts';
+import { type TaskFolder, importStaging, taskFolder } from '../layout.ts';
 import { type StorageSettings, type WriteBudget, admitUpload, diskBudget } from './storage.ts';
 
 export const UPLOADED_ZIP = 'file://all.zip';
@@ -101,21 +101,21 @@ export async function importStep(ctx: StepContext): Promise<null> {
   return completeFromZip(ctx);
 }
 
-/** Where the chunks of multipart imports wait for their last one. */
-
 export interface ImportSettings extends StorageSettings {
   maxBytes: number;
+  /** The engine that checks products imported from elsewhere. */
+  enginePath: string;
   wake(): void;
 }
 
-/** Creates the importing task around a zip that `place` writes into the task's folder. */
-async function createImport(
+/** Creates the importing task around what `place` puts into the task's folder (a zip, or products). */
+export async function createImport(
   db: Kysely<Database>,
   settings: ImportSettings,
   projectId: number,
   name: string | undefined,
   importUrl: string,
-  place?: (zipFile: string) => Promise<void>,
+  place?: (folder: TaskFolder) => Promise<void>,
 ): Promise<number> {
   const id = await insertTask(db, {
     project_id: projectId,
@@ -123,7 +123,7 @@ async function createImport(
     processing_node_id: null,
     auto_processing_node: 0,
     options: '[]',
-    // Partial until the zip is in place, so the scheduler does not start on a half-written upload.
+    // Partial until the upload is in place, so the scheduler does not start on a half-written one.
     partial: 1,
     status: TaskStatus.RUNNING,
     pending_action: PendingAction.IMPORT,
@@ -133,10 +133,7 @@ async function createImport(
   try {
     if (place) {
       await mkdir(folder.work, { recursive: true });
-      await place(folder.allZip);
-      await checkEntryNames(folder.allZip).catch((error: Error) => {
-        throw badRequest(`The zip file cannot be imported: ${error.message}.`);
-      });
+      await place(folder);
     }
     await db.updateTable('tasks').set({ partial: 0 }).where('id', '=', id).execute();
   } catch (error) {
@@ -146,6 +143,23 @@ async function createImport(
   }
   settings.wake();
   return id;
+}
+
+/** Creates the importing task around a zip that `write` writes; one that cannot be read or would unpack outside
+ * its folder is refused. */
+function createZipImport(
+  db: Kysely<Database>,
+  settings: ImportSettings,
+  projectId: number,
+  name: string | undefined,
+  write: (zipFile: string) => Promise<void>,
+): Promise<number> {
+  return createImport(db, settings, projectId, name, UPLOADED_ZIP, async (folder) => {
+    await write(folder.allZip);
+    await checkEntryNames(folder.allZip).catch((error: Error) => {
+      throw badRequest(`The zip file cannot be imported: ${error.message}.`);
+    });
+  });
 }
 
 /** An application/zip body, streamed to the task's folder. */
@@ -167,7 +181,7 @@ function storeZip(
   name: string | undefined,
   budget: WriteBudget,
 ): Promise<number> {
-  return createImport(db, settings, projectId, name, UPLOADED_ZIP, async (zipFile) => {
+  return createZipImport(db, settings, projectId, name, async (zipFile) => {
     const tmp = partialName(path.dirname(zipFile));
     try {
       const tooLarge = (error: Error) => new HttpError(413, { detail: `The zip file is ${error.message}.` });
@@ -242,5 +256,5 @@ async function importPart(
   const staged = path.join(staging, chunk.id);
   await writeChunk(part, staged, chunk.offset, budget);
   if (!chunk.last) return null;
-  return createImport(db, settings, projectId, fields.name, UPLOADED_ZIP, (zipFile) => rename(staged, zipFile));
+  return createZipImport(db, settings, projectId, fields.name, (zipFile) => rename(staged, zipFile));
 }

@@ -31,6 +31,7 @@ import {
 import { completeFromZip } from './results.ts';
 import { parseOptions, splitByNode } from './options.ts';
 import { importStep } from './import.ts';
+import { EXTERNAL_IMPORT, externalStep } from './external.ts';
 import { type Step, StepSuperseded } from './scheduler.ts';
 import { waitForDiskRoom } from './storage.ts';
 
@@ -80,7 +81,7 @@ async function nextStep(ctx: StepContext): Promise<number | null> {
     case PendingAction.RESTART:
       return restartStep(ctx);
     case PendingAction.IMPORT:
-      return importStep(ctx);
+      return task.import_url === EXTERNAL_IMPORT ? externalStep(ctx) : importStep(ctx);
     case PendingAction.COMPACT:
       return compactStep(ctx);
     case PendingAction.RESIZE:

@@ -71,13 +71,22 @@ export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}
     const disk = room < settings.zipLimits.maxBytes ? ` (the server's disk has room for ${Math.round(room / 2 ** 20)} MB above its reserve)` : '';
     return fail(ctx, `The task's results cannot be unpacked: ${(error as Error).message}${disk}`);
   }
+  return installResults(ctx, changes, folder.allZip);
+}
+
+/**
+ * Puts the results in assets.next in place of the task's assets (an imported backup's its own), builds the tile
+ * pyramids they lack and marks the task COMPLETED; `source` (what they were made from) is removed last.
+ */
+export async function installResults(ctx: StepContext, changes: TaskUpdate, source: string): Promise<null> {
+  const { folder } = ctx;
   let backup;
   try {
     // An imported backup brings the task's photographs, console and fields besides its results.
     backup = ctx.task.pending_action === PendingAction.IMPORT ? await restoreBackup(folder.assetsNext, folder) : null;
   } catch (error) {
     await rm(folder.assetsNext, { recursive: true, force: true });
-    await rm(folder.allZip, { force: true });
+    await rm(source, { recursive: true, force: true });
     return fail(ctx, `The task's backup cannot be restored: ${(error as Error).message}`);
   }
   await installAssets(backup?.assets ?? folder.assetsNext, folder.assets, folder.assetsOld);
@@ -90,7 +99,7 @@ export async function completeFromZip(ctx: StepContext, changes: TaskUpdate = {}
   const crs = await resultsCrs(ctx, assets);
   // Imported results come without the photographs: their count is that of the results' images.json.
   const images = backup?.changes.images_count || ctx.task.images_count || (await imagesInResults(folder.assets));
-  await rm(folder.allZip, { force: true });
+  await rm(source, { recursive: true, force: true });
   await save(ctx, {
     ...changes,
     // As in WebODM: new results drop the crop drawn on the old ones (a backup brings its own).

@@ -20,6 +20,7 @@ import { TASK_ERRORS, TASK_TAGS, type TaskIds, readableTask, sendFile } from './
 import { taskViewRoutes } from './view-routes.ts';
 import { type BackupEntry, backupEntries } from './backup.ts';
 import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
+import { commitExternal, initExternal, multipartFields, uploadExternal } from './external.ts';
 import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
 import type { TaskRules } from './tasks.ts';
 import { tileRoutes } from '../tiles/routes.ts';
@@ -40,6 +41,11 @@ const fieldsBody = { schema: TaskFieldsBody };
 const taskBody = {
   content: { 'application/json': fieldsBody, 'application/x-www-form-urlencoded': fieldsBody },
 };
+
+const ExternalCommitBody = Type.Object({
+  uuid: Type.Optional(Type.String({ maxLength: 64 })),
+  name: Type.Optional(Type.String({ maxLength: 255 })),
+});
 
 const ImportBody = Type.Object({
   url: Type.Optional(Type.String({ maxLength: 4096 })),
@@ -390,6 +396,68 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
         id = await importFromUrl(deps.db, deps.imports, projectId, body.url, body.name ?? request.query.name);
       }
       if (id === null) return reply.code(200).send({ uploaded: true });
+      return reply.code(201).send(await rules.present(id));
+    },
+  );
+
+  app.post(
+    `${base}/import/external/init`,
+    {
+      schema: {
+        tags,
+        summary: 'Begin importing products made elsewhere',
+        description: 'Answers the upload id that tasks/import/external/upload and commit take.',
+        params: ProjectParams,
+        response: { 200: Type.Object({ uuid: Type.String() }), ...errors },
+      },
+    },
+    async (request) => {
+      const { project_id: projectId } = request.params;
+      await rules.project(currentUser(request), projectId, 'change');
+      return { uuid: await initExternal(deps.imports, projectId) };
+    },
+  );
+
+  app.post(
+    `${base}/import/external/upload`,
+    {
+      schema: {
+        tags,
+        summary: 'Upload one product made elsewhere',
+        description:
+          'Multipart: the field uuid first, then one file whose field names the product: orthophoto, dsm, dtm (GeoTIFF), ' +
+          'pointcloud (LAS/LAZ) or texturedmodel (GLB). Dropzone chunks too; done is false until the last.',
+        params: ProjectParams,
+        response: { 200: Type.Object({ uploaded: Type.Boolean(), done: Type.Boolean(), asset: Type.String() }), ...storingErrors },
+      },
+    },
+    async (request) => {
+      const { project_id: projectId } = request.params;
+      await rules.project(currentUser(request), projectId, 'change');
+      if (!request.isMultipart()) throw new HttpError(400, { detail: 'Send the product as multipart/form-data.' });
+      return { uploaded: true, ...(await uploadExternal(deps.db, deps.imports, projectId, request)) };
+    },
+  );
+
+  app.post(
+    `${base}/import/external/commit`,
+    {
+      schema: {
+        tags,
+        summary: 'Import the uploaded products as a new task',
+        description:
+          'The products are checked (a CRS on every raster, at most two bands in an elevation model, LAS and glTF files ' +
+          'what they say): 400 with what is wrong. The task ends COMPLETED with tiles, COPC and extent, or FAILED.',
+        params: ProjectParams,
+        body: { content: { 'application/json': { schema: ExternalCommitBody }, 'application/x-www-form-urlencoded': { schema: ExternalCommitBody } } },
+        response: { 201: Item, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { project_id: projectId } = request.params;
+      await rules.project(currentUser(request), projectId, 'change');
+      const body = request.isMultipart() ? await multipartFields(request) : ((request.body ?? {}) as { uuid?: string; name?: string });
+      const id = await commitExternal(deps.db, deps.imports, projectId, body.uuid, body.name);
       return reply.code(201).send(await rules.present(id));
     },
   );

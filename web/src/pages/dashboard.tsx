@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { type Project, type Task, api, listAll } from '../api.ts';
 import { Confirm } from '../components/confirm.tsx';
 import { FormModal } from '../components/form-modal.tsx';
+import { ImportForm } from '../components/import-form.tsx';
 import { NewTask } from '../components/new-task.tsx';
 import { ShareDialog } from '../components/share-dialog.tsx';
 import { Tags, parseTags } from '../components/tags.tsx';
@@ -92,33 +93,6 @@ function ProjectForm({ title, project, onSave, onClose }: { title: string; proje
       <label>
         Tags <span class="muted">(separated by spaces; one starting with “.” is hidden)</span>
         <input name="tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
-      </label>
-    </FormModal>
-  );
-}
-
-/** Imports an all.zip of results (Aeromap, ODM, WebODM) or a task's backup into the project as a new task. */
-function ImportForm({ projectId, onClose, onDone }: { projectId: number; onClose: () => void; onDone: () => Promise<unknown> }) {
-  const [file, setFile] = useState<File | null>(null);
-  const [name, setName] = useState('');
-  const send = async () => {
-    if (!file) throw new Error('Choose a zip file.');
-    const form = new FormData();
-    if (name) form.append('name', name);
-    form.append('file', file, file.name);
-    await api(`/api/projects/${projectId}/tasks/import`, { method: 'POST', body: form });
-    await onDone();
-  };
-  return (
-    <FormModal title="Import a task" saveLabel="Import" onSave={send} onClose={onClose}>
-      <p class="muted">An all.zip of results, or a task's backup (which brings back its photographs, console, options and tags).</p>
-      <label>
-        Zip file
-        <input type="file" name="file" accept=".zip,application/zip" required onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />
-      </label>
-      <label>
-        Name <span class="muted">(a backup keeps its own)</span>
-        <input name="name" maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
       </label>
     </FormModal>
   );
