@@ -8,20 +8,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Kind:
-    """A product that can be imported: the extensions it is accepted under, the name it is staged as (the
-    asset's name on WebODM's API) and its path in the task's results (ODM's)."""
+    """A product that can be imported: the name the service stages it as (the asset's name on WebODM's API,
+    whatever the file's extension was) and its path in the task's results (ODM's)."""
 
-    extensions: tuple[str, ...]
     asset: str
     result: str
 
 
 KINDS: dict[str, Kind] = {
-    "orthophoto": Kind((".tif", ".tiff"), "orthophoto.tif", "odm_orthophoto/odm_orthophoto.tif"),
-    "dsm": Kind((".tif", ".tiff"), "dsm.tif", "odm_dem/dsm.tif"),
-    "dtm": Kind((".tif", ".tiff"), "dtm.tif", "odm_dem/dtm.tif"),
-    "pointcloud": Kind((".laz", ".las"), "georeferenced_model.laz", "odm_georeferencing/odm_georeferenced_model.laz"),
-    "texturedmodel": Kind((".glb",), "textured_model.glb", "odm_texturing/odm_textured_model_geo.glb"),
+    "orthophoto": Kind("orthophoto.tif", "odm_orthophoto/odm_orthophoto.tif"),
+    "dsm": Kind("dsm.tif", "odm_dem/dsm.tif"),
+    "dtm": Kind("dtm.tif", "odm_dem/dtm.tif"),
+    "pointcloud": Kind("georeferenced_model.laz", "odm_georeferencing/odm_georeferenced_model.laz"),
+    "texturedmodel": Kind("textured_model.glb", "odm_texturing/odm_textured_model_geo.glb"),
 }
 ELEVATIONS = ("dsm", "dtm")
 

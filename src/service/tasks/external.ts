@@ -21,7 +21,8 @@ import { installResults } from './results.ts';
 
 export const EXTERNAL_IMPORT = 'file://external';
 
-/** The products, by form field: the extensions taken and the name staged (the asset's name). */
+/** The products, by form field: the extensions taken and the name staged (the asset's name, as the engine's
+ * external/products.py reads them). */
 const PRODUCTS: Record<string, { extensions: string[]; asset: string }> = {
   orthophoto: { extensions: ['.tif', '.tiff'], asset: 'orthophoto.tif' },
   dsm: { extensions: ['.tif', '.tiff'], asset: 'dsm.tif' },
