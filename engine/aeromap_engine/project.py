@@ -9,6 +9,7 @@ from typing import Any
 from .atomic_files import read_json, write_json
 
 IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".tif", ".tiff"}
+VIDEO_EXTENSIONS = {".mp4", ".mov", ".avi"}
 
 # The stages of a run, in ODM's order and with ODM's names (most name the folder their products go to).
 STAGE_NAMES: tuple[str, ...] = (
@@ -206,6 +207,17 @@ class Project:
 
     def path(self, *parts: str) -> Path:
         return self.root.joinpath(*parts)
+
+    def video_files(self) -> list[Path]:
+        """Input videos, whose frames the dataset stage writes into images_dir."""
+        if not self.images_dir.is_dir():
+            return []
+        return sorted(p for p in self.images_dir.iterdir() if p.is_file() and p.suffix.lower() in VIDEO_EXTENSIONS)
+
+    @property
+    def video_frames_file(self) -> Path:
+        """The frames written from the videos, by video: removed before they are written again."""
+        return self.state_dir / "video_frames.json"
 
     def image_files(self) -> list[Path]:
         """Input files that look like images by name (masks excluded, as in ODM); content is checked later."""

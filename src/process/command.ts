@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { extractZip } from '../files/zip-extract.ts';
 import { defaultEnginePath, describeEngine, spawnEngine } from '../protocol/engine.ts';
 import { NodeClient, NodeError, withRetries } from '../nodeclient/index.ts';
-import { isImageName } from '../protocol/files.ts';
+import { isImageName, isVideoName } from '../protocol/files.ts';
 import { TaskStatus, isFinished } from '../protocol/status.ts';
 import { Display, type Verbosity } from './display.ts';
 import { FlagError, type OptionPair, flagsHelp, parseArgs } from './flags.ts';
@@ -38,8 +38,11 @@ async function projectFolder(given: string): Promise<string> {
   if (!info?.isDirectory()) throw new FlagError(`${given} is not a folder`);
   const images = path.join(project, 'images');
   if (await stat(images).then((s) => s.isDirectory(), () => false)) return project;
-  const photos = (await readdir(project)).filter(isImageName);
-  if (photos.length === 0) throw new FlagError(`${given} holds no photographs (JPEG, PNG, TIFF) and no images/ folder`);
+  // Photographs, and videos with the DJI .srt files that place their frames.
+  const photos = (await readdir(project)).filter((name) => isImageName(name) || isVideoName(name) || /\.srt$/i.test(name));
+  if (!photos.some((name) => isImageName(name) || isVideoName(name))) {
+    throw new FlagError(`${given} holds no photographs (JPEG, PNG, TIFF), no videos (MP4, MOV, AVI) and no images/ folder`);
+  }
   await mkdir(images);
   for (const name of photos) {
     await link(path.join(project, name), path.join(images, name)).catch(() => copyFile(path.join(project, name), path.join(images, name)));

@@ -12,6 +12,20 @@ export function isImageName(name: string): boolean {
   return IMAGE_EXTENSIONS.has(path.extname(name).toLowerCase()) && !ALIGN_FILE.test(name);
 }
 
+const VIDEO_EXTENSIONS = new Set(['.mp4', '.mov', '.avi']);
+
+/** Whether a file of this name is a video, whose frames the engine takes as photographs (a DJI .srt beside it,
+ * of the same name, places them). */
+export function isVideoName(name: string): boolean {
+  return VIDEO_EXTENSIONS.has(path.extname(name).toLowerCase());
+}
+
+/** The photographs a task's files count for: each photograph, and each video as two at least (it yields more
+ * frames, as many as it holds views; the engine refuses a survey that ends with fewer than two). */
+export function photographCount(names: string[]): number {
+  return names.filter(isImageName).length + 2 * names.filter(isVideoName).length;
+}
+
 /** A single file, or a folder offered as a zip built on the fly (with the files to leave out). */
 export type AssetSource = { file: string } | { folder: string; exclude?: RegExp };
 

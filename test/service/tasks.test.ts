@@ -254,6 +254,26 @@ with zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_DEFLATED) as z:
     expect((await t.admin.post(`${tasksUrl()}import`, { url: 'example.com/all.zip' })).status).toBe(400);
   }, 60_000);
 
+  it('takes a video and its DJI .srt as a survey: stored as sent, counted as photographs', async () => {
+    const video = path.join(work, 'DJI_0200.MP4');
+    python(
+      `import sys, cv2, numpy as np
+writer = cv2.VideoWriter(sys.argv[1], cv2.VideoWriter_fourcc(*"mp4v"), 10.0, (64, 48))
+for k in range(5):
+    writer.write(np.random.default_rng(k).integers(0, 255, (48, 64, 3), dtype=np.uint8))
+writer.release()`,
+      video,
+    );
+    const telemetry = path.join(work, 'DJI_0200.SRT');
+    await writeFile(telemetry, '1\n00:00:00,000 --> 00:00:01,000\n[latitude: 45.5] [longitude: -73.5] [rel_alt: 30.0 abs_alt: 120.0]\n');
+    const created = await createTask(t.admin, {}, [video, telemetry]);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.images_count).toBe(2);
+    const stored = await readdir(path.join(t.dataDir, 'media', 'project', String(projectId), 'task', String(created.body.id), 'images'));
+    expect(stored.sort()).toEqual(['DJI_0200.MP4', 'DJI_0200.SRT']);
+    expect((await t.admin.post(`${tasksUrl()}${created.body.id}/remove/`)).status).toBe(200);
+  });
+
   it("offers 3D Tiles folders as zips under WebODM's asset names", async () => {
     const results = path.join(work, 'tiles3d.zip');
     python(
@@ -330,6 +350,10 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
     const alignDem = path.join(work, 'aligned', 'align.tif');
     await mkdir(path.dirname(alignDem), { recursive: true });
     await writeFile(alignDem, Buffer.concat([Buffer.from([0x49, 0x49, 0x2a, 0x00]), Buffer.alloc(400)]));
+    const notVideo = path.join(work, 'DJI_0100.MP4');
+    await writeFile(notVideo, 'a text file named as a video');
+    const binarySrt = path.join(work, 'DJI_0100.SRT');
+    await writeFile(binarySrt, Buffer.from([0x00, 0x01, 0x02, 0xff]));
 
     const cases: [string, Promise<{ status: number; body: unknown }>, RegExp][] = [
       ['one image', createTask(t.admin, {}, [images[0]]), /at least 2 images/],
@@ -337,6 +361,8 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
       ['not an image', createTask(t.admin, {}, [images[0], notImage]), /notes\.pdf is neither an image/],
       ['truncated JPEG', createTask(t.admin, {}, [images[0], truncated]), /IMG_CUT\.JPG is a truncated JPEG/],
       ['text named .JPG', createTask(t.admin, {}, [images[0], fake]), /FAKE\.JPG is not a JPEG/],
+      ['text named .MP4', createTask(t.admin, {}, [images[0], notVideo]), /DJI_0100\.MP4 is not an MP4, MOV or AVI video/],
+      ['binary .srt', createTask(t.admin, {}, [...images.slice(0, 2), binarySrt]), /DJI_0100\.SRT is not a text file/],
       ['align.laz not a cloud', createTask(t.admin, {}, [...images.slice(0, 2), notCloud]), /align\.laz is not a LAS or LAZ point cloud/],
       // An earlier survey to align to is not a photograph: one photograph is still too few.
       ['one image and an align file', createTask(t.admin, {}, [images[0], alignDem]), /at least 2 images/],

@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 from PIL import UnidentifiedImageError
 
-from ..atomic_files import write_json
+from ..atomic_files import read_json, write_json
 from ..bands.groups import AUTO, BandSurvey, band_of, group_bands
 from ..bands.radiometry import Radiometry
 from ..bands.thermal import convert as convert_temperatures
@@ -42,6 +42,7 @@ from ..io.images import Layout, Levels, dataset_levels, read_layout, read_stored
 from ..log import log
 from ..options import Option
 from ..photo import Photo, gps_centre
+from ..video.extract import extract as extract_frames
 
 if TYPE_CHECKING:
     from ..pipeline import StageContext
@@ -51,6 +52,10 @@ OPTIONS: list[Option] = [
     Option("primary-band", "string", AUTO, "The band of a multispectral camera the geometry is solved on (Blue, "
            "Green, Red, RedEdge, NIR); the other bands are aligned to it. auto: green, else red, else NIR.",
            "dataset"),
+    Option("video-limit", "int", 500, "Most frames taken from each video (MP4, MOV, AVI; its DJI .srt beside it "
+           "places them); 0: no limit.", "dataset", minimum=0),
+    Option("video-resolution", "int", 4000, "Longer side, in pixels, of the frames taken from videos.", "dataset",
+           minimum=320),
 ]
 WEIGHT = 0.3  # reading metadata takes a few percent of a run
 
@@ -135,8 +140,24 @@ def apply_geo_file(photos: list[Photo], geo: GeoFile) -> int:
     return changed
 
 
+def frames_from_videos(project: "Project", limit: int, resolution: int) -> None:
+    """Writes the chosen frames of every input video into the images folder, with their positions from the .srt
+    beside it; the frames of an earlier run go first (other options choose others)."""
+    videos = project.video_files()
+    earlier = read_json(project.video_frames_file) or {}
+    for names in earlier.values():
+        for name in names:
+            (project.images_dir / name).unlink(missing_ok=True)
+    written: dict[str, list[str]] = {}
+    for video in videos:
+        frames = extract_frames(video, project.images_dir, limit or 10**9, resolution)
+        written[video.name] = [frame.name for frame in frames]
+    write_json(project.video_frames_file, written)
+
+
 def run(ctx: "StageContext") -> None:
     project = ctx.project
+    frames_from_videos(project, ctx.options.video_limit, ctx.options.video_resolution)
     files = project.image_files()
     readable: list[Inspection] = []
     rejected: dict[str, str] = {}

@@ -15,6 +15,8 @@ from PIL import ExifTags, Image
 from PIL.TiffImagePlugin import IFDRational
 
 from ..geo import crs_name
+from ..io.exif_write import dji_xmp as dji_xmp_packet
+from ..io.exif_write import dms, write_gps
 from .camera import Lens, Pose, Shot
 from .site import Site, SurveySpec, transformer
 
@@ -61,16 +63,8 @@ def _as_written(site: Site, position: np.ndarray) -> tuple[float, float, float]:
     return _round_dms(float(lon)), _round_dms(float(lat)), round(float(position[2]), 3)
 
 
-def _dms(value: float) -> tuple[int, int, int]:
-    """Degrees, minutes and millionths of a second of arc."""
-    micro = int(round(abs(value) * 3600e6))
-    degrees, rest = divmod(micro, 3600 * 10**6)
-    minutes, seconds = divmod(rest, 60 * 10**6)
-    return degrees, minutes, seconds
-
-
 def _round_dms(value: float) -> float:
-    degrees, minutes, micro = _dms(value)
+    degrees, minutes, micro = dms(value)
     return math.copysign(degrees + minutes / 60.0 + micro / 3600e6, value)
 
 
@@ -99,15 +93,7 @@ def exif_for(spec: SurveySpec, lens: Lens, photo: Photograph) -> Image.Exif:
                                                                           * 10 * 1000)), 1000)
     details[ExifTags.Base.FocalPlaneYResolution] = details[ExifTags.Base.FocalPlaneXResolution]
     details[ExifTags.Base.FocalPlaneResolutionUnit] = 3
-    gps = exif.get_ifd(ExifTags.IFD.GPSInfo)
-    lon, lat, alt = photo.gps
-    gps[ExifTags.GPS.GPSVersionID] = b"\x02\x03\x00\x00"
-    gps[ExifTags.GPS.GPSLatitudeRef] = "N" if lat >= 0 else "S"
-    gps[ExifTags.GPS.GPSLatitude] = _rationals(lat)
-    gps[ExifTags.GPS.GPSLongitudeRef] = "E" if lon >= 0 else "W"
-    gps[ExifTags.GPS.GPSLongitude] = _rationals(lon)
-    gps[ExifTags.GPS.GPSAltitudeRef] = b"\x00" if alt >= 0 else b"\x01"
-    gps[ExifTags.GPS.GPSAltitude] = IFDRational(int(round(abs(alt) * 1000)), 1000)
+    write_gps(exif, *photo.gps)
     return exif
 
 
@@ -118,11 +104,6 @@ def tiff_tags(exif: Image.Exif, xmp: str) -> dict[int, object]:
     tags[ExifTags.IFD.GPSInfo] = dict(exif.get_ifd(ExifTags.IFD.GPSInfo))
     tags[700] = xmp.encode("utf-8")  # XMLPacket
     return tags
-
-
-def _rationals(value: float) -> tuple[IFDRational, IFDRational, IFDRational]:
-    degrees, minutes, micro = _dms(value)
-    return IFDRational(degrees, 1), IFDRational(minutes, 1), IFDRational(micro, 10**6)
 
 
 def dji_xmp(spec: SurveySpec, site: Site, photo: Photograph, extra: dict[str, str] | None = None) -> str:
@@ -143,20 +124,7 @@ def dji_xmp(spec: SurveySpec, site: Site, photo: Photograph, extra: dict[str, st
         "drone-dji:FlightRollDegree": "+0.00", "drone-dji:FlightYawDegree": f"{flight_yaw:+.2f}",
         "drone-dji:FlightPitchDegree": "+0.00", **(extra or {}),
     }
-    lines = "\n".join(f'   {key}="{value}"' for key, value in attributes.items())
-    return ('<?xpacket begin="\ufeff" id="W5M0MpCehiHzreSzNTczkc9d"?>\n'
-            '<x:xmpmeta xmlns:x="adobe:ns:meta/">\n'
-            ' <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">\n'
-            '  <rdf:Description rdf:about="DJI Meta Data"\n'
-            '   xmlns:tiff="http://ns.adobe.com/tiff/1.0/"\n'
-            '   xmlns:dc="http://purl.org/dc/elements/1.1/"\n'
-            '   xmlns:drone-dji="http://www.dji.com/drone-dji/1.0/"\n'
-            '   xmlns:Camera="http://pix4d.com/camera/1.0/"\n'
-            f"{lines}>\n"
-            "  </rdf:Description>\n"
-            " </rdf:RDF>\n"
-            "</x:xmpmeta>\n"
-            '<?xpacket end="w"?>')
+    return dji_xmp_packet(attributes)
 
 
 def _wrap(degrees: float) -> float:

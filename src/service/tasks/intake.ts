@@ -10,11 +10,11 @@ import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { placeFile } from '../../files/place.ts';
 import { partialName, safeFileName } from '../../files/safe-path.ts';
-import { ALIGN_FILE, isImageName } from '../../protocol/files.ts';
+import { ALIGN_FILE, isImageName, isVideoName } from '../../protocol/files.ts';
 import { HttpError } from '../errors.ts';
 import type { WriteBudget } from './storage.ts';
 
-const TEXT_EXTENSIONS = new Set(['.txt']);
+const TEXT_EXTENSIONS = new Set(['.txt', '.srt']);
 
 export const badRequest = (message: string) => new HttpError(400, { detail: message });
 
@@ -55,6 +55,13 @@ async function alignProblem(name: string, file: string): Promise<string | null> 
   return (await readRange(file, 0, 4)).toString('latin1') === 'LASF' ? null : 'is not a LAS or LAZ point cloud';
 }
 
+/** An MP4 or MOV (an ISO media box first: ftyp, or moov, mdat, free, wide in older QuickTime files) or an AVI. */
+async function videoProblem(file: string): Promise<string | null> {
+  const head = (await readRange(file, 0, 12)).toString('latin1');
+  if (/^RIFF....AVI /s.test(head)) return null;
+  return /^....(ftyp|moov|mdat|free|wide|skip)/s.test(head) ? null : 'is not an MP4, MOV or AVI video';
+}
+
 async function textProblem(file: string): Promise<string | null> {
   const { size } = await stat(file);
   const head = await readRange(file, 0, Math.min(size, 64 * 1024));
@@ -65,8 +72,9 @@ async function textProblem(file: string): Promise<string | null> {
 export async function uploadProblem(name: string, file: string): Promise<string | null> {
   if (ALIGN_FILE.test(name)) return alignProblem(name, file);
   if (isImageName(name)) return imageProblem(file);
+  if (isVideoName(name)) return videoProblem(file);
   if (TEXT_EXTENSIONS.has(path.extname(name).toLowerCase())) return textProblem(file);
-  return 'is neither an image (JPEG, PNG, TIFF), a .txt file (GCP list, geo.txt) nor align.tif, align.las or align.laz';
+  return 'is neither an image (JPEG, PNG, TIFF), a video (MP4, MOV, AVI), a .txt file (GCP list, geo.txt), a DJI .srt nor align.tif, align.las or align.laz';
 }
 
 /** A client's file name, usable in the images folder. */

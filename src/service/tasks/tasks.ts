@@ -35,7 +35,7 @@ import {
   uploadName,
   writeChunk,
 } from './intake.ts';
-import { isImageName } from '../../protocol/files.ts';
+import { photographCount } from '../../protocol/files.ts';
 import { taskFolder } from '../layout.ts';
 import type { Scene } from './scene.ts';
 import { checkDuplicable, copyName, duplicateTask } from './duplicate.ts';
@@ -239,7 +239,7 @@ export class TaskRules {
 
   async imageCount(imagesDir: string): Promise<number> {
     try {
-      return (await readdir(imagesDir)).filter((name) => isImageName(name)).length;
+      return photographCount(await readdir(imagesDir));
     } catch {
       return 0;
     }

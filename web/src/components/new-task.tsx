@@ -23,7 +23,8 @@ interface NodeItem {
   max_images: number | null;
 }
 
-const ACCEPTED = /\.(jpe?g|tiff?|png|dng|txt)$/i;
+const ACCEPTED = /\.(jpe?g|tiff?|png|dng|txt|mp4|mov|avi|srt)$/i;
+const VIDEO = /\.(mp4|mov|avi)$/i;
 const THUMBNAILS = 24;
 
 export function NewTask({ projectId, resume, onDone, onCancel }: { projectId: number; resume?: PendingUpload; onDone: () => void; onCancel: () => void }) {
@@ -46,7 +47,10 @@ export function NewTask({ projectId, resume, onDone, onCancel }: { projectId: nu
   }, []);
 
   // Kept while the files are: the thumbnails' object URLs live as long as this list.
-  const images = useMemo(() => files.filter((f) => !/\.txt$/i.test(f.name)), [files]);
+  const images = useMemo(() => files.filter((f) => !/\.(txt|srt)$/i.test(f.name) && !VIDEO.test(f.name)), [files]);
+  const videos = files.filter((f) => VIDEO.test(f.name));
+  // A video holds many views: with one, fewer photographs will do.
+  const enough = videos.length > 0 || images.length >= 3;
   const gcp = files.find((f) => /\.txt$/i.test(f.name));
   const totalBytes = files.reduce((sum, f) => sum + f.size, 0);
   const alreadySent = resume ? files.filter((f) => resume.done.includes(fileKey(f))).length : 0;
@@ -124,22 +128,23 @@ export function NewTask({ projectId, resume, onDone, onCancel }: { projectId: nu
           addFiles(e.dataTransfer?.files ?? null);
         }}
       >
-        <p>Drop photographs and a GCP file (.txt) here, or</p>
+        <p>Drop photographs or videos (with their DJI .srt), and a GCP file (.txt) here, or</p>
         <label class="button">
           Choose files
-          <input type="file" multiple accept="image/*,.txt,.dng,.tif,.tiff" class="visually-hidden" onChange={(e) => addFiles(e.currentTarget.files)} data-testid="file-input" />
+          <input type="file" multiple accept="image/*,.txt,.dng,.tif,.tiff,video/mp4,video/quicktime,.mp4,.mov,.avi,.srt" class="visually-hidden" onChange={(e) => addFiles(e.currentTarget.files)} data-testid="file-input" />
         </label>
       </div>
       {files.length > 0 && (
         <div class="stack">
           <p data-testid="file-count">
-            <strong>{images.length}</strong> photographs{gcp ? ` and the GCP file ${gcp.name}` : ''}, {bytes(totalBytes)}
+            <strong>{images.length}</strong> photographs{videos.length > 0 ? `, ${videos.length} video${videos.length > 1 ? 's' : ''}` : ''}
+            {gcp ? ` and the GCP file ${gcp.name}` : ''}, {bytes(totalBytes)}
             {resume && ` (${alreadySent} already sent)`}
             <button type="button" class="link" onClick={() => setFiles([])}>
               clear
             </button>
           </p>
-          {images.length > 0 && images.length < 3 && <p class="error">A map needs at least 3 overlapping photographs.</p>}
+          {images.length > 0 && !enough && <p class="error">A map needs at least 3 overlapping photographs.</p>}
           {tooMany && <p class="error">The chosen node takes at most {node!.max_images} photographs.</p>}
           <Thumbnails files={images} />
         </div>
@@ -185,8 +190,8 @@ export function NewTask({ projectId, resume, onDone, onCancel }: { projectId: nu
         </p>
       )}
       <div class="row">
-        <button type="button" class="primary" disabled={images.length < (resume ? 1 : 3) || tooMany} onClick={start}>
-          {resume ? 'Resume upload' : `Upload and process ${images.length || ''}`}
+        <button type="button" class="primary" disabled={(resume ? files.length < 1 : !enough) || tooMany} onClick={start}>
+          {resume ? 'Resume upload' : `Upload and process ${images.length + videos.length || ''}`}
         </button>
         <button type="button" onClick={discard}>
           {resume ? 'Discard this upload' : 'Cancel'}
