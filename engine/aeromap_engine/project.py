@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from .atomic_files import read_json, write_json
+from .io.raw import RAW_EXTENSIONS
 
-IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".tif", ".tiff"}
+IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".tif", ".tiff", *RAW_EXTENSIONS}
 VIDEO_EXTENSIONS = {".mp4", ".mov", ".avi"}
 
 # The stages of a run, in ODM's order and with ODM's names (most name the folder their products go to).

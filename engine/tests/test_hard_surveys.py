@@ -9,6 +9,7 @@ test_retrieval.py, which maps it once for its tests.)
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -298,3 +299,29 @@ def test_rtk_heights_are_kept_over_a_drifting_barometer(tmp_path: Path) -> None:
         errors = [priors[name].position[2] - truth[name][2] - offset for name in SUBSET]
         assert np.abs(errors).max() < 0.01, errors
         assert all(prior.vertical_stddev == pytest.approx(0.03) for prior in priors.values())
+
+
+def _second_camera(path: Path, model: str, width: int) -> None:
+    """The photograph as another camera took it: another model name and a smaller frame (its EXIF kept)."""
+    with Image.open(path) as image:
+        exif, xmp = image.getexif(), image.info.get("xmp")
+        exif[ExifTags.Base.Model] = model
+        small = image.resize((width, round(image.height * width / image.width)), Image.LANCZOS)
+    small.save(path, quality=92, exif=exif, xmp=xmp)
+
+
+def test_two_cameras_in_one_survey_are_each_calibrated(tmp_path: Path) -> None:
+    """Half the photographs from a second camera (another model, a frame of 800 px): each camera gets its own
+    calibration, and every photograph is placed at its own fix."""
+    project = make_project(tmp_path)
+    second = SUBSET[1::2]
+    for name in second:
+        _second_camera(project.images_dir / name, "FC6310 second", 800)
+    pipeline.run(project, SFM)
+    rec = stats(project)["reconstruction"]
+    assert rec["images_registered"] == len(SUBSET), rec["images_unregistered"]
+    cameras = json.loads((project.root / "cameras.json").read_text())
+    assert sorted(camera["width"] for camera in cameras.values()) == [800, 1000]
+    truth, centres = exif_utm(SUBSET), model_centres(project)
+    distances = {name: float(np.linalg.norm(centres[name] - truth[name])) for name in SUBSET}
+    assert max(distances.values()) < TRUE_FIX_M, distances

@@ -2,7 +2,9 @@
 // offers, under the asset names of WebODM's API at ODM's paths in the task's results (NodeODM's all.zip).
 import path from 'node:path';
 
-const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.tif', '.tiff', '.png', '.dng']);
+// Camera RAW files (DNG and the makers' formats) are photographs too: the engine develops them.
+const RAW_EXTENSIONS = ['.dng', '.cr2', '.cr3', '.nef', '.arw', '.raf', '.rw2', '.orf', '.pef', '.srw'];
+const IMAGE_EXTENSIONS = new Set(['.jpg', '.jpeg', '.tif', '.tiff', '.png', ...RAW_EXTENSIONS]);
 
 /** An earlier survey's elevation model or point cloud uploaded to align to (ODM's names): not a photograph. */
 export const ALIGN_FILE = /^align\.(tif|las|laz)$/i;

@@ -23,6 +23,7 @@ from rasterio.errors import NotGeoreferencedWarning, RasterioIOError
 
 from ..atomic_files import read_json
 from ..errors import InputError
+from .raw import develop, is_raw, raw_size
 
 _REDUCED = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4,
             8: cv2.IMREAD_REDUCED_COLOR_8}
@@ -103,7 +104,10 @@ def to_8bit(image: np.ndarray, levels: Levels | None, name: str) -> np.ndarray:
 
 
 def read_layout(path: Path) -> Layout | None:
-    """The file's pixel layout from its header, or None when GDAL does not know the file."""
+    """The file's pixel layout from its header (a RAW photograph's as developed), or None when it is not known."""
+    if is_raw(path):
+        size = raw_size(path)
+        return None if size is None else Layout(size[0], size[1], 3, np.dtype(np.uint16), False)
     try:
         with rasterio.open(path) as source:
             alpha = source.count > 1 and source.colorinterp[-1] == ColorInterp.alpha
@@ -116,6 +120,8 @@ def read_stored(path: Path, scale: float) -> np.ndarray:
     """The image as BGR (h, w, 3) with its stored sample type, at about `scale` of its stored size, never
     smaller. EXIF orientation is ignored, as the reconstruction's cameras use the stored pixel layout."""
     factor = max(f for f in _REDUCED if f == 1 or 1.0 / f >= scale)
+    if is_raw(path):
+        return develop(path, factor)
     layout = None if _is_jpeg(path) else read_layout(path)
     if layout is None or layout.plain:
         image = cv2.imread(str(path), _REDUCED[factor] | cv2.IMREAD_IGNORE_ORIENTATION)

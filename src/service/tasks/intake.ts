@@ -15,6 +15,8 @@ import { HttpError } from '../errors.ts';
 import type { WriteBudget } from './storage.ts';
 
 const TEXT_EXTENSIONS = new Set(['.txt', '.srt']);
+/** The RAW formats not built on TIFF: Fujifilm's RAF, Panasonic's RW2, Olympus's ORF, Canon's CR3 (ISO media). */
+const RAW_SIGNATURES = [/^FUJIFILM/, /^IIU\0/, /^(IIRO|IIRS|MMOR)/, /^....ftypcrx/s];
 
 export const badRequest = (message: string) => new HttpError(400, { detail: message });
 
@@ -45,8 +47,9 @@ export async function imageProblem(file: string): Promise<string | null> {
   const tail = await readRange(file, size - tailLength, tailLength);
   if (startsWith(head, [0xff, 0xd8, 0xff])) return tail.includes(JPEG_END) ? null : 'is a truncated JPEG image';
   if (startsWith(head, [0x89, 0x50, 0x4e, 0x47])) return tail.includes('IEND') ? null : 'is a truncated PNG image';
+  // TIFF, and the RAW formats built on it (DNG, CR2, NEF, ARW, PEF, SRW).
   if (startsWith(head, [0x49, 0x49, 0x2a, 0x00]) || startsWith(head, [0x4d, 0x4d, 0x00, 0x2a])) return null;
-  return 'is not a JPEG, PNG or TIFF image';
+  return RAW_SIGNATURES.some((signature) => signature.test(head.toString('latin1'))) ? null : 'is not a JPEG, PNG, TIFF or camera RAW image';
 }
 
 /** An elevation model (a TIFF) or a LAS or LAZ point cloud to align to, by its signature. */

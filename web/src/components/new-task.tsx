@@ -23,7 +23,7 @@ interface NodeItem {
   max_images: number | null;
 }
 
-const ACCEPTED = /\.(jpe?g|tiff?|png|dng|txt|mp4|mov|avi|srt)$/i;
+const ACCEPTED = /\.(jpe?g|tiff?|png|dng|cr[23]|nef|arw|raf|rw2|orf|pef|srw|txt|mp4|mov|avi|srt)$/i;
 const VIDEO = /\.(mp4|mov|avi)$/i;
 const THUMBNAILS = 24;
 
@@ -131,7 +131,7 @@ export function NewTask({ projectId, resume, onDone, onCancel }: { projectId: nu
         <p>Drop photographs or videos (with their DJI .srt), and a GCP file (.txt) here, or</p>
         <label class="button">
           Choose files
-          <input type="file" multiple accept="image/*,.txt,.dng,.tif,.tiff,video/mp4,video/quicktime,.mp4,.mov,.avi,.srt" class="visually-hidden" onChange={(e) => addFiles(e.currentTarget.files)} data-testid="file-input" />
+          <input type="file" multiple accept="image/*,.txt,.dng,.cr2,.cr3,.nef,.arw,.raf,.rw2,.orf,.pef,.srw,.tif,.tiff,video/mp4,video/quicktime,.mp4,.mov,.avi,.srt" class="visually-hidden" onChange={(e) => addFiles(e.currentTarget.files)} data-testid="file-input" />
         </label>
       </div>
       {files.length > 0 && (
