@@ -74,10 +74,11 @@ describe('plant health in Chromium', () => {
       return range !== null && wanted(range.split(',').map(Number));
     };
     const [response] = await Promise.all([
-      page.waitForResponse((r) => r.url().includes('/orthophoto/tiles/') && inRange(r.url()), { timeout: 15_000 }),
+      // The first tiles of an index start the tile worker, which under the whole suite's load takes its time.
+      page.waitForResponse((r) => r.url().includes('/orthophoto/tiles/') && inRange(r.url()), { timeout: 60_000 }),
       change(),
     ]);
-    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 20_000 });
+    await page.locator('#map[data-idle="true"]').waitFor({ timeout: 60_000 });
     return rescaleOf(response.url())!;
   }
 
@@ -151,7 +152,7 @@ describe('plant health in Chromium', () => {
     expect(await accessibilityFailures(page)).toEqual([]);
     expect(errors).toEqual([]);
     await page.context().close();
-  }, 60_000);
+  }, 180_000);
 
   it('draws a thermal orthophoto in °C on a magma ramp, with its legend', async () => {
     const { page, errors } = await openPage(browser, 'desktop', t.admin.token);
