@@ -197,3 +197,13 @@ export async function stopLeftoverEngine(pid: number, projectDir: string): Promi
   killProcessGroup(pid);
   for (let i = 0; i < 100 && (await isOurs()); i++) await sleep(50);
 }
+
+/** The last line an engine command printed, its answer: its JSON, or its error (the log's `[ERROR] ` left out). */
+export function lastEngineLine(stdout: string | undefined): string {
+  return (stdout ?? '').trim().split('\n').at(-1)?.replace(/^\[ERROR\]\s*/, '') ?? '';
+}
+
+/** Why an engine command failed: its last line, else the process's own error. */
+export function engineFailure(error: unknown): string {
+  return lastEngineLine((error as { stdout?: string }).stdout) || (error as Error).message;
+}

@@ -145,6 +145,8 @@ def frames_from_videos(project: "Project", limit: int, resolution: int) -> None:
     beside it; the frames of an earlier run go first (other options choose others)."""
     videos = project.video_files()
     earlier = read_json(project.video_frames_file) or {}
+    if not videos and not earlier:
+        return
     for names in earlier.values():
         for name in names:
             (project.images_dir / name).unlink(missing_ok=True)

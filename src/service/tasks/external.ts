@@ -16,6 +16,7 @@ import { externalStaging } from '../layout.ts';
 import { badRequest, dropzoneChunk, writeChunk } from './intake.ts';
 import { type ImportSettings, createImport } from './import.ts';
 import { admitUpload } from './storage.ts';
+import { engineFailure, lastEngineLine } from '../../protocol/engine.ts';
 import { type StepContext, fail } from './context.ts';
 import { installResults } from './results.ts';
 
@@ -127,10 +128,9 @@ async function checkProducts(enginePath: string, folder: string): Promise<string
   try {
     ({ stdout } = await execFileAsync(enginePath, ['external', folder], { timeout: 120_000 }));
   } catch (error) {
-    const output = (error as { stdout?: string }).stdout?.trim().split('\n').at(-1) || (error as Error).message;
-    return [`they could not be read (${output.replace(/^\[ERROR\]\s*/, '')})`];
+    return [`they could not be read (${engineFailure(error)})`];
   }
-  const answer = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { problems?: unknown };
+  const answer = JSON.parse(lastEngineLine(stdout) || '{}') as { problems?: unknown };
   return Array.isArray(answer.problems) ? answer.problems.map(String) : ['the products could not be checked'];
 }
 
@@ -148,8 +148,7 @@ export async function externalStep(ctx: StepContext): Promise<null> {
   } catch (error) {
     await rm(folder.assetsNext, { recursive: true, force: true });
     ctx.signal.throwIfAborted();
-    const output = (error as { stdout?: string }).stdout?.trim().split('\n').at(-1) ?? (error as Error).message;
-    return fail(ctx, `The products cannot be imported: ${output.replace(/^\[ERROR\]\s*/, '')}`);
+    return fail(ctx, `The products cannot be imported: ${engineFailure(error)}`);
   }
   return installResults(ctx, {}, folder.external);
 }

@@ -10,6 +10,12 @@ import type { TaskRules } from './tasks.ts';
 
 export const TASK_TAGS = ['tasks'];
 export const TASK_ERRORS = { 400: Type.Ref('Error'), 403: Type.Ref('Error'), 404: Type.Ref('Error') };
+/** Routes that store files: a file over the size limit, and a disk within its reserve (403: a quota used up). */
+export const TASK_STORING_ERRORS = {
+  ...TASK_ERRORS,
+  413: Type.Ref('Error'),
+  507: Type.Ref('Error', { description: "Insufficient Storage: the server's disk is within its reserve (MIN_FREE_DISK_GB)" }),
+};
 
 export type TaskIds = { project_id: number; task_id: number };
 

@@ -4,6 +4,7 @@ import { execFile } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { engineFailure, lastEngineLine } from '../../protocol/engine.ts';
 import { ASSETS } from '../../protocol/files.ts';
 import { diskRoom } from '../../files/disk.ts';
 import { extractZip } from '../../files/zip-extract.ts';
@@ -38,15 +39,14 @@ async function resultsCrs(ctx: StepContext, assets: string[]): Promise<{ epsg: n
       timeout: 60_000,
       signal: ctx.signal,
     });
-    const answer = JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { epsg?: unknown; wkt?: unknown };
+    const answer = JSON.parse(lastEngineLine(stdout) || '{}') as { epsg?: unknown; wkt?: unknown };
     return {
       epsg: Number.isInteger(answer.epsg) ? (answer.epsg as number) : null,
       wkt: typeof answer.wkt === 'string' ? answer.wkt : null,
     };
   } catch (error) {
     ctx.signal.throwIfAborted();
-    const output = (error as { stdout?: string }).stdout?.trim().split('\n').at(-1) ?? (error as Error).message;
-    ctx.log.warn({ task: ctx.task.id }, `cannot read the CRS of ${raster}: ${output}`);
+    ctx.log.warn({ task: ctx.task.id }, `cannot read the CRS of ${raster}: ${engineFailure(error)}`);
     return { epsg: null, wkt: null };
   }
 }

@@ -1,5 +1,5 @@
 // The task routes of the spec under /api/projects/{project_id}/tasks/: thin handlers over TaskRules (rules and
-// actions), the downloads and the import; the photographs and the 3D scene are in view-routes.ts. Multipart bodies (images, zips) are
+// actions) and the downloads; the photographs and the 3D scene are in view-routes.ts, the imports in import-routes.ts. Multipart bodies (images, zips) are
 // streamed to disk. The reads WebODM opens to anyone on a public task are ANONYMOUS routes that TaskRules.readable
 // guards.
 import multipart from '@fastify/multipart';
@@ -16,11 +16,11 @@ import type { App } from '../typed-app.ts';
 import { ASSETS } from '../../protocol/files.ts';
 import { downloadName, filesUnder, resolveAssetPath } from './assets.ts';
 import { readConsole } from './console.ts';
-import { TASK_ERRORS, TASK_TAGS, type TaskIds, readableTask, sendFile } from './replies.ts';
+import { TASK_ERRORS, TASK_STORING_ERRORS, TASK_TAGS, type TaskIds, readableTask, sendFile } from './replies.ts';
 import { taskViewRoutes } from './view-routes.ts';
 import { type BackupEntry, backupEntries } from './backup.ts';
-import { type ImportSettings, importFromUrl, importMultipart, importZipBody } from './import.ts';
-import { commitExternal, initExternal, multipartFields, uploadExternal } from './external.ts';
+import type { ImportSettings } from './import.ts';
+import { importRoutes } from './import-routes.ts';
 import { OutputQuery, ProjectParams, TaskFieldsBody, type TaskFields, TaskParams, TaskSchema } from './schema.ts';
 import type { TaskRules } from './tasks.ts';
 import { tileRoutes } from '../tiles/routes.ts';
@@ -28,12 +28,7 @@ import type { TileService } from '../tiles/service.ts';
 
 const tags = TASK_TAGS;
 const errors = TASK_ERRORS;
-/** Routes that store files: a file over the size limit, and a disk within its reserve (403: a quota used up). */
-const storingErrors = {
-  ...errors,
-  413: Type.Ref('Error'),
-  507: Type.Ref('Error', { description: "Insufficient Storage: the server's disk is within its reserve (MIN_FREE_DISK_GB)" }),
-};
+const storingErrors = TASK_STORING_ERRORS;
 const Item = ref(TaskSchema);
 const fieldsBody = { schema: TaskFieldsBody };
 
@@ -42,15 +37,6 @@ const taskBody = {
   content: { 'application/json': fieldsBody, 'application/x-www-form-urlencoded': fieldsBody },
 };
 
-const ExternalCommitBody = Type.Object({
-  uuid: Type.Optional(Type.String({ maxLength: 64 })),
-  name: Type.Optional(Type.String({ maxLength: 255 })),
-});
-
-const ImportBody = Type.Object({
-  url: Type.Optional(Type.String({ maxLength: 4096 })),
-  name: Type.Optional(Type.String({ maxLength: 255 })),
-});
 
 export interface TaskRouteDeps {
   db: Kysely<Database>;
@@ -368,98 +354,5 @@ export async function taskRoutes(app: App, deps: TaskRouteDeps): Promise<void> {
   await taskViewRoutes(app, rules);
   await tileRoutes(app, rules, deps.tiles);
 
-  app.post(
-    `${base}/import`,
-    {
-      schema: {
-        tags,
-        summary: 'Import the results of a task processed elsewhere',
-        description:
-          'An all.zip of Aeromap, ODM or WebODM: as an application/zip body, as one multipart file (Dropzone chunks too), ' +
-          'or by url (form or JSON). Optional name. The task ends COMPLETED with the assets found, or FAILED with the reason.',
-        params: ProjectParams,
-        querystring: Type.Object({ name: Type.Optional(Type.String({ maxLength: 255 })) }),
-        body: { content: { 'application/json': { schema: ImportBody }, 'application/x-www-form-urlencoded': { schema: ImportBody } } },
-        response: { 201: Item, 200: Type.Object({ uploaded: Type.Boolean() }), ...storingErrors },
-      },
-    },
-    async (request, reply) => {
-      const { project_id: projectId } = request.params;
-      await rules.project(currentUser(request), projectId, 'change');
-      let id: number | null;
-      if (request.isMultipart()) id = await importMultipart(deps.db, deps.imports, projectId, request);
-      else if (request.headers['content-type']?.startsWith('application/zip')) {
-        id = await importZipBody(deps.db, deps.imports, projectId, request.raw, request.query.name);
-      } else {
-        const body = (request.body ?? {}) as { url?: string; name?: string };
-        if (!body.url) throw new HttpError(400, { detail: 'Send a zip file (application/zip or multipart) or a url to import.' });
-        id = await importFromUrl(deps.db, deps.imports, projectId, body.url, body.name ?? request.query.name);
-      }
-      if (id === null) return reply.code(200).send({ uploaded: true });
-      return reply.code(201).send(await rules.present(id));
-    },
-  );
-
-  app.post(
-    `${base}/import/external/init`,
-    {
-      schema: {
-        tags,
-        summary: 'Begin importing products made elsewhere',
-        description: 'Answers the upload id that tasks/import/external/upload and commit take.',
-        params: ProjectParams,
-        response: { 200: Type.Object({ uuid: Type.String() }), ...errors },
-      },
-    },
-    async (request) => {
-      const { project_id: projectId } = request.params;
-      await rules.project(currentUser(request), projectId, 'change');
-      return { uuid: await initExternal(deps.imports, projectId) };
-    },
-  );
-
-  app.post(
-    `${base}/import/external/upload`,
-    {
-      schema: {
-        tags,
-        summary: 'Upload one product made elsewhere',
-        description:
-          'Multipart: the field uuid first, then one file whose field names the product: orthophoto, dsm, dtm (GeoTIFF), ' +
-          'pointcloud (LAS/LAZ) or texturedmodel (GLB). Dropzone chunks too; done is false until the last.',
-        params: ProjectParams,
-        response: { 200: Type.Object({ uploaded: Type.Boolean(), done: Type.Boolean(), asset: Type.String() }), ...storingErrors },
-      },
-    },
-    async (request) => {
-      const { project_id: projectId } = request.params;
-      await rules.project(currentUser(request), projectId, 'change');
-      if (!request.isMultipart()) throw new HttpError(400, { detail: 'Send the product as multipart/form-data.' });
-      return { uploaded: true, ...(await uploadExternal(deps.db, deps.imports, projectId, request)) };
-    },
-  );
-
-  app.post(
-    `${base}/import/external/commit`,
-    {
-      schema: {
-        tags,
-        summary: 'Import the uploaded products as a new task',
-        description:
-          'The products are checked (a CRS on every raster, at most two bands in an elevation model, LAS and glTF files ' +
-          'what they say): 400 with what is wrong. The task ends COMPLETED with tiles, COPC and extent, or FAILED.',
-        params: ProjectParams,
-        body: { content: { 'application/json': { schema: ExternalCommitBody }, 'application/x-www-form-urlencoded': { schema: ExternalCommitBody } } },
-        response: { 201: Item, ...errors },
-      },
-    },
-    async (request, reply) => {
-      const { project_id: projectId } = request.params;
-      await rules.project(currentUser(request), projectId, 'change');
-      const body = request.isMultipart() ? await multipartFields(request) : ((request.body ?? {}) as { uuid?: string; name?: string });
-      const id = await commitExternal(deps.db, deps.imports, projectId, body.uuid, body.name);
-      return reply.code(201).send(await rules.present(id));
-    },
-  );
+  await importRoutes(app, rules, deps.db, deps.imports);
 }
-

@@ -6,6 +6,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
+import { engineFailure } from '../../protocol/engine.ts';
 import { notFound } from '../errors.ts';
 import type { TaskFolder } from '../layout.ts';
 import { TILE, type TileLookup, drawFrom, drawOverview, emptyTile, worldPixel } from './images.ts';
@@ -47,8 +48,7 @@ export async function buildMissingPyramids(
       await execFileAsync(enginePath, args, { timeout: 30 * 60_000, maxBuffer: 16 * 2 ** 20, signal });
     } catch (error) {
       signal.throwIfAborted();
-      const output = (error as { stdout?: string }).stdout?.trim().split('\n').at(-1) ?? '';
-      log(`cannot build the ${layer} tiles: ${output || (error as Error).message}`);
+      log(`cannot build the ${layer} tiles: ${engineFailure(error)}`);
     }
   }
 }
