@@ -4,12 +4,8 @@ import { rm, stat } from 'node:fs/promises';
 import type { Kysely } from 'kysely';
 import { findNode } from '../../db/processingnodes.ts';
 import type { Database, ProcessingNode } from '../../db/schema.ts';
-import {
-  deleteLeasedTask,
-  deleteProjectIfEmpty,
-  projectAwaitsRemoval,
-  sweepDeletingProjects,
-} from '../../db/tasks.ts';
+import { deleteProjectIfEmpty, projectAwaitsRemoval, sweepDeletingProjects } from '../../db/tasks.ts';
+import { deleteLeasedTask } from '../../db/task-leases.ts';
 import { NodeError } from '../../nodeclient/index.ts';
 import { TaskStatus } from '../../protocol/status.ts';
 import { folderSize } from './assets.ts';

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import type { ZipLimits } from '../../files/zip-extract.ts';
 import type { Database, ProcessingNode, Task, TaskUpdate } from '../../db/schema.ts';
 import { NodeClient } from '../../nodeclient/index.ts';
-import { updateLeasedTask } from '../../db/tasks.ts';
+import { updateLeasedTask } from '../../db/task-leases.ts';
 import { TaskStatus } from '../../protocol/status.ts';
 import { appendConsole } from './console.ts';
 import { type TaskFolder, taskFolder } from '../layout.ts';

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database, Task } from '../../db/schema.ts';
-import { type TaskPool, claimDueTasks, releaseTask, renewLease } from '../../db/tasks.ts';
+import { type TaskPool, claimDueTasks, releaseTask, renewLease } from '../../db/task-leases.ts';
 
 export interface SchedulerSettings {
   /** How often due tasks are looked for. */
