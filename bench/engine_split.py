@@ -1,13 +1,15 @@
-"""Benchmark: a large synthetic survey split into submodels and processed on two local processing nodes, against
+"""Benchmark: a large synthetic survey split into submodels and processed on local processing nodes, against
 the same survey processed whole.
 
     engine/.venv/bin/python bench/engine_split.py [--images 150] [--split 80] [--split-overlap 40]
-        [--cache DIR] [--no-baseline]
+        [--nodes 2] [--lose-one] [--megapixels 12] [--cache DIR] [--no-baseline]
 
-The survey is bench/engine_scale.py's (12 MP, 90 m, 75 %/65 % overlap; generated once into --cache). Two
+The survey is bench/engine_scale.py's (12 MP, 90 m, 75 %/65 % overlap; generated once into --cache). --nodes
 `aeromap node` processes are started on free ports with the real engine; the engine runs the survey with split
-and sm-cluster naming both, so that each node processes one submodel, and the engine merges what they return.
-Unless --no-baseline, the same survey is then processed whole, as one node would.
+and sm-cluster naming them, so that the nodes process the submodels, and the engine merges what they return.
+With --lose-one the first node is killed, with its engine, a few seconds after it starts a submodel (a machine
+lost), and that submodel must run again on another. Unless --no-baseline, the same survey is then processed
+whole, as one node would.
 
 Prints: the wall time of both and the time saved; the split run's stages and each submodel's; how the
 submodels' DSMs agree where they meet (the median height difference of the two within 5 m of the cutline, in
@@ -22,9 +24,12 @@ import itertools
 import json
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import rasterio
 from rasterio.vrt import WarpedVRT
 from scipy.spatial import cKDTree
@@ -94,12 +99,29 @@ def sfm_seconds(project: Path) -> float:
     return sum(stats["reconstruction"]["timings_s"].values())
 
 
-def split_run(folder: Path, options: list[dict]) -> tuple[float, Path]:
+def lose_when_busy(node: NodeProcess, after_s: float = 20.0) -> None:
+    """Kill the node and everything it started once it has had a task for after_s seconds."""
+    client = node.client()
+    while not client.info().task_queue_count:
+        time.sleep(1.0)
+    time.sleep(after_s)
+    process = psutil.Process(node.proc.pid)
+    parts = [process] + process.children(recursive=True)
+    for part in parts:  # frozen first, so that the node cannot report its engine's death: the machine is gone
+        part.suspend()
+    for part in parts:
+        part.kill()
+    print(f"killed the node at {node.url} and its engine", flush=True)
+
+
+def split_run(folder: Path, options: list[dict], count: int, lose_one: bool) -> tuple[float, Path]:
     with tempfile.TemporaryDirectory(prefix="aeromap-split-nodes-") as scratch:
-        folders = [Path(scratch) / f"node{i}" for i in range(2)]
+        folders = [Path(scratch) / f"node{i}" for i in range(count)]
         for data in folders:
             data.mkdir()
         nodes = [NodeProcess(data, engine=None).start() for data in folders]
+        if lose_one:
+            threading.Thread(target=lose_when_busy, args=(nodes[0],), daemon=True).start()
         try:
             urls = ",".join(node.url for node in nodes)
             project = folder / "project-split"
@@ -116,6 +138,8 @@ def main() -> None:
     parser.add_argument("--split", type=int, default=80)
     parser.add_argument("--split-overlap", type=float, default=40.0)
     parser.add_argument("--megapixels", type=float, default=12.0)
+    parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--lose-one", action="store_true", help="kill the first node while it runs a submodel")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/aeromap-scale"))
     parser.add_argument("--no-baseline", action="store_true", help="do not process the survey whole")
     args = parser.parse_args()
@@ -123,8 +147,11 @@ def main() -> None:
     options = [{"name": "dsm", "value": True}, {"name": "dtm", "value": True}]
     split_options = options + [{"name": "split", "value": args.split},
                                {"name": "split-overlap", "value": args.split_overlap}]
-    wall, project = split_run(folder, split_options)
-    print(f"split run on two nodes: {wall:.0f} s")
+    wall, project = split_run(folder, split_options, args.nodes, args.lose_one)
+    print(f"split run on {args.nodes} nodes: {wall:.0f} s")
+    for line in (project / "engine.log").read_text().splitlines():
+        if "running it again" in line or " done on " in line:
+            print(f"  {line.strip()}")
     for name, seconds in stage_seconds(project).items():
         print(f"  {name:<20}{seconds:>8.1f} s")
     longest = 0.0

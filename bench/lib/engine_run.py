@@ -11,8 +11,8 @@ from pathlib import Path
 
 
 def run_engine(project: Path, images: Path, options: list[dict], rerun_from: str | None = None) -> tuple[float, dict]:
-    """Wall seconds and stats.json of a whole run from scratch (or from the stage `rerun_from`); exits with the
-    engine's output if it fails."""
+    """Wall seconds and stats.json of a whole run from scratch (or from the stage `rerun_from`); the engine's
+    console is kept in the project's engine.log. Exits with the engine's output if it fails."""
     (project / "images").mkdir(parents=True, exist_ok=True)
     for image in sorted(images.iterdir()):
         link = project / "images" / image.name
@@ -25,6 +25,7 @@ def run_engine(project: Path, images: Path, options: list[dict], rerun_from: str
     result = subprocess.run([sys.executable, "-m", "aeromap_engine.cli", "run", str(project), "--options",
                              str(options_file)], capture_output=True, text=True)
     wall = time.monotonic() - began
+    (project / "engine.log").write_text(result.stdout + result.stderr)
     if result.returncode != 0:
         print(result.stdout[-3000:], result.stderr[-3000:])
         raise SystemExit(f"{project.name}: the engine failed with exit code {result.returncode}")

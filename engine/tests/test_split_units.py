@@ -12,6 +12,7 @@ from aeromap_engine.sfm.blocks import MAPPING_BYTES_PER_KEYPOINT, block_images, 
 from aeromap_engine.sfm.groups import joined
 from aeromap_engine.split.align import align_submodels, camera_centres, join_refusal, registered_names
 from aeromap_engine.project import Project
+from aeromap_engine.split.runner import NodeSlot, Placement
 from aeromap_engine.split.plan import most_core, plan_groups, plan_submodels, read_groups, submodel_count, within_cap
 from aeromap_engine.stages.split import failing_first, image_groups
 
@@ -245,3 +246,21 @@ def test_image_groups_file_errors_are_refused(tmp_path) -> None:
             image_groups(project, name, ["a.jpg"])
     (tmp_path / "gcp" / "image_groups.txt").write_text("a.jpg 1\nb.jpg 2\nz.jpg 2\n")
     assert image_groups(project, "image_groups.txt", ["a.jpg", "b.jpg"]) == {"a.jpg": "1", "b.jpg": "2"}
+
+
+def _slot(url: str, max_images: int | None, load: int = 0) -> NodeSlot:
+    return NodeSlot(url, None, max_images, load)  # type: ignore[arg-type]  # placement never calls the node
+
+
+def test_submodels_go_to_nodes_they_fit_with_the_least_to_do() -> None:
+    small, busy, idle = _slot("small", 20), _slot("busy", None, load=2), _slot("idle", 200)
+    placement = Placement([small, busy, idle])
+    assert placement.take(50, set()) is idle  # does not fit the small node; the idle one has less to do
+    assert placement.take(50, set()) is idle  # one sent there: 1 against the busy node's 2
+    assert placement.take(10, set()) is small
+    assert placement.take(300, set()) is busy  # only the node without a limit takes 300
+    assert placement.take(50, {"busy"}) is idle  # a node tried for this submodel is not tried again
+    placement.release(idle)
+    placement.lose(busy)
+    assert placement.take(300, set()) is None
+    assert "busy: lost" in placement.describe() and "small: at most 20 images" in placement.describe()

@@ -1,5 +1,7 @@
 """Runs the submodels' later stages: here, one after another, each as an engine process of its own, or on
-processing nodes through the NodeODM protocol (PyODM), as ClusterODM hands out ODM's submodels.
+processing nodes through the NodeODM protocol (PyODM), as ClusterODM hands out ODM's submodels: each to a node
+its photographs fit (the node's image limit) with the least to do, and again elsewhere when a node fails it or is
+lost.
 
 A submodel's folder already holds its structure from motion and the markers of the stages done, so a run resumes
 at openmvs. A node receives them in seed.zip (which NodeODM unpacks into the task's folder) beside the photographs,
@@ -35,6 +37,11 @@ from ..project import Project
 Progress = Callable[[str, float], None]  # submodel name, its progress 0..1
 SEED_NAME = "seed.zip"
 STATUS_INTERVAL_S = 5
+MAX_ATTEMPTS = 3  # nodes a submodel is tried on before the survey fails
+# A node that does not answer its task's status this many times, LOST_RETRY_S x 1, 2, ... seconds apart (24 s in
+# all), is taken as lost and its submodel sent elsewhere.
+LOST_RETRIES = 3
+LOST_RETRY_S = 4
 
 
 @dataclass(frozen=True)
@@ -97,26 +104,99 @@ def relay(name: str, lines, on_progress: Progress) -> str | None:
 
 def run_on_nodes(runs: list[SubmodelRun], options: list[dict[str, Any]], urls: list[str],
                  on_progress: Progress) -> None:
-    """Every submodel sent at once, in turn to each node (a node queues what it cannot start; a ClusterODM
-    spreads them over its own nodes); returns when all have come back."""
-    nodes = [Node.from_url(url, timeout=60) for url in urls]
-    stop = threading.Event()  # set when one fails: the others' tasks are cancelled rather than left to run
+    """Every submodel sent at once, each to the node that can take its photographs and has least to do (a node
+    queues what it cannot start; a ClusterODM spreads them over its own nodes); a submodel whose node fails it or
+    is lost runs again on another, up to MAX_ATTEMPTS nodes. Returns when all have come back."""
+    placement = Placement([node_slot(url) for url in urls])
+    stop = threading.Event()  # set when one has failed for good: the others' tasks are cancelled, not left to run
 
-    def process(index: int) -> None:
-        run, node = runs[index], nodes[index % len(nodes)]
-        try:
-            run_on_node(run, node, options, on_progress, stop)
-        except (NodeConnectionError, NodeResponseError) as exc:
-            raise EngineError(f"{run.name}: the processing node at {urls[index % len(urls)]} did not answer as "
-                              f"expected: {exc}") from None
+    def process(run: SubmodelRun) -> None:
+        failures: list[str] = []
+        tried: set[str] = set()
+        while not stop.is_set():
+            slot = placement.take(len(run.images), tried)
+            if slot is None:
+                raise EngineError(f"{run.name}: " + ("; ".join(failures) if failures else
+                                                      f"no processing node can take its {len(run.images)} photographs "
+                                                      f"({placement.describe()})"))
+            tried.add(slot.url)
+            try:
+                run_on_node(run, slot.node, options, on_progress, stop)
+                return
+            except NodeConnectionError as exc:
+                placement.lose(slot)
+                failures.append(f"{slot.url} was lost ({exc})")
+            except (NodeResponseError, SubmodelFailed) as exc:
+                failures.append(f"{slot.url} failed it: {exc}")
+            finally:
+                placement.release(slot)
+            if len(failures) >= MAX_ATTEMPTS or stop.is_set():
+                raise EngineError(f"{run.name}: " + "; ".join(failures))
+            log.warning("%s: %s; running it again on another node", run.name, failures[-1])
 
     with ThreadPoolExecutor(len(runs)) as pool:
-        futures = [pool.submit(process, i) for i in range(len(runs))]
+        futures = [pool.submit(process, run) for run in runs]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         stop.set()  # after a failure, the others' tasks are cancelled at their next status
         failed = [f for f in futures if f in done and f.exception() is not None]
         if failed:
             raise failed[0].exception()
+
+
+class SubmodelFailed(EngineError):
+    """A node ran a submodel and answered that it failed."""
+
+
+@dataclass
+class NodeSlot:
+    url: str
+    node: Node
+    max_images: int | None  # None: no limit
+    load: int  # tasks queued or running there: its own queue when asked, and the submodels sent since
+    lost: bool = False
+
+
+def node_slot(url: str) -> NodeSlot:
+    """The node at url with what its info says of its capacity; lost already where it does not answer."""
+    node = Node.from_url(url, timeout=60)
+    try:
+        info = node.info()
+    except (NodeConnectionError, NodeResponseError) as exc:
+        log.warning("The processing node at %s does not answer (%s): no submodel is sent there", url, exc)
+        return NodeSlot(url, node, None, 0, lost=True)
+    return NodeSlot(url, node, info.max_images or None, int(info.task_queue_count or 0))
+
+
+class Placement:
+    """Which node takes a submodel: one whose image limit its photographs fit, not yet tried for it, not lost,
+    with the least load (the first listed among equals); shared by the submodels' threads."""
+
+    def __init__(self, slots: list[NodeSlot]) -> None:
+        self.slots = slots
+        self.lock = threading.Lock()
+
+    def take(self, images: int, tried: set[str]) -> NodeSlot | None:
+        with self.lock:
+            fitting = [s for s in self.slots if not s.lost and s.url not in tried
+                       and (s.max_images is None or images <= s.max_images)]
+            if not fitting:
+                return None
+            slot = min(fitting, key=lambda s: s.load)
+            slot.load += 1
+            return slot
+
+    def release(self, slot: NodeSlot) -> None:
+        with self.lock:
+            slot.load -= 1
+
+    def lose(self, slot: NodeSlot) -> None:
+        with self.lock:
+            slot.lost = True
+
+    def describe(self) -> str:
+        def capacity(slot: NodeSlot) -> str:
+            return "lost" if slot.lost else f"at most {slot.max_images} images" if slot.max_images else "no limit"
+        return ", ".join(f"{slot.url}: {capacity(slot)}" for slot in self.slots)
 
 
 def run_on_node(run: SubmodelRun, node: Node, options: list[dict[str, Any]], on_progress: Progress,
@@ -134,11 +214,12 @@ def run_on_node(run: SubmodelRun, node: Node, options: list[dict[str, Any]], on_
         on_progress(run.name, info.progress / 100.0)
 
     try:
-        task.wait_for_completion(status_callback=status, interval=STATUS_INTERVAL_S)
+        task.wait_for_completion(status_callback=status, interval=STATUS_INTERVAL_S, max_retries=LOST_RETRIES,
+                                 retry_timeout=LOST_RETRY_S)
     except TaskFailedError:
         lines = [line for line in task.output() if line.strip()]
         reason = next((line for line in reversed(lines) if "[ERROR]" in line), lines[-1] if lines else "")
-        raise EngineError(f"{run.name} failed on {node.host}:{node.port}: {reason.strip()}") from None
+        raise SubmodelFailed(reason.strip() or "no reason given") from None
     with tempfile.TemporaryDirectory(prefix=".results-", dir=run.project.root) as scratch:
         task.download_assets(scratch)
         for item in Path(scratch).iterdir():

@@ -54,8 +54,9 @@ OPTIONS: list[Option] = [
            "added to it. Submodels are aligned on the images they share.", "split", minimum=0),
     Option("sm-cluster", "string", "",
            "URL of a processing node (NodeODM protocol, for example http://host:3000?token=...) or of a "
-           "ClusterODM that processes the submodels; several nodes comma-separated, taken in turn. Empty: this "
-           "node processes them one after another.", "split"),
+           "ClusterODM that processes the submodels; several nodes comma-separated: each submodel goes to a "
+           "node its photographs fit with the least queued, and runs again on another where a node fails it or "
+           "is lost (up to three nodes). Empty: this node processes them one after another.", "split"),
     Option("sm-no-align", "bool", False,
            "Leave each submodel where its own photographs' GPS put it instead of aligning it to its neighbours on "
            "the photographs they share: faster, for surveys whose GPS is precise (RTK), but where it is not the "
