@@ -92,6 +92,24 @@ def test_a_las_file_is_written_compressed(datasets: Path, tmp_path: Path) -> Non
         assert written.header.point_count == 5000
 
 
+def test_a_lasers_intensities_and_classes_reach_the_copc(datasets: Path, tmp_path: Path) -> None:
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    cloud = laspy.read(datasets / "brighton_beach" / "model.laz")
+    cloud.points = cloud.points[:20000]
+    z = np.asarray(cloud.z)
+    cloud.intensity = ((z - z.min()) / np.ptp(z) * 60000).astype(np.uint16)
+    cloud.classification = np.where(z < np.median(z), 2, 5).astype(np.uint8)  # ground and high vegetation
+    cloud.write(staged / "georeferenced_model.laz")
+    assemble(staged, tmp_path / "results")
+    copc = laspy.read(tmp_path / "results" / "odm_georeferencing" / "odm_georeferenced_model.copc.laz")
+    # The octree orders the points its own way: each point's height still tells its intensity and class.
+    order, copc_order = np.lexsort((cloud.y, cloud.x, z)), np.lexsort((copc.y, copc.x, copc.z))
+    assert np.allclose(np.asarray(copc.z)[copc_order], z[order], atol=0.002)
+    assert np.array_equal(np.asarray(copc.intensity)[copc_order], np.asarray(cloud.intensity)[order])
+    assert np.array_equal(np.asarray(copc.classification)[copc_order], np.asarray(cloud.classification)[order])
+
+
 def test_wrong_products_are_refused_with_their_reasons(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     staged = tmp_path / "staged"
     staged.mkdir()

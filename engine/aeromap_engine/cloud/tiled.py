@@ -87,7 +87,7 @@ def index_path(path: Path) -> Path:
 
 @contextlib.contextmanager
 def tiled_writer(path: Path, tiling: Tiling, scratch: Path,
-                 classified: bool = False) -> Iterator[Callable[[int, int, PointCloud], None]]:
+                 classified: bool = False, intensity: bool = False) -> Iterator[Callable[[int, int, PointCloud], None]]:
     """A tiled cloud written tile by tile: write(col, row, points), each tile's points in one or more consecutive
     calls (classified points only, in a classified cloud). The index is written after the PLY, so a reader never
     finds an index of another cloud."""
@@ -95,7 +95,7 @@ def tiled_writer(path: Path, tiling: Tiling, scratch: Path,
     tiles: list[Tile] = []
     total = 0
     low, high = np.full(3, np.inf), np.full(3, -np.inf)
-    with ply_writer(path, scratch, classified=classified) as append:
+    with ply_writer(path, scratch, classified=classified, intensity=intensity) as append:
         def write(col: int, row: int, part: PointCloud) -> None:
             nonlocal total, low, high
             if not len(part):
@@ -171,7 +171,7 @@ class TiledCloud:
             part = self.read(tile)
             if offset is not None:
                 part = PointCloud(part.xyz.astype(np.float64) + [offset[0], offset[1], 0.0], part.rgb, part.views,
-                                  part.classes)
+                                  part.classes, part.intensity)
             yield part
 
     def xyz_by_tile(self) -> Iterator[np.ndarray]:
@@ -236,7 +236,8 @@ def tile_sorted(chunks: Iterable[PointCloud], tiling: Tiling, path: Path, scratc
                 file = files.setdefault(key, Path(tmp) / f"{key[0]}_{key[1]}.bin")
                 with open(file, "ab") as f:
                     data[order[begin:end]].tofile(f)
-        with tiled_writer(path, tiling, scratch, dtype is not None and "classification" in dtype.names) as write:
+        names = dtype.names if dtype is not None else ()
+        with tiled_writer(path, tiling, scratch, "classification" in names, "intensity" in names) as write:
             for key in sorted(files):
                 write(*key, from_records(np.fromfile(files[key], dtype=dtype)))
     return TiledCloud.open(path)

@@ -66,6 +66,8 @@ class _Writer:
         records.user_data = points.views
         if points.classes is not None:
             records.classification = points.classes
+        if points.intensity is not None:
+            records.intensity = points.intensity
         self.writer.AddNode(copclib.VoxelKey(*key), copclib.VectorChar(records.array.view(np.int8)))
         self.nodes += 1
 

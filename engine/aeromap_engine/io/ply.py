@@ -1,5 +1,5 @@
-"""Binary PLY point clouds (x, y, z, red, green, blue, views, and classification once classified), the format of
-the intermediate clouds."""
+"""Binary PLY point clouds (x, y, z, red, green, blue, views, classification once classified, and intensity where
+a laser recorded it), the format of the intermediate clouds."""
 
 from __future__ import annotations
 
@@ -17,21 +17,24 @@ from ..cloud.points import PointCloud
 
 _TYPES = {"float": "f4", "float32": "f4", "double": "f8", "float64": "f8", "uchar": "u1", "uint8": "u1",
           "int": "i4", "int32": "i4", "uint": "u4", "uint32": "u4", "short": "i2", "ushort": "u2", "char": "i1"}
-_NAMES = {"f4": "float", "f8": "double", "u1": "uchar"}
+_NAMES = {"f4": "float", "f8": "double", "u1": "uchar", "u2": "ushort"}
 CLASSIFICATION = ("classification", "u1")
+INTENSITY = ("intensity", "<u2")
 COPY_CHUNK = 16 << 20
 CHUNK_POINTS = 2_000_000
 
 
-def _dtype(coordinates: np.dtype, classified: bool = False) -> np.dtype:
+def _dtype(coordinates: np.dtype, classified: bool = False, intensity: bool = False) -> np.dtype:
     c = np.dtype(coordinates).str[1:]
     return np.dtype([("x", "<" + c), ("y", "<" + c), ("z", "<" + c), ("red", "u1"), ("green", "u1"),
-                     ("blue", "u1"), ("views", "u1")] + ([CLASSIFICATION] if classified else []))
+                     ("blue", "u1"), ("views", "u1")] + ([CLASSIFICATION] if classified else [])
+                    + ([INTENSITY] if intensity else []))
 
 
 def records(cloud: PointCloud, dtype: np.dtype | None = None) -> np.ndarray:
     """The cloud as PLY vertex records (float32 coordinates unless another record type is given)."""
-    data = np.empty(len(cloud), dtype=dtype or _dtype(np.float32, cloud.classes is not None))
+    data = np.empty(len(cloud), dtype=dtype or _dtype(np.float32, cloud.classes is not None,
+                                                      cloud.intensity is not None))
     for i, axis in enumerate("xyz"):
         data[axis] = cloud.xyz[:, i]
     for i, band in enumerate(("red", "green", "blue")):
@@ -39,6 +42,8 @@ def records(cloud: PointCloud, dtype: np.dtype | None = None) -> np.ndarray:
     data["views"] = cloud.views
     if "classification" in data.dtype.names:
         data["classification"] = cloud.classes
+    if "intensity" in data.dtype.names:
+        data["intensity"] = cloud.intensity
     return data
 
 
@@ -52,7 +57,8 @@ def _header(dtype: np.dtype, count: int, comments: tuple[str, ...]) -> bytes:
 
 def write_ply(path: Path, cloud: PointCloud, comments: tuple[str, ...] = ()) -> None:
     """Write atomically; float64 coordinates are kept (CRS coordinates need them), others become float32."""
-    dtype = _dtype(np.float64 if cloud.xyz.dtype == np.float64 else np.float32, cloud.classes is not None)
+    dtype = _dtype(np.float64 if cloud.xyz.dtype == np.float64 else np.float32, cloud.classes is not None,
+                   cloud.intensity is not None)
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             f.write(_header(dtype, len(cloud), comments))
@@ -61,11 +67,11 @@ def write_ply(path: Path, cloud: PointCloud, comments: tuple[str, ...] = ()) -> 
 
 @contextlib.contextmanager
 def ply_writer(path: Path, scratch: Path, coordinates: type = np.float32, comments: tuple[str, ...] = (),
-               classified: bool = False) -> Iterator[Callable[[PointCloud], None]]:
+               classified: bool = False, intensity: bool = False) -> Iterator[Callable[[PointCloud], None]]:
     """A PLY written part by part, so that a cloud larger than memory can be written: the parts go to a file in
     the scratch folder, and the PLY (whose header states the count) is assembled from it at the end,
-    atomically. A classified writer takes classified parts only."""
-    dtype = _dtype(coordinates, classified)
+    atomically. A classified writer takes classified parts only, one with intensity parts with intensities."""
+    dtype = _dtype(coordinates, classified, intensity)
     count = 0
     with tempfile.TemporaryFile(dir=scratch) as body:
         def append(part: PointCloud) -> None:
@@ -113,7 +119,8 @@ def from_records(data: np.ndarray) -> PointCloud:
            if "red" in names else np.zeros((len(data), 3), np.uint8))
     views = data["views"].astype(np.uint8) if "views" in names else np.ones(len(data), np.uint8)
     classes = data["classification"].astype(np.uint8) if "classification" in names else None
-    return PointCloud(xyz, rgb, views, classes)
+    intensity = data["intensity"].astype(np.uint16) if "intensity" in names else None
+    return PointCloud(xyz, rgb, views, classes, intensity)
 
 
 def read_ply(path: Path) -> PointCloud:

@@ -28,9 +28,10 @@ def open_las(path: Path) -> laspy.LasReader:
     return laspy.open(path, laz_backend=LAZ_BACKEND)
 
 
-def read_las(path: Path, classified: bool = False) -> Iterator[PointCloud]:
+def read_las(path: Path, classified: bool = False, intensity: bool = False) -> Iterator[PointCloud]:
     """The points of a LAS/LAZ file a chunk at a time: CRS coordinates (float64), 8-bit colours (black where the
-    file has none), the view counts from user_data, and with `classified` their classes."""
+    file has none), the view counts from user_data, with `classified` their classes and with `intensity` their
+    intensities."""
     with open_las(path) as reader:
         has_colour = "red" in reader.header.point_format.dimension_names
         for chunk in reader.chunk_iterator(CHUNK):
@@ -41,16 +42,19 @@ def read_las(path: Path, classified: bool = False) -> Iterator[PointCloud]:
             else:
                 rgb = np.zeros((len(xyz), 3), np.uint8)
             classes = np.asarray(chunk.classification, np.uint8) if classified else None
-            yield PointCloud(xyz, rgb, np.asarray(chunk.user_data, np.uint8), classes)
+            intensities = np.asarray(chunk.intensity, np.uint16) if intensity else None
+            yield PointCloud(xyz, rgb, np.asarray(chunk.user_data, np.uint8), classes, intensities)
 
 
 def tiled_from_las(path: Path, offset: tuple[float, float], target: Path, scratch: Path) -> TiledCloud:
-    """A LAS/LAZ file in the CRS as a tiled cloud at `target` in the world frame (the CRS less `offset`)."""
+    """A LAS/LAZ file in the CRS as a tiled cloud at `target` in the world frame (the CRS less `offset`), with
+    its classes and intensities (a cloud made elsewhere, a laser's, keeps what it recorded)."""
     shift = np.array([offset[0], offset[1], 0.0])
 
     def parts() -> Iterator[PointCloud]:
-        for part in read_las(path):
-            yield PointCloud((part.xyz - shift).astype(np.float32), part.rgb, part.views)
+        for part in read_las(path, classified=True, intensity=True):
+            yield PointCloud((part.xyz - shift).astype(np.float32), part.rgb, part.views, part.classes,
+                             part.intensity)
 
     return tile_sorted(parts(), Tiling.fitting(parts()), target, scratch)
 
@@ -74,6 +78,8 @@ def write_las(path: Path, parts: Iterable[PointCloud], low: np.ndarray, crs: str
             records.user_data = part.views
             if part.classes is not None:
                 records.classification = part.classes
+            if part.intensity is not None:
+                records.intensity = part.intensity
             writer.write_points(records)
 
 
