@@ -421,6 +421,8 @@ def test_global_mapping(tmp_path: Path) -> None:
     assert np.mean([np.linalg.norm(centres[n] - truth[n]) for n in names]) < 1.0
 
 
+# Long: wild fixes are blamed on the GPS in test_hard_surveys within make test; this adds the single line.
+@pytest.mark.long
 def test_single_flight_line_with_a_wild_fix(tmp_path: Path) -> None:
     """Six photographs along one line (the roll about it is not in the positions) and one GPS fix 40 m off."""
     strip = ["DJI_0018.JPG", "DJI_0019.JPG", "DJI_0020.JPG", "DJI_0021.JPG", "DJI_0022.JPG", "DJI_0023.JPG"]
@@ -492,6 +494,8 @@ def test_geo_txt_replaces_exif_positions(tmp_path: Path) -> None:
     assert photos[SUBSET[1]]["longitude"] == pytest.approx(lon, abs=1e-9)
 
 
+# Long: make test re-runs from later stages in the products' and texturing suites.
+@pytest.mark.long
 def test_rerun_from_opensfm_keeps_the_dataset_stage(tmp_path: Path) -> None:
     project = make_project(tmp_path, names=SUBSET[:3])
     pipeline.run(project, SFM)

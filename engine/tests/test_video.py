@@ -6,8 +6,10 @@ the .srt's interpolation puts its moment."""
 from __future__ import annotations
 
 from datetime import datetime
+from fractions import Fraction
 from pathlib import Path
 
+import av
 import cv2
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from aeromap_engine.io.exif import exif_tags, photo_from_metadata, xmp_packet, x
 from aeromap_engine.video import srt
 from aeromap_engine.video.extract import OVERLAP, extract
 from aeromap_engine.video.frames import REACH, Measure, choose
+from aeromap_engine.video.subtitles import embedded_srt
 
 PHANTOM4 = """1
 00:00:00,000 --> 00:00:01,000
@@ -170,6 +173,11 @@ def test_a_flown_video_becomes_placed_photographs(datasets: Path, tmp_path: Path
     steps = np.diff(xs[indices])
     assert steps.min() >= step - 6 and np.median(steps) <= REACH * step + 12 and steps.max() <= step + 96 + 24, steps
     assert len(written) >= 8
+    _assert_placed_by_the_track(written, indices, frames, fps)
+    assert written[0].name == "DJI_0100_000000.jpg"
+
+
+def _assert_placed_by_the_track(written: list[Path], indices: list[int], frames: int, fps: float) -> None:
     records = srt.parse(_track_srt(frames, fps))
     for path, index in zip(written, indices):
         data = path.read_bytes()
@@ -180,7 +188,47 @@ def test_a_flown_video_becomes_placed_photographs(datasets: Path, tmp_path: Path
         assert np.hypot(east, north) < 1.0
         assert placed.altitude == pytest.approx(120.0, abs=0.01)
         assert placed.pitch is not None
-    assert written[0].name == "DJI_0100_000000.jpg"
+
+
+ASS_HEADER = (b"[Script Info]\nScriptType: v4.00+\n\n[V4+ Styles]\nFormat: Name, Fontname, Fontsize\n"
+              b"Style: Default,Arial,16\n\n[Events]\nFormat: Layer, Start, End, Style, Text\n")
+
+
+def _with_subtitle_track(source: Path, target: Path, srt_text: str) -> None:
+    """The video remuxed with the .srt's cues as an MP4 text track (mov_text), as DJI's cameras embed them."""
+    with av.open(str(source)) as inp, av.open(str(target), "w") as out:
+        video = out.add_stream_from_template(inp.streams.video[0])
+        text = out.add_stream("mov_text")
+        text.time_base = text.codec_context.time_base = Fraction(1, 1000)
+        text.codec_context.subtitle_header = ASS_HEADER
+        for packet in inp.demux(inp.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = video
+                out.mux(packet)
+        for block in srt_text.strip().split("\n\n"):
+            record, cue = srt.parse(block)[0], "\n".join(block.splitlines()[2:]).encode("utf-8")
+            packet = av.Packet(len(cue).to_bytes(2, "big") + cue)
+            packet.stream, packet.time_base = text, Fraction(1, 1000)
+            packet.pts = packet.dts = round(record.start * 1000)
+            packet.duration = round((record.end - record.start) * 1000)
+            out.mux(packet)
+
+
+def test_telemetry_inside_the_video_places_its_frames(datasets: Path, tmp_path: Path) -> None:
+    photo = cv2.imread(str(datasets / "brighton_beach" / "images" / "DJI_0018.JPG"))
+    fps, frames = 10.0, 60
+    plain = tmp_path / "plain.mp4"
+    _flight(plain, photo, frames, fps)
+    video = tmp_path / "DJI_0200.MP4"
+    _with_subtitle_track(plain, video, _track_srt(frames, fps))
+    plain.unlink()
+    assert "[latitude: 45.500000]" in (embedded_srt(video) or "")
+    out = tmp_path / "frames"
+    out.mkdir()
+    written = extract(video, out, limit=500, resolution=4000)
+    assert len(written) >= 4
+    _assert_placed_by_the_track(written, [int(p.stem.split("_")[-1]) for p in written], frames, fps)
+    assert embedded_srt(tmp_path / "frames" / written[0].name) is None  # not a video: no track
 
 
 def test_a_video_with_a_broken_srt_is_refused(tmp_path: Path) -> None:

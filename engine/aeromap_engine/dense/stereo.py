@@ -21,6 +21,7 @@ class SgbmSettings:
     lr_max_diff: int = 1  # px: left-right consistency check
     range_margin: float = 0.25  # fraction of the sparse points' disparity span searched beyond it on each side
     min_margin: float = 8.0  # px
+    depth_factor: float = 1.5  # depths kept: within this factor of the range of the view's own sparse points
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,18 @@ def disparity_search(sparse_disparities: np.ndarray, settings: SgbmSettings) -> 
     margin = max(settings.min_margin, settings.range_margin * (high - low))
     minimum = math.floor(low - margin)
     return DisparitySearch(minimum, 16 * math.ceil((high + margin - minimum) / 16))
+
+
+def depth_range(sparse_depths: np.ndarray, settings: SgbmSettings) -> tuple[float, float]:
+    """The depths a view's dense points may have: the span of its own sparse points (robust to a few outliers)
+    widened by depth_factor each way. The disparity search alone does not bound them: a view that sees far (an
+    oblique, a panorama's view of the horizon) searches down to a disparity of zero, where noise on haze or sky
+    gives depths kilometres away."""
+    finite = sparse_depths[np.isfinite(sparse_depths) & (sparse_depths > 0)]
+    if len(finite) < 5:
+        return 0.0, math.inf
+    low, high = np.percentile(finite, [1, 99])
+    return float(low / settings.depth_factor), float(high * settings.depth_factor)
 
 
 def matching_plan(pair: RectifiedPair, sparse_disparities: np.ndarray, settings: SgbmSettings

@@ -34,7 +34,8 @@ def write_gps(exif: Image.Exif, lon: float, lat: float, alt: float | None) -> No
 
 
 def dji_xmp(attributes: dict[str, str]) -> str:
-    """DJI's XMP packet holding `attributes` (drone-dji:, tiff:, dc: or Camera: properties)."""
+    """An XMP packet laid out as DJI's, holding `attributes` (drone-dji:, tiff:, dc:, Camera: properties, or GPano:
+    for a 360° camera's panorama)."""
     lines = "\n".join(f'   {key}="{value}"' for key, value in attributes.items())
     return ('<?xpacket begin="\ufeff" id="W5M0MpCehiHzreSzNTczkc9d"?>\n'
             '<x:xmpmeta xmlns:x="adobe:ns:meta/">\n'
@@ -44,6 +45,7 @@ def dji_xmp(attributes: dict[str, str]) -> str:
             '   xmlns:dc="http://purl.org/dc/elements/1.1/"\n'
             '   xmlns:drone-dji="http://www.dji.com/drone-dji/1.0/"\n'
             '   xmlns:Camera="http://pix4d.com/camera/1.0/"\n'
+            '   xmlns:GPano="http://ns.google.com/photos/1.0/panorama/"\n'
             f"{lines}>\n"
             "  </rdf:Description>\n"
             " </rdf:RDF>\n"

@@ -9,7 +9,9 @@ The camera-lens option takes ODM's projection names; each maps to the COLMAP mod
 | fisheye        | RADIAL_FISHEYE  | f, k1, k2                      |
 | fisheye_opencv | OPENCV_FISHEYE  | fx, fy, k1, k2, k3, k4         |
 
-"auto" takes the projection the photographs declare, else brown, as ODM does.
+"auto" takes the projection the photographs declare, else brown, as ODM does. spherical and equirectangular
+(ODM's names for 360° panoramas) have the dataset stage cut each panorama into pinhole views
+(panorama/split.py), which declare their projection as auto's photographs do.
 
 During mapping the focal length stays at the value the metadata give whenever they give one (sfm/focal.py
 refines it afterwards where the views can measure it; focal-refinement free refines it throughout). A survey
@@ -30,12 +32,13 @@ from typing import Any
 import numpy as np
 import pycolmap
 
+from ..panorama.split import SPHERICAL_LENSES
 from ..photo import Photo
 
 LENS_MODELS = {"perspective": "RADIAL", "brown": "OPENCV", "fisheye": "RADIAL_FISHEYE",
                "fisheye_opencv": "OPENCV_FISHEYE"}
 AUTO_PROJECTION = "brown"
-LENS_CHOICES = ("auto",) + tuple(LENS_MODELS)
+LENS_CHOICES = ("auto",) + tuple(LENS_MODELS) + SPHERICAL_LENSES
 LENS_BORDER_SAMPLES = 65  # points along each side of the frame where a lens model must give a ray
 
 
@@ -76,7 +79,7 @@ class Refinement:
 
 
 def camera_kind(photo: Photo, lens: str) -> CameraKind:
-    projection = lens if lens != "auto" else (photo.camera_projection or "")
+    projection = lens if lens in LENS_MODELS else (photo.camera_projection or "")
     if projection not in LENS_MODELS:
         projection = AUTO_PROJECTION
     return CameraKind(photo.camera_make.strip() or "unknown", photo.camera_model.strip() or "unknown",

@@ -4,7 +4,11 @@ only pairs that can overlap are tried: the nearest cameras by GPS, the triangula
 in capture order (they overlap even when positions are poor). Images without a position are paired instead with the
 images that look most like them (see retrieval.py): capture order alone misses the neighbouring flight lines.
 Oblique photographs are paired both ways: they see the same façade from far apart, where positions alone would
-never pair them.
+never pair them. Photographs taken from one spot (the views of a 360° panorama, the cameras of a multi-camera
+rig) are one station: neighbours are found among stations, and every view of a station is paired with every
+view of its neighbours, which the nearest cameras alone would fill with the station's own views. Such a view
+meets every view of each neighbouring station, so stations of several views take half as many neighbours: the
+pairs, and matching's time, grow with the square of the views.
 """
 
 from __future__ import annotations
@@ -50,9 +54,12 @@ def candidate_pairs(positions: np.ndarray, capture_order: list[int], neighbors: 
     located = _located(positions)
     pairs = sequence_pairs(capture_order, max(SEQUENCE_NEIGHBORS, order_neighbors))
     if len(located) >= 3:
-        pairs |= nearest_pairs(positions[located], k, located)
+        stations, members = group_stations(positions[located], located)
+        several = max(len(views) for views in members) > 1
+        linked = nearest_pairs(stations, max(2, k // 2) if several else k, np.arange(len(stations)))
         if neighbors == 0:
-            pairs |= triangulation_pairs(positions[located], located)
+            linked |= triangulation_pairs(stations, np.arange(len(stations)))
+        pairs |= station_pairs(linked, members)
         seekers = np.setdiff1d(np.arange(n), located)
         if oblique is not None:
             seekers = np.union1d(seekers, np.flatnonzero(oblique))
@@ -94,6 +101,19 @@ def nearest_pairs(xy: np.ndarray, k: int, ids: np.ndarray) -> set[Pair]:
     count = min(k + 1, len(xy))
     _, nearest = cKDTree(xy).query(xy, count)
     return {_ordered(ids[i], ids[j]) for i, row in enumerate(nearest) for j in row if j != i}
+
+
+def group_stations(xy: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct positions (to the centimetre) and the image indices taken at each."""
+    stations, station_of = np.unique(np.round(xy, 2), axis=0, return_inverse=True)
+    return stations, [ids[station_of.ravel() == s] for s in range(len(stations))]
+
+
+def station_pairs(linked: set[Pair], members: list[np.ndarray]) -> set[Pair]:
+    """Every image pair of linked stations, and of the views within each station."""
+    pairs = {_ordered(a, b) for s, t in linked for a in members[s] for b in members[t]}
+    pairs |= {_ordered(a, b) for views in members for a, b in itertools.combinations(views, 2)}
+    return pairs
 
 
 def triangulation_pairs(xy: np.ndarray, ids: np.ndarray) -> set[Pair]:

@@ -41,6 +41,8 @@ from ..io.geotxt import GeoFile, parse_geo_txt
 from ..io.images import Layout, Levels, dataset_levels, read_layout, read_stored, to_8bit
 from ..log import log
 from ..options import Option
+from ..panorama.split import is_panorama
+from ..panorama.split import split as split_panorama
 from ..photo import Photo, gps_centre
 from ..video.extract import extract as extract_frames
 
@@ -52,8 +54,8 @@ OPTIONS: list[Option] = [
     Option("primary-band", "string", AUTO, "The band of a multispectral camera the geometry is solved on (Blue, "
            "Green, Red, RedEdge, NIR); the other bands are aligned to it. auto: green, else red, else NIR.",
            "dataset"),
-    Option("video-limit", "int", 500, "Most frames taken from each video (MP4, MOV, AVI; its DJI .srt beside it "
-           "places them); 0: no limit.", "dataset", minimum=0),
+    Option("video-limit", "int", 500, "Most frames taken from each video (MP4, MOV, AVI; its DJI .srt beside it, "
+           "or the telemetry track inside it, places them); 0: no limit.", "dataset", minimum=0),
     Option("video-resolution", "int", 4000, "Longer side, in pixels, of the frames taken from videos.", "dataset",
            minimum=320),
 ]
@@ -157,12 +159,37 @@ def frames_from_videos(project: "Project", limit: int, resolution: int) -> None:
     write_json(project.video_frames_file, written)
 
 
+def faces_from_panoramas(project: "Project", lens: str, jobs: int) -> dict[str, list[str] | str]:
+    """Writes the faces of every 360° panorama among the images into the images folder (panorama/split.py), after
+    removing those of an earlier run; answers, for each panorama (which is then not a photograph itself), its faces
+    or why it could not be cut."""
+    for names in (read_json(project.panorama_faces_file) or {}).values():
+        for name in names:
+            (project.images_dir / name).unlink(missing_ok=True)
+    project.panorama_faces_file.unlink(missing_ok=True)
+    with ThreadPoolExecutor(jobs) as pool:
+        candidates = project.image_files()
+        panoramas = [path for path, found in zip(candidates, pool.map(lambda p: is_panorama(p, lens), candidates))
+                     if found]
+        outcomes = dict(zip((p.name for p in panoramas), pool.map(lambda p: _split_or_reason(p, project.images_dir),
+                                                                   panoramas)))
+    written = {name: faces for name, faces in outcomes.items() if not isinstance(faces, str)}
+    if written:
+        write_json(project.panorama_faces_file, written)
+        log.info("%d 360° panoramas, each cut into %d perspective views with its centre: %s", len(written),
+                 len(next(iter(written.values()))), ", ".join(list(written)[:3]) + ("..." if len(written) > 3 else ""))
+    return outcomes
+
+
 def run(ctx: "StageContext") -> None:
     project = ctx.project
     frames_from_videos(project, ctx.options.video_limit, ctx.options.video_resolution)
-    files = project.image_files()
+    panoramas = faces_from_panoramas(project, ctx.options.camera_lens, ctx.options.max_concurrency)
+    files = [path for path in project.image_files() if path.name not in panoramas]
     readable: list[Inspection] = []
-    rejected: dict[str, str] = {}
+    rejected = {name: reason for name, reason in panoramas.items() if isinstance(reason, str)}
+    for name, reason in rejected.items():
+        log.warning("Skipping %s: %s", name, reason)
     with ThreadPoolExecutor(ctx.options.max_concurrency) as pool:
         for i, (path, outcome) in enumerate(zip(files, pool.map(_inspect_or_reason, files))):
             if isinstance(outcome, Inspection):
@@ -299,6 +326,13 @@ def _record_bands(project: "Project", survey: BandSurvey | None, inspections: di
 
 def _tally(counts: Counter) -> str:
     return ", ".join(f"{kind}: {n} image{'s' * (n > 1)}" for kind, n in counts.most_common())
+
+
+def _split_or_reason(path: Path, out_dir: Path) -> list[str] | str:
+    try:
+        return split_panorama(path, out_dir)
+    except InputError as exc:
+        return str(exc)
 
 
 def _inspect_or_reason(path: Path) -> Inspection | str:

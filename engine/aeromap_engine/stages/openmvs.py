@@ -25,7 +25,7 @@ from ..dense.camera import QUALITY_SCALES, Pinhole, undistortion_maps, working_p
 from ..dense.fusion import DepthMap, FusionSettings, fuse_pairs, fuse_views
 from ..dense.pairs import ViewLinks, link_views
 from ..dense.rectify import UnmatchablePair, rectify_pair
-from ..dense.stereo import SgbmSettings, match, matching_plan, rectified_images, ref_depth
+from ..dense.stereo import SgbmSettings, depth_range, match, matching_plan, rectified_images, ref_depth
 from ..dense.views import SparseModel, View, sparse_model
 from ..errors import InputError
 from ..io.images import Levels, load_levels, read_scaled, resize_area
@@ -96,8 +96,9 @@ class WorkingImages:
         return entry
 
 
-def _pair_depth(model: SparseModel, images: WorkingImages, i: int, j: int, settings: SgbmSettings
-                ) -> tuple[np.ndarray, float] | None:
+def _pair_depth(model: SparseModel, images: WorkingImages, i: int, j: int, settings: SgbmSettings,
+                depths: tuple[float, float]) -> tuple[np.ndarray, float] | None:
+    """The depth map of view i from its pair with view j, kept within `depths` (the nearest and farthest)."""
     ref, other = model.views[i], model.views[j]
     shared = np.intersect1d(ref.point_ids, other.point_ids, assume_unique=True)
     try:
@@ -108,12 +109,16 @@ def _pair_depth(model: SparseModel, images: WorkingImages, i: int, j: int, setti
         return None
     ref_rect, ref_mask, other_rect, other_mask = rectified_images(pair, images.get(i)[1], images.get(j)[1])
     disparity = match(ref_rect, ref_mask, other_rect, other_mask, search, settings)
-    return ref_depth(pair, disparity, images.pinholes[i], ref.rotation), pair.focal * pair.baseline
+    depth = ref_depth(pair, disparity, images.pinholes[i], ref.rotation)
+    depth[~((depth >= depths[0]) & (depth <= depths[1]))] = np.nan
+    return depth, pair.focal * pair.baseline
 
 
 def _depth_map(model: SparseModel, images: WorkingImages, i: int, partners: list[int],
                sgbm: SgbmSettings, fusion: FusionSettings) -> DepthMap | None:
-    results = [r for j in partners if (r := _pair_depth(model, images, i, j, sgbm)) is not None]
+    view = model.views[i]
+    depths = depth_range(view.to_camera(model.xyz(view.point_ids))[:, 2], sgbm)
+    results = [r for j in partners if (r := _pair_depth(model, images, i, j, sgbm, depths)) is not None]
     if not results:
         return None
     return fuse_pairs([d for d, _ in results], [fb for _, fb in results], fusion)

@@ -76,7 +76,9 @@ OPTIONS: list[Option] = [
            "counter bowl-shaped deformation over large areas.", "opensfm", minimum=0.001),
     Option("camera-lens", "enum", "auto",
            "Camera projection model. auto uses the projection the images declare, else brown; perspective "
-           "and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses.",
+           "and brown are for ordinary lenses, fisheye and fisheye_opencv for fisheye lenses; spherical and "
+           "equirectangular (the same) take every image twice as wide as high as a 360° panorama, cut into "
+           "perspective views around its centre (auto does so for panoramas whose XMP says they are).",
            "opensfm", choices=LENS_CHOICES),
     Option("focal-refinement", "enum", "auto",
            "How bundle adjustment treats the focal length the images state: auto refines it where the views "

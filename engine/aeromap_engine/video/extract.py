@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..io.exif_write import dji_xmp, write_gps
 from ..log import log
 from . import srt
+from .subtitles import embedded_srt
 from .frames import BLACK_LEVEL, Measure, choose, measure_frame
 
 MEASURE_WIDTH = 320  # px: motion, sharpness and darkness are measured on frames this wide
@@ -71,21 +72,30 @@ def measure(path: Path) -> Measure:
     return Measure(np.array(grey_means), np.array(sharpness), np.array(motion), size[0], size[1])
 
 
-def telemetry_of(video: Path) -> list[srt.Record] | None:
-    """The records of the .srt beside the video (same name, any case), or None without one."""
+def telemetry_of(video: Path) -> tuple[list[srt.Record], str] | None:
+    """The records of the .srt beside the video (same name, any case), else of the subtitle track inside it, and
+    which it was; None without either."""
     for candidate in video.parent.iterdir():
         if candidate.stem == video.stem and candidate.suffix.lower() == ".srt":
-            records = srt.usable(srt.parse(candidate.read_text(errors="replace"), candidate.name))
-            if not records:
-                raise InputError(f"{candidate.name} has no GPS fix in any subtitle (0, 0 throughout)")
-            return records
-    return None
+            return _usable(candidate.read_text(errors="replace"), candidate.name), "its .srt"
+    text = embedded_srt(video)
+    if text is None:
+        return None
+    return _usable(text, f"the subtitle track of {video.name}"), "the telemetry inside it"
+
+
+def _usable(text: str, name: str) -> list[srt.Record]:
+    records = srt.usable(srt.parse(text, name))
+    if not records:
+        raise InputError(f"{name} has no GPS fix in any subtitle (0, 0 throughout)")
+    return records
 
 
 def extract(video: Path, out_dir: Path, limit: int, resolution: int) -> list[Path]:
     """Writes the chosen frames of `video` into `out_dir` as `<video>_<frame>.jpg`; answers their paths."""
     fps = _fps(video)
-    records = telemetry_of(video)
+    telemetry = telemetry_of(video)
+    records = telemetry[0] if telemetry else None
     chosen = choose(measure(video), OVERLAP, limit)
     if not chosen:
         raise InputError(f"{video.name} has no frame that is neither black nor blurred")
@@ -99,7 +109,7 @@ def extract(video: Path, out_dir: Path, limit: int, resolution: int) -> list[Pat
         _write(path, _fit(frame, resolution), state)
         written.append(path)
     log.info("%s: %d frames of %d kept (%s)", video.name, len(written), index + 1,
-             "positions from its .srt" if records else "no .srt beside it: no positions")
+             f"positions from {telemetry[1]}" if telemetry else "no .srt beside it nor telemetry inside: no positions")
     return written
 
 
