@@ -98,6 +98,23 @@ async function rasterCentre(file: string): Promise<{ centre: [number, number]; c
   return { centre: proj4(crs, 'EPSG:4326', [(west! + east!) / 2, (south! + north!) / 2]) as [number, number], crs };
 }
 
+/** The centre of a georeferenced GLB's extent in WGS84, from its positions' bounds and its CESIUM_RTC offset. */
+async function glbCentre(file: string, crs: string): Promise<[number, number]> {
+  const glb = await readFile(file);
+  const gltf = JSON.parse(glb.subarray(20, 20 + glb.readUInt32LE(12)).toString('utf8')) as {
+    extensions: { CESIUM_RTC: { center: number[] } };
+    meshes: { primitives: { attributes: { POSITION: number } }[] }[];
+    accessors: { min: number[]; max: number[] }[];
+  };
+  const bounds = gltf.meshes.flatMap((m) => m.primitives.map((p) => gltf.accessors[p.attributes.POSITION]!));
+  const [x, y] = [0, 1].map((axis) => {
+    const low = Math.min(...bounds.map((b) => b.min[axis]!));
+    const high = Math.max(...bounds.map((b) => b.max[axis]!));
+    return gltf.extensions.CESIUM_RTC.center[axis]! + (low + high) / 2;
+  });
+  return proj4(crs, 'EPSG:4326', [x!, y!]) as [number, number];
+}
+
 /** A LAS 1.4 file's point count and the centre of its extent (in its CRS), from the header. */
 function lasExtent(header: Buffer): { points: number; centre: [number, number] } {
   const [maxX, minX, maxY, minY] = [179, 187, 195, 203].map((at) => header.readDoubleLE(at));
@@ -150,6 +167,11 @@ describe('the asset map', () => {
       return held ? [] : [name];
     });
     expect(missing).toEqual([]);
+    // Both textured models, as ODM makes them: the 2.5D one has no asset of its own, only its folder in all.zip.
+    for (const file of ['odm_textured_model_geo.obj', 'odm_textured_model_geo.glb']) {
+      expect(entries.get(`odm_texturing/${file}`)).toBeGreaterThan(0);
+      expect(entries.get(`odm_texturing_25d/${file}`)).toBeGreaterThan(0);
+    }
   });
 
   it('made the tile folders in the TMS layout and the control points in WGS84', async () => {
@@ -177,8 +199,11 @@ describe('the asset map', () => {
     const cloud = await readTileset(path.join(task, '3d_tiles', 'pointcloud'));
     expect(model.problems).toEqual([]);
     expect(cloud.problems).toEqual([]);
-    // The orthophoto covers the model's extent; the cloud's extent is its own (the points the crop kept).
-    expect(metresApart(model.centre, ortho.centre)).toBeLessThan(1);
+    // The model's tiles lie where its GLB does: the 3D mesh, which covers what the points cover (the
+    // orthophoto, the whole surveyed area: its centre is some metres away); the cloud's extent is its own.
+    const glb = await glbCentre(path.join(task, 'odm_texturing', 'odm_textured_model_geo.glb'), ortho.crs);
+    expect(metresApart(model.centre, glb)).toBeLessThan(1);
+    expect(metresApart(model.centre, ortho.centre)).toBeLessThan(10);
     expect(metresApart(cloud.centre, proj4(ortho.crs, 'EPSG:4326', laz.centre))).toBeLessThan(1);
     expect(model.vertices).toBeGreaterThan(1000);
     expect(model.textures).toBeGreaterThan(0);

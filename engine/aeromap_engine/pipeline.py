@@ -90,6 +90,11 @@ class PeakMemory:
             self._measure()
 
 
+# Options that change no product, so that a run with another value has nothing to re-run for. optimize-disk-space
+# among them: once it deleted the dense cloud, a re-run without it could not make the filtered cloud again.
+UNCHANGING_OPTIONS = ("rerun-from", "end-with", "rerun-all", "max-concurrency", "optimize-disk-space")
+
+
 def _first_stage_to_run(project: Project, options: Options, previous: dict[str, Any] | None,
                         specs: list[Option]) -> str | None:
     """The stage to re-run from, or None when every stage up to the end has already finished."""
@@ -97,7 +102,7 @@ def _first_stage_to_run(project: Project, options: Options, previous: dict[str, 
         return STAGE_NAMES[0]
     candidates: list[str] = []
     if previous is not None:
-        changed = [s for s in specs if s.name not in ("rerun-from", "end-with", "rerun-all", "max-concurrency")
+        changed = [s for s in specs if s.name not in UNCHANGING_OPTIONS
                    and previous.get(s.name, s.default) != options.values[s.name]]
         if changed:
             first = min(changed, key=lambda s: STAGE_NAMES.index(s.stage))

@@ -133,9 +133,14 @@ class Project:
     def mesh(self, three_d: bool) -> Path:
         return self.path("odm_meshing", "odm_mesh.ply" if three_d else "odm_25dmesh.ply")
 
+    def texturing_dir(self, three_d: bool) -> Path:
+        """The textured model of the 3D mesh (the one the assets and 3D Tiles offer) or of the 2.5D one."""
+        return self.path("odm_texturing" if three_d else "odm_texturing_25d")
+
     @property
-    def texturing_dir(self) -> Path:
-        return self.path("odm_texturing")
+    def safe_model(self) -> Path:
+        """The textured model reduced for phones (GLB, georeferenced), written beside the model's 3D Tiles."""
+        return self.path("odm_texturing", "odm_textured_model_geo_safe.glb")
 
     def georeferenced_model(self, extension: str) -> Path:
         """The point cloud in the CRS, in the format that `extension` names (laz, las, csv, copc.laz, ply)."""
@@ -219,6 +224,11 @@ class Project:
     def video_frames_file(self) -> Path:
         """The frames written from the videos, by video: removed before they are written again."""
         return self.state_dir / "video_frames.json"
+
+    @property
+    def panorama_faces_file(self) -> Path:
+        """The faces written from the 360° panoramas, by panorama: removed before they are written again."""
+        return self.state_dir / "panorama_faces.json"
 
     def image_files(self) -> list[Path]:
         """Input files that look like images by name (masks excluded, as in ODM); content is checked later."""

@@ -126,21 +126,31 @@ def sparse(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 
 @pytest.fixture(scope="session")
-def meshed(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """`sparse` on to the dense cloud and the default mesh (2.5D)."""
+def dense(sparse: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """`sparse` on to the filtered dense cloud: what the meshes and the products are made from."""
     def build(root: Path) -> Project:
         project = clone(sparse, root)
+        pipeline.run(project, ULTRA + [{"name": "end-with", "value": "odm_filterpoints"}])
+        return project
+    return built_once(tmp_path_factory, "dense", build)
+
+
+@pytest.fixture(scope="session")
+def meshed(dense: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """`dense` on to the default meshes (3D and 2.5D)."""
+    def build(root: Path) -> Project:
+        project = clone(dense, root)
         pipeline.run(project, ULTRA + [{"name": "end-with", "value": "odm_meshing"}])
         return project
     return built_once(tmp_path_factory, "meshed", build)
 
 
 @pytest.fixture(scope="session")
-def products(meshed: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """A full run at default options but the textured model (the meshing and texturing suites run it), with DSM,
-    DTM and the PNG orthophoto."""
+def products(dense: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """A full run at default options but the textured models (the meshing and texturing suites make them), with
+    DSM, DTM and the PNG orthophoto; made beside the meshes, not after them."""
     def build(root: Path) -> Project:
-        project = clone(meshed, root)
+        project = clone(dense, root)
         pipeline.run(project, ULTRA + [{"name": name, "value": True}
                                        for name in ("skip-3dmodel", "dsm", "dtm", "orthophoto-png")])
         return project

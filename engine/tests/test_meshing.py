@@ -1,6 +1,6 @@
 """The odm_meshing stage and its options, on the reconstruction of six Brighton Beach images at 1000 px that
-test_products builds (the park, the car park, the sea): the 2.5D mesh, the 3D mesh, mesh-size,
-mesh-octree-depth and skip-3dmodel."""
+test_products builds (the park, the car park, the sea): the 2.5D mesh and the 3D mesh, both made at default
+options as ODM makes them, mesh-size, mesh-octree-depth, use-3dmesh and skip-3dmodel."""
 
 from __future__ import annotations
 
@@ -22,14 +22,6 @@ from aeromap_engine.project import Project
 from aeromap_engine.io.geojson import read_survey_area
 from conftest import clone
 from test_products import options
-
-
-@pytest.fixture(scope="module")
-def meshed_3d(meshed: Project, tmp_path_factory: pytest.TempPathFactory) -> Project:
-    """The same cloud with the 3D mesh, made after the 2.5D one."""
-    project = clone(meshed, tmp_path_factory.mktemp("meshed3d") / "p")
-    pipeline.run(project, options(use_3dmesh=True, end_with="odm_meshing"))
-    return project
 
 
 @pytest.fixture()
@@ -66,7 +58,6 @@ def heights_under(mesh: Mesh, xy: np.ndarray) -> np.ndarray:
 
 def test_25d_mesh_lies_on_the_cloud_and_fills_the_surveyed_area(meshed: Project) -> None:
     mesh = read_mesh_ply(meshed.mesh(three_d=False))
-    assert not meshed.mesh(three_d=True).exists()
     xyz = sample(cloud(meshed))
     height = heights_under(mesh, xyz[:, :2])
     # Under every point but those in the strip (under a cell wide) between the outermost cell centres and the
@@ -80,8 +71,7 @@ def test_25d_mesh_lies_on_the_cloud_and_fills_the_surveyed_area(meshed: Project)
     normals, areas = normals_and_areas(mesh)
     assert (normals[:, 2] > 0).all()  # a height field, counter-clockwise seen from above
     assert (areas * normals[:, 2]).sum() > 0.97 * boundary.area  # gaps (the sea) filled, as in a DSM
-    figures = mesh_stats(meshed)
-    assert figures["kind"] == "2.5d"
+    figures = mesh_stats(meshed)["2.5d"]
     assert figures["vertices"] == len(mesh.vertices) <= 200_000 and figures["faces"] == len(mesh.faces)
     assert figures["point_distance"]["median_cm"] < 4
     assert b"comment crs EPSG:32615" in meshed.mesh(three_d=False).read_bytes()[:300]
@@ -91,7 +81,7 @@ def test_25d_mesh_lies_on_the_cloud_and_fills_the_surveyed_area(meshed: Project)
 def test_mesh_size_caps_the_vertices_and_spends_them_on_relief(variant: Project, meshed: Project) -> None:
     pipeline.run(variant, options(mesh_size=3000, end_with="odm_meshing"))
     mesh = read_mesh_ply(variant.mesh(three_d=False))
-    assert 2700 <= len(mesh.vertices) <= 3000 < mesh_stats(meshed)["vertices"]
+    assert 2700 <= len(mesh.vertices) <= 3000 < mesh_stats(meshed)["2.5d"]["vertices"]
     assert read_survey_area(variant.bounds_file, Georef.load(variant).offset).contains(mesh.vertices[:, :2]).all()
     xyz = sample(cloud(variant))
     assert np.nanmedian(np.abs(xyz[:, 2] - heights_under(mesh, xyz[:, :2]))) < 0.15
@@ -104,31 +94,33 @@ def test_mesh_size_caps_the_vertices_and_spends_them_on_relief(variant: Project,
 
 # --- the 3D mesh -----------------------------------------------------------------------------------------------
 
-def test_3d_mesh_lies_on_and_covers_the_cloud(meshed_3d: Project) -> None:
-    mesh = read_mesh_ply(meshed_3d.mesh(three_d=True))
-    assert not meshed_3d.mesh(three_d=False).exists()  # the 2.5D mesh of the earlier run is gone
-    xyz = cloud(meshed_3d)
+def test_3d_mesh_lies_on_and_covers_the_cloud(meshed: Project) -> None:
+    """Made beside the 2.5D one at default options, as ODM makes both."""
+    mesh = read_mesh_ply(meshed.mesh(three_d=True))
+    xyz = cloud(meshed)
     distance = point_distances(mesh, sample(xyz, 5000))
     assert np.median(distance) < 0.02  # on the cloud...
     assert np.mean(distance < 0.15) > 0.95 and np.mean(distance > 1) < 0.002  # ...and covering it
     # Trimmed: no sheets spanning the sea or closing the surface around the survey (it may reach past the points
     # by a few octree cells, over the sides of cars for example).
     normals, areas = normals_and_areas(mesh)
-    cell = mesh_stats(meshed_3d)["octree_cell_cm"] / 100
+    cell = mesh_stats(meshed)["3d"]["octree_cell_cm"] / 100
     assert cKDTree(xyz).query(mesh.vertices[mesh.faces].mean(axis=1))[0].max() < 5 * cell
     assert (areas * normals[:, 2]).sum() > 0.8 * areas.sum()  # the outside is up, where the cameras are
-    figures = mesh_stats(meshed_3d)
-    assert figures["kind"] == "3d" and figures["vertices"] == len(mesh.vertices) <= 200_000
+    figures = mesh_stats(meshed)["3d"]
+    assert figures["vertices"] == len(mesh.vertices) <= 200_000
     assert figures["octree_depth_requested"] == 11 and 6 <= figures["octree_depth"] <= 11
     assert figures["poisson_faces"] > figures["trimmed_faces"] >= figures["faces"]
 
 
-def test_octree_depth_sets_the_detail_of_the_3d_mesh(meshed_3d: Project, tmp_path: Path) -> None:
-    project = clone(meshed_3d, tmp_path / "p")
-    default = mesh_stats(meshed_3d)
+def test_octree_depth_sets_the_detail_of_the_3d_mesh_and_use_3dmesh_leaves_out_the_25d(variant: Project,
+                                                                                       meshed: Project) -> None:
+    default = mesh_stats(meshed)["3d"]
     depth = default["octree_depth"] - 3
-    pipeline.run(project, options(use_3dmesh=True, mesh_octree_depth=depth, end_with="odm_meshing"))
-    coarse = mesh_stats(project)
+    pipeline.run(variant, options(use_3dmesh=True, mesh_octree_depth=depth, end_with="odm_meshing"))
+    assert not variant.mesh(three_d=False).exists()  # the 2.5D mesh of the earlier run is gone
+    assert list(mesh_stats(variant)) == ["3d"]
+    coarse = mesh_stats(variant)["3d"]
     assert coarse["octree_depth"] == depth and coarse["octree_cell_cm"] == pytest.approx(
         8 * default["octree_cell_cm"], rel=0.01)
     assert coarse["poisson_faces"] < default["poisson_faces"] / 10
@@ -141,4 +133,4 @@ def test_skip_3dmodel_writes_no_mesh_and_removes_a_stale_one(variant: Project) -
     assert variant.mesh(three_d=False).exists()
     pipeline.run(variant, options(skip_3dmodel=True, use_3dmesh=True, end_with="odm_meshing"))
     assert not variant.mesh(three_d=False).exists() and not variant.mesh(three_d=True).exists()
-    assert mesh_stats(variant)["kind"] is None
+    assert mesh_stats(variant) == {}

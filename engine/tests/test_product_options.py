@@ -292,7 +292,7 @@ def test_skip_orthophoto(extras: Project, tmp_path: Path) -> None:
 
 
 @pytest.mark.long
-def test_boundary_crops_every_product(meshed: Project, extras: Project, tmp_path: Path) -> None:
+def test_boundary_crops_every_product(dense: Project, extras: Project, tmp_path: Path) -> None:
     """The western half of the surveyed area's bounding box, given in WGS84: the cloud, the area and the
     orthophoto's opaque pixels all stay within it."""
     georef = Georef.load(extras)
@@ -303,7 +303,7 @@ def test_boundary_crops_every_product(meshed: Project, extras: Project, tmp_path
     lon, lat = Transformer.from_crs(georef.crs, "EPSG:4326", always_xy=True).transform(half[:, 0], half[:, 1])
     ring = [[float(a), float(b)] for a, b in zip(lon, lat)]
     boundary = json.dumps({"type": "Feature", "geometry": {"type": "Polygon", "coordinates": [ring + ring[:1]]}})
-    project = clone(meshed, tmp_path / "p")
+    project = clone(dense, tmp_path / "p")
     pipeline.run(project, options(dsm=True, boundary=boundary, auto_boundary=True, skip_report=True))
     middle = (xmin + xmax) / 2
     cropped = SurveyArea.from_geometry(read_geometry(project.bounds_file))

@@ -15,7 +15,7 @@ from aeromap_engine.dem.smrf import SmrfSettings, is_ground, terrain
 from aeromap_engine.dem.surface import fill_all, grow
 from aeromap_engine.dense.camera import working_pinhole
 from aeromap_engine.dense.rectify import RectifiedPair, UnmatchablePair, rectify_pair
-from aeromap_engine.dense.stereo import SgbmSettings, match, matching_plan, rectified_images
+from aeromap_engine.dense.stereo import SgbmSettings, depth_range, match, matching_plan, rectified_images
 from aeromap_engine.dense.pairs import shared_counts
 from aeromap_engine.dense.views import SparseModel, View
 from aeromap_engine.stages.odm_orthophoto import TILE, serpentine
@@ -107,6 +107,16 @@ def test_disparities_wider_than_the_canvas_are_unmatchable() -> None:
         matching_plan(pair, np.linspace(10.0, 300.0, 50), settings)
     with pytest.raises(UnmatchablePair, match="only 3 sparse points"):
         matching_plan(pair, np.array([20.0, 30.0, 40.0, np.nan]), settings)
+
+
+def test_dense_depths_stay_near_the_sparse_points_the_view_sees() -> None:
+    settings = SgbmSettings()
+    # A view of ground 40 to 60 m away and a few sparse points on haze kilometres off.
+    sparse = np.r_[np.linspace(40.0, 60.0, 500), [5000.0, 9000.0], [np.nan, -3.0]]
+    nearest, farthest = depth_range(sparse, settings)
+    assert nearest == pytest.approx(40.2 / settings.depth_factor, rel=0.01)
+    assert farthest == pytest.approx(59.8 * settings.depth_factor, rel=0.01)
+    assert depth_range(np.array([10.0, 20.0, np.nan]), settings) == (0.0, float("inf"))
 
 
 def test_smrf_separates_a_building_from_sloping_ground() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,13 +21,16 @@ from aeromap_engine.cloud import tiled_octree
 from aeromap_engine.cloud.octree import bounding_cube
 from aeromap_engine.cloud.points import PointCloud
 from aeromap_engine.cloud.tiled import Tiling, tile_sorted
-from aeromap_engine.io.gltf import write_glb
+from aeromap_engine.io.gltf import read_glb, write_glb
+from aeromap_engine.mesh.model import TexturedMesh
+from aeromap_engine.tiles3d import model as model_tiles
+from aeromap_engine.tiles3d.meshtiles import repacked
 from aeromap_engine.tiles3d.frame import enu_axes, frame_at
 from aeromap_engine.tiles3d.model import write_model_tiles
 from aeromap_engine.tiles3d.pnts import decode_pnts, encode_pnts
 from aeromap_engine.tiles3d.pointcloud import write_cloud_tiles
 from test_copc import survey
-from test_model_io import OFFSET, _scene
+from test_model_io import COLOUR_TOLERANCE, OFFSET, _scene
 
 A = 6378137.0  # WGS 84
 E2 = 6.69437999014e-3
@@ -159,39 +163,149 @@ def test_point_cloud_tileset_holds_every_point_in_place(tmp_path: Path, part_poi
     assert (np.concatenate(colours) == stored.rgb[nearest]).all()
 
 
-def test_model_tileset_places_every_vertex_and_keeps_the_texture(tmp_path: Path) -> None:
-    mesh, _ = _scene()
+def _tile_meshes(folder: Path, tileset: dict[str, Any], crs: str) -> list[tuple[int, TexturedMesh, dict]]:
+    """Every tile's content read back with its depth and node, vertices taken through the root's transform to
+    the CRS (glTF's y up turned back to z up, as 3D Tiles does)."""
+    transform = matrix(tileset["root"]["transform"])
+    read = []
+    for tile, depth, _ in tiles(tileset["root"]):
+        model = pygltflib.GLTF2().load_binary(str(folder / tile["content"]["uri"]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the validator announces itself as provisional
+            assert validator.validate(model) == []
+        assert not model.extensions and len(model.images) == 1  # one texture a tile; no CESIUM_RTC
+        mesh, center = read_glb(folder / tile["content"]["uri"])
+        assert center is None
+        enu = np.column_stack([mesh.vertices[:, 0], -mesh.vertices[:, 2], mesh.vertices[:, 1]])
+        assert box_contains(tile["boundingVolume"]["box"], enu, margin=1e-3)
+        mesh.vertices = to_crs(enu @ transform[:3, :3].T + transform[:3, 3], crs)
+        # The affine map a viewer in the CRS places the tiles by agrees with PROJ's (a small model: to a mm).
+        affine = matrix(tileset["extras"]["frameToCrs"])
+        assert tileset["extras"]["crs"] == crs
+        assert np.abs(enu @ affine[:3, :3].T + affine[:3, 3] - mesh.vertices).max() < MM
+        read.append((depth, mesh, tile))
+    return read
+
+
+def _face_colours(mesh: TexturedMesh) -> np.ndarray:
+    """The colour of each face's texture at its corners' mean texture coordinate."""
+    atlas = mesh.atlases[0]
+    h, w = atlas.shape[:2]
+    uv = mesh.uvs[mesh.face_uvs].mean(axis=1)
+    return atlas[((1 - uv[:, 1]) * h).astype(int).clip(0, h - 1), (uv[:, 0] * w).astype(int).clip(0, w - 1)]
+
+
+def test_glb_reads_back_as_written(tmp_path: Path) -> None:
+    mesh, colours = _scene()
+    write_glb(tmp_path / "model.glb", mesh, OFFSET)
+    read, center = read_glb(tmp_path / "model.glb")
+    assert np.allclose(center, [*OFFSET, 0.0])
+    corners = read.vertices[read.faces]
+    order = np.lexsort(corners.mean(axis=1).T)  # faces are regrouped by material: compare them by place
+    expected = mesh.vertices[mesh.faces]
+    assert np.abs(corners[order] - expected[np.lexsort(expected.mean(axis=1).T)]).max() < MM
+    found = np.array([_face_colours(TexturedMesh(read.vertices, read.faces[[f]], read.uvs, read.face_uvs[[f]],
+                                                 read.face_material[[f]], [read.atlases[read.face_material[f]]]))[0]
+                      for f in order])
+    assert np.abs(found.astype(int) - colours[np.lexsort(expected.mean(axis=1).T)]).max() <= COLOUR_TOLERANCE
+
+
+def test_small_model_is_one_tile_with_every_face_placed_and_coloured(tmp_path: Path) -> None:
+    mesh, colours = _scene()
     glb = tmp_path / "odm_textured_model_geo.glb"
     write_glb(glb, mesh, OFFSET)
     folder = tmp_path / "model"
     folder.mkdir()
-    made = write_model_tiles(folder, glb, UTM_15N)
+    made = write_model_tiles(folder, glb, UTM_15N, tmp_path / "safe.glb")
     tileset = check_tileset(folder)
-    root = tileset["root"]
-    assert "children" not in root and root["content"]["uri"] == "model.glb"
-    assert made.vertices > 0 and 29 < made.size[0] < 31 and 29 < made.size[1] < 31
-    source, model = pygltflib.GLTF2().load_binary(str(glb)), pygltflib.GLTF2().load_binary(str(folder / "model.glb"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the validator announces itself as provisional
-        assert validator.validate(model) == []
-    assert not model.extensions and "CESIUM_RTC" not in model.extensionsUsed
-    transform = matrix(root["transform"])
+    assert "children" not in tileset["root"] and tileset["root"]["geometricError"] == 0
+    assert made.tiles == 1 and made.levels == 1 and 29 < made.size[0] < 31 and 29 < made.size[1] < 31
+    [(_, tile, _)] = _tile_meshes(folder, tileset, UTM_15N)
     expected = mesh.vertices + [*OFFSET, 0.0]
-    blob = model.binary_blob()
-    for primitive in model.meshes[0].primitives:
-        accessor = model.accessors[primitive.attributes.POSITION]
-        view = model.bufferViews[accessor.bufferView]
-        y_up = np.frombuffer(blob, np.float32, 3 * accessor.count, view.byteOffset).reshape(-1, 3).astype(float)
-        assert np.allclose(y_up.min(axis=0), accessor.min) and np.allclose(y_up.max(axis=0), accessor.max)
-        enu = np.column_stack([y_up[:, 0], -y_up[:, 2], y_up[:, 1]])  # 3D Tiles turns glTF's y up to z up
-        assert box_contains(root["boundingVolume"]["box"], enu)
-        back = to_crs(enu @ transform[:3, :3].T + transform[:3, 3], UTM_15N)
-        assert cKDTree(expected).query(back)[0].max() < MM
-    # Everything but the positions is the texturing's own: indices, texture coordinates, the JPEG atlases.
-    for index, image in enumerate(source.images):
-        old, new = source.bufferViews[image.bufferView], model.bufferViews[model.images[index].bufferView]
-        assert source.binary_blob()[old.byteOffset:old.byteOffset + old.byteLength] == \
-            blob[new.byteOffset:new.byteOffset + new.byteLength]
+    assert cKDTree(expected).query(tile.vertices)[0].max() < MM
+    # Each face keeps its colour through the repacked texture: found by where it lies.
+    centres = expected[mesh.faces].mean(axis=1)
+    owner = cKDTree(centres).query(tile.vertices[tile.faces].mean(axis=1))[1]
+    assert len(tile.faces) == len(mesh.faces) and len(np.unique(owner)) == len(mesh.faces)
+    assert np.abs(_face_colours(tile).astype(int) - colours[owner]).max() <= COLOUR_TOLERANCE
+    safe, center = read_glb(tmp_path / "safe.glb")
+    assert np.allclose(center, [*OFFSET, 0.0]) and len(safe.faces) == len(mesh.faces)
+
+
+def _wavy_model(n: int) -> tuple[TexturedMesh, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """A terrain of n x n cells, 0.5 m each, whose texture is a colour ramp over the ground plan; with the height
+    and the colour of any place (world frame)."""
+    def height(xy: np.ndarray) -> np.ndarray:
+        return 100 + 3 * np.sin(xy[:, 0] / 6) + 2 * np.cos(xy[:, 1] / 4)
+
+    def colour(xy: np.ndarray) -> np.ndarray:
+        t = xy / (0.5 * n)
+        return np.column_stack([40 + 180 * t[:, 0], 40 + 180 * t[:, 1], np.full(len(t), 128.0)])
+
+    gx, gy = np.meshgrid(np.arange(n + 1) * 0.5, np.arange(n + 1) * 0.5)
+    xy = np.c_[gx.ravel(), gy.ravel()]
+    grid = np.arange((n + 1) ** 2).reshape(n + 1, n + 1)
+    a, b, c, d = grid[:-1, :-1].ravel(), grid[:-1, 1:].ravel(), grid[1:, :-1].ravel(), grid[1:, 1:].ravel()
+    faces = np.r_[np.c_[a, b, d], np.c_[a, d, c]].astype(np.int32)
+    side = 1024
+    px = (np.arange(side) + 0.5) / side * 0.5 * n
+    tx, ty = np.meshgrid(px, px[::-1])  # row 0 is the texture's top: v = 1, the north
+    atlas = colour(np.c_[tx.ravel(), ty.ravel()]).reshape(side, side, 3).astype(np.uint8)
+    uvs = (xy / (0.5 * n)).astype(np.float32)
+    mesh = TexturedMesh(np.c_[xy, height(xy)], faces, uvs, faces.copy(), np.zeros(len(faces), np.int32), [atlas])
+    return mesh, height, colour
+
+
+def test_large_model_streams_in_levels_that_meet_without_cracks(tmp_path: Path, monkeypatch) -> None:
+    mesh, height, colour = _wavy_model(120)  # 28,800 faces
+    monkeypatch.setattr(model_tiles, "LEAF_FACES", 2000)  # 16 leaves, as a model of a million faces would have
+    monkeypatch.setattr(model_tiles, "SAFE_FACES", 4000)
+    glb = tmp_path / "odm_textured_model_geo.glb"
+    write_glb(glb, mesh, OFFSET)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    made = write_model_tiles(folder, glb, UTM_15N, tmp_path / "safe.glb")
+    tileset = check_tileset(folder)  # errors shrink from the root down: a viewer refines towards the leaves
+    assert made.levels == 3 and made.tiles == 21
+    read = _tile_meshes(folder, tileset, UTM_15N)
+    faces = [sum(len(m.faces) for d, m, _ in read if d == depth) for depth in range(3)]
+    print(f"\nfaces per level {faces}; errors {[t['geometricError'] for d, _, t in read if d < 2][:2]}")
+    assert faces[2] == len(mesh.faces) and faces[0] < faces[1] / 2 < faces[2] / 4
+    for depth in range(3):
+        level = [m for d, m, _ in read if d == depth]
+        world = np.concatenate([m.vertices for m in level]) - [*OFFSET, 0.0]
+        # On the true surface: exact at the leaves; where coarsened, within the error the tile declares.
+        for _, tile, node in (t for t in read if t[0] == depth):
+            local = tile.vertices - [*OFFSET, 0.0]
+            worst = np.abs(local[:, 2] - height(local[:, :2])).max()
+            assert worst < (0.002 if depth == 2 else node["geometricError"]), f"level {depth}: {worst:.3f} m"
+        # The texture follows the faces at every level: the ramp's colour where each face lies.
+        centres = np.concatenate([m.vertices[m.faces].mean(axis=1) for m in level]) - [*OFFSET, 0.0]
+        found = np.concatenate([_face_colours(m) for m in level]).astype(float)
+        assert np.median(np.abs(found - colour(centres[:, :2]))) < 3
+        # No cracks: the tiles of a level, joined, leave open edges only on the model's outline.
+        joined = np.unique(np.round(world, 3), axis=0, return_inverse=True)[1].ravel()
+        offsets = np.cumsum([0] + [len(m.vertices) for m in level])
+        all_faces = np.concatenate([joined[m.faces + o] for m, o in zip(level, offsets)])
+        edges = np.sort(all_faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
+        unique, uses = np.unique(edges, axis=0, return_counts=True)
+        points = np.unique(np.round(world, 3), axis=0)
+        open_ends = points[unique[uses == 1].ravel()][:, :2]
+        outline = (np.abs(open_ends) < 1e-3) | (np.abs(open_ends - 60) < 1e-3)
+        assert outline.any(axis=1).all(), f"level {depth} has open edges inside the model"
+    safe, center = read_glb(tmp_path / "safe.glb")
+    assert np.allclose(center, [*OFFSET, 0.0]) and faces[0] <= len(safe.faces) <= 4000
+
+
+def test_a_tile_whose_charts_cannot_fit_one_texture_is_refused_not_looped_on() -> None:
+    rng = np.random.default_rng(5)
+    count = 3000  # single-triangle charts, each with its gutter: more than a 64 texel texture holds
+    faces = np.arange(3 * count, dtype=np.int32).reshape(-1, 3)
+    uvs = (rng.random((3 * count, 2)) * 0.01 + np.repeat(rng.random((count, 2)) * 0.98, 3, axis=0)).astype(np.float32)
+    mesh = TexturedMesh(rng.random((3 * count, 3)), faces, uvs, faces.copy(), np.zeros(count, np.int32),
+                        [np.zeros((512, 512, 3), np.uint8)])
+    with pytest.raises(ValueError, match="3000 texture charts do not fit"):
+        repacked(mesh, 1.0, 64)
 
 
 def test_model_without_a_place_is_refused(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ export const DEFAULT_OUTPUTS: readonly string[] = [
   'odm_orthophoto/cutline.gpkg',
   'odm_georeferencing',
   'odm_texturing',
+  'odm_texturing_25d',
   'odm_dem/dsm.tif',
   'odm_dem/dtm.tif',
   'odm_dem/dsm.mbtiles',

@@ -44,6 +44,8 @@ export const ASSETS: Record<string, AssetSource> = {
   'georeferenced_model.csv': { file: 'odm_georeferencing/odm_georeferenced_model.csv' },
   'textured_model.zip': { folder: 'odm_texturing', exclude: /\.glb$/i },
   'textured_model.glb': { file: 'odm_texturing/odm_textured_model_geo.glb' },
+  // With 3d-tiles: the model reduced to a phone's measure (a coarse level of its tiles).
+  'textured_model_safe.glb': { file: 'odm_texturing/odm_textured_model_geo_safe.glb' },
   '3d_tiles_model.zip': { folder: '3d_tiles/model' },
   '3d_tiles_pointcloud.zip': { folder: '3d_tiles/pointcloud' },
   'dsm.tif': { file: 'odm_dem/dsm.tif' },

@@ -71,6 +71,7 @@ export const ASSET_LABELS: Record<string, string> = {
   'georeferenced_model.csv': 'Point cloud (CSV)',
   'textured_model.zip': 'Textured model (zip)',
   'textured_model.glb': 'Textured model (GLB)',
+  'textured_model_safe.glb': 'Textured model, reduced (GLB)',
   '3d_tiles_model.zip': 'Textured model (3D Tiles)',
   '3d_tiles_pointcloud.zip': 'Point cloud (3D Tiles)',
   'cameras.json': 'Cameras (JSON)',

@@ -114,3 +114,63 @@ def _add_material(chunk: _BinaryChunk, atlas: np.ndarray, name: str) -> None:
         pbrMetallicRoughness=pygltflib.PbrMetallicRoughness(
             baseColorTexture=pygltflib.TextureInfo(index=len(gltf.textures) - 1), metallicFactor=0.0,
             roughnessFactor=1.0)))
+
+
+def read_glb(path: Path) -> tuple[TexturedMesh, np.ndarray | None]:
+    """A GLB as write_glb writes it (one mesh, each primitive indexed triangles with one base-colour texture) and
+    its CESIUM_RTC centre, None without one. Every primitive keeps its own vertices; texture coordinates go back
+    to OBJ's convention."""
+    gltf = pygltflib.GLTF2().load_binary(str(path))
+    blob = gltf.binary_blob()
+    vertices, uvs, faces, materials = [], [], [], []
+    textures: dict[int, int] = {}  # the file's image index -> the atlas list's
+    atlases: list[np.ndarray] = []
+    count = 0
+    for mesh in gltf.meshes:
+        for primitive in mesh.primitives:
+            if primitive.indices is None or primitive.attributes.TEXCOORD_0 is None or primitive.material is None:
+                raise ValueError(f"{path.name}: a primitive without indices, texture coordinates or material")
+            texture = gltf.materials[primitive.material].pbrMetallicRoughness.baseColorTexture
+            image = gltf.textures[texture.index].source
+            if image not in textures:
+                textures[image] = len(atlases)
+                atlases.append(_decoded(gltf, blob, image))
+            positions = _accessor(gltf, blob, primitive.attributes.POSITION).astype(np.float64)
+            texcoords = _accessor(gltf, blob, primitive.attributes.TEXCOORD_0)
+            indices = _accessor(gltf, blob, primitive.indices).astype(np.int64).reshape(-1, 3)
+            vertices.append(positions)
+            uvs.append(np.column_stack([texcoords[:, 0], 1 - texcoords[:, 1]]).astype(np.float32))
+            faces.append(indices + count)
+            materials.append(np.full(len(indices), textures[image], np.int32))
+            count += len(positions)
+    if not faces:
+        raise ValueError(f"{path.name} holds no mesh")
+    all_faces = np.concatenate(faces).astype(np.int32)
+    center = (gltf.extensions or {}).get("CESIUM_RTC", {}).get("center")
+    textured = TexturedMesh(np.concatenate(vertices), all_faces, np.concatenate(uvs), all_faces.copy(),
+                            np.concatenate(materials), atlases)
+    return textured, None if center is None else np.asarray(center, np.float64)
+
+
+_COMPONENTS = {pygltflib.FLOAT: np.float32, pygltflib.UNSIGNED_INT: np.uint32, pygltflib.UNSIGNED_SHORT: np.uint16,
+               pygltflib.UNSIGNED_BYTE: np.uint8}
+_WIDTHS = {pygltflib.SCALAR: 1, pygltflib.VEC2: 2, pygltflib.VEC3: 3}
+
+
+def _accessor(gltf: pygltflib.GLTF2, blob: bytes, index: int) -> np.ndarray:
+    accessor = gltf.accessors[index]
+    view = gltf.bufferViews[accessor.bufferView]
+    dtype, width = np.dtype(_COMPONENTS[accessor.componentType]), _WIDTHS[accessor.type]
+    if view.byteStride not in (None, dtype.itemsize * width):
+        raise ValueError(f"accessor {index} is interleaved")
+    values = np.frombuffer(blob, dtype, accessor.count * width, (view.byteOffset or 0) + (accessor.byteOffset or 0))
+    return values.reshape(-1, width) if width > 1 else values
+
+
+def _decoded(gltf: pygltflib.GLTF2, blob: bytes, index: int) -> np.ndarray:
+    view = gltf.bufferViews[gltf.images[index].bufferView]
+    data = np.frombuffer(blob, np.uint8, view.byteLength, view.byteOffset or 0)
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR)
+    if image is None:
+        raise ValueError(f"image {index} of the model cannot be decoded")
+    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)

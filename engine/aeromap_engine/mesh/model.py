@@ -27,3 +27,11 @@ class TexturedMesh:
     face_uvs: np.ndarray  # (M, 3) int32 indices into uvs
     face_material: np.ndarray  # (M,) int32 index into atlases
     atlases: list[np.ndarray]  # (h, w, 3) uint8 RGB images, each side at most the texturing's atlas limit
+
+
+def mesh_kinds(use_3dmesh: bool, skip_3dmodel: bool) -> tuple[bool, ...]:
+    """The meshes a run makes, True for the full 3D one, as ODM makes them: the 3D mesh unless skip-3dmodel, and
+    the 2.5D one beside it unless use-3dmesh."""
+    if skip_3dmodel:
+        return ()
+    return (True,) if use_3dmesh else (True, False)

@@ -3,11 +3,14 @@ cars, trees and buildings keep theirs (ODM's mesh-size is a vertex count, MeshLa
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import pymeshlab
 
 from ..parallel import in_child_process
-from .meshlab import current_mesh, meshset
-from .model import Mesh
+from .meshlab import current_mesh, meshset, textured_meshset
+from .model import Mesh, TexturedMesh
 
 QUALITY_THRESHOLD = 0.3  # MeshLab's default: collapses that would leave needle-like triangles are avoided
 MAX_PASSES = 3
@@ -53,3 +56,34 @@ def _decimated(mesh: Mesh, max_vertices: int, keep_positions: bool) -> Mesh:
             break
         faces = target_faces(ms.current_mesh().face_matrix(), max_vertices)
     return current_mesh(ms)
+
+
+@dataclass(frozen=True)
+class Simplified:
+    mesh: TexturedMesh
+    deviation: float  # the farthest a vertex of the input lies from the result's surface, in the mesh's units
+
+
+@in_child_process
+def simplify_textured(mesh: TexturedMesh, target_faces: int) -> Simplified:
+    """A mesh with one texture collapsed towards `target_faces` faces, its texture coordinates carried along
+    (charts' seams weigh in the collapse cost). Boundary vertices stay where they are, so that meshes cut from
+    one surface and simplified apart still meet without cracks."""
+    if len(mesh.faces) <= target_faces:
+        return Simplified(mesh, 0.0)
+    ms = textured_meshset(mesh)
+    ms.add_mesh(ms.current_mesh(), "input")  # kept to measure the result against
+    ms.set_current_mesh(0)
+    ms.meshing_decimation_quadric_edge_collapse_with_texture(
+        targetfacenum=max(target_faces, 1), qualitythr=QUALITY_THRESHOLD, preserveboundary=True,
+        optimalplacement=True, preservenormal=True, planarquadric=True)
+    result = ms.current_mesh()
+    result.compact()
+    distance = ms.get_hausdorff_distance(sampledmesh=1, targetmesh=0, samplevert=True,
+                                         samplenum=ms.mesh(1).vertex_number(),
+                                         maxdist=pymeshlab.PercentageValue(100))
+    uvs, face_uvs = np.unique(result.wedge_tex_coord_matrix().astype(np.float32), axis=0, return_inverse=True)
+    faces = result.face_matrix().astype(np.int32)
+    coarse = TexturedMesh(result.vertex_matrix().astype(np.float64), faces, uvs,
+                          face_uvs.reshape(-1, 3).astype(np.int32), np.zeros(len(faces), np.int32), mesh.atlases)
+    return Simplified(coarse, float(distance["max"]))

@@ -1,9 +1,9 @@
-"""The mesh the textured model is made from, from the filtered point cloud (ODM's odm_meshing).
+"""The meshes the textured models are made from, from the filtered point cloud (ODM's odm_meshing).
 
-By default the 2.5D mesh, odm_meshing/odm_25dmesh.ply: a height grid of the highest points over the surveyed
-area (as a DSM), simplified to mesh-size vertices. With use-3dmesh the full 3D mesh, odm_meshing/odm_mesh.ply:
-Screened Poisson over the cloud, trimmed to where there are points, simplified likewise. With skip-3dmodel no
-mesh. Both are in the world frame (the PLY's comments give the CRS and the offset).
+As ODM, both by default: the full 3D mesh, odm_meshing/odm_mesh.ply (Screened Poisson over the cloud, trimmed to
+where there are points, simplified to mesh-size vertices), and the 2.5D mesh, odm_meshing/odm_25dmesh.ply (a height
+grid of the highest points over the surveyed area, as a DSM, simplified likewise). With use-3dmesh only the 3D
+one; with skip-3dmodel none. Both are in the world frame (the PLY's comments give the CRS and the offset).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ..io.meshply import write_mesh_ply
 from ..io.ply import read_ply
 from ..log import log
 from ..mesh.measure import fit, point_spacing
-from ..mesh.model import Mesh
+from ..mesh.model import Mesh, mesh_kinds
 from ..mesh.poisson import Octree, oriented_normals, reconstruct, supported_depth, trim
 from ..mesh.simplify import simplify
 from ..mesh.surface25d import cells_inside, grid_mesh, grid_resolution, simplified
@@ -39,12 +39,13 @@ OPTIONS: list[Option] = [
     Option("mesh-octree-depth", "int", 11, "Octree depth of the Screened Poisson reconstruction of the 3D mesh: "
            "higher gives more detail and takes more time and memory. Depths finer than the point cloud's "
            "spacing supports are not used.", "odm_meshing", minimum=1, maximum=14),
-    Option("use-3dmesh", "bool", False, "Build the full 3D mesh instead of the 2.5D one (a height field seen "
-           "from above) for the textured model.", "odm_meshing"),
-    Option("skip-3dmodel", "bool", False, "Skip the textured model entirely (no mesh): saves time when only the "
+    Option("use-3dmesh", "bool", False, "Build only the full 3D mesh: no 2.5D mesh (a height field seen from "
+           "above) nor its textured model, odm_texturing_25d. Saves a little time.", "odm_meshing"),
+    Option("skip-3dmodel", "bool", False, "Skip the textured models entirely (no mesh): saves time when only the "
            "2D products are wanted.", "odm_meshing"),
 ]
-WEIGHT = 2.0  # between the 2.5D mesh's share of a run's time and the 3D one's
+WEIGHT = 2.5  # both meshes: about two and a half times the texturing (bench/NOTES.md)
+SHARE_3D = 0.7  # of the stage's time, when it makes both meshes
 SAMPLE_POINTS = 200_000  # points drawn from the cloud for its spacing and the mesh's fit to it
 
 
@@ -102,35 +103,36 @@ def run(ctx: "StageContext") -> None:
     project, options = ctx.project, ctx.options
     for three_d in (False, True):
         project.mesh(three_d).unlink(missing_ok=True)  # no stale mesh from a run with other options
-    if options.skip_3dmodel:
+    kinds = mesh_kinds(options.use_3dmesh, options.skip_3dmodel)
+    if not kinds:
         if options.use_3dmesh:
             log.warning("skip-3dmodel is set: use-3dmesh has no effect")
         log.info("skip-3dmodel: no mesh")
-        project.update_stats("mesh", {"kind": None})
+        project.update_stats("mesh", {})
         return
     georef = Georef.load(project)
     cloud = TiledCloud.open(project.filtered_cloud)
     probe = cloud.sample(SAMPLE_POINTS).astype(np.float64)
     spacing = point_spacing(cKDTree(probe), total=len(cloud))
-    if options.use_3dmesh:
-        # Screened Poisson solves over every point at once: the 3D mesh holds the whole cloud.
-        xyz = read_ply(project.filtered_cloud).xyz.astype(np.float64)
-        mesh, figures = mesh_3d(ctx, xyz, spacing, cKDTree(xyz))
-        del xyz
-        ctx.progress(0.7)
-        mesh = simplify(mesh, options.mesh_size)
-    else:
-        boundary = read_survey_area(project.bounds_file, georef.offset)
-        mesh, figures = mesh_25d(ctx, cloud, spacing, boundary)
-        ctx.progress(0.3)
-        mesh = within(simplified(mesh, options.mesh_size), boundary)
-    ctx.progress(0.9)
     comments = (f"crs {georef.crs or 'none'}", f"offset {georef.offset[0]:.3f} {georef.offset[1]:.3f}")
-    write_mesh_ply(project.mesh(options.use_3dmesh), mesh, comments)
-    distances = fit(mesh, probe)
-    project.update_stats("mesh", {"kind": "3d" if options.use_3dmesh else "2.5d", "vertices": len(mesh.vertices),
-                                  "faces": len(mesh.faces), "max_vertices": options.mesh_size,
-                                  "point_spacing_cm": round(spacing * 100, 2), **figures,
-                                  "point_distance": distances.as_stats()})
-    log.info("Mesh: %d vertices, %d faces; the points lie a median %.1f cm from it", len(mesh.vertices),
-             len(mesh.faces), distances.median * 100)
+    stats = {}
+    for three_d in kinds:
+        if three_d:
+            # Screened Poisson solves over every point at once: the 3D mesh holds the whole cloud.
+            xyz = read_ply(project.filtered_cloud).xyz.astype(np.float64)
+            mesh, figures = mesh_3d(ctx, xyz, spacing, cKDTree(xyz))
+            del xyz
+            mesh = simplify(mesh, options.mesh_size)
+        else:
+            boundary = read_survey_area(project.bounds_file, georef.offset)
+            mesh, figures = mesh_25d(ctx, cloud, spacing, boundary)
+            mesh = within(simplified(mesh, options.mesh_size), boundary)
+        write_mesh_ply(project.mesh(three_d), mesh, comments)
+        distances = fit(mesh, probe)
+        kind = "3d" if three_d else "2.5d"
+        stats[kind] = {"vertices": len(mesh.vertices), "faces": len(mesh.faces), "max_vertices": options.mesh_size,
+                       "point_spacing_cm": round(spacing * 100, 2), **figures, "point_distance": distances.as_stats()}
+        log.info("%s mesh: %d vertices, %d faces; the points lie a median %.1f cm from it", kind.upper(),
+                 len(mesh.vertices), len(mesh.faces), distances.median * 100)
+        ctx.progress(SHARE_3D if three_d else 1.0)
+    project.update_stats("mesh", stats)

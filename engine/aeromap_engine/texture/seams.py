@@ -79,11 +79,11 @@ def level_offsets(charts: Charts, colours: np.ndarray) -> tuple[np.ndarray, Seam
     solve = factorized(system)
     offsets = np.column_stack([solve(target[:, channel]) for channel in range(3)]).astype(np.float32)
     after = step - (offsets[seams[:, 0]] - offsets[seams[:, 1]])
-    figures = SeamFigures(len(seams), _median(magnitude), _median(np.abs(after).mean(axis=1)))
+    figures = SeamFigures(len(seams), rounded_median(magnitude), rounded_median(np.abs(after).mean(axis=1)))
     return offsets, figures
 
 
-def _median(values: np.ndarray) -> float:
+def rounded_median(values: np.ndarray) -> float:
     return round(float(np.median(values)), 2) if len(values) else 0.0
 
 

@@ -2,9 +2,7 @@
 
 A view is a candidate for a face when all the face's corners fall in its frame, the face turns its front to the
 camera and the mesh itself does not hide it (a z-buffer of the mesh per view). The view's quality for the face
-is the face's projected area in pixels (near, frontal views, which show it with the most detail), or, for the
-2.5D mesh, how nearly from above the view sees it (ODM's nadir mode: the texture then agrees with the
-orthophoto, and the walls of a 2.5D mesh, which are no real walls, do not pull in oblique views). The choice is
+is the face's projected area in pixels (near, frontal views, which show it with the most detail). The choice is
 smoothed over the mesh: a Potts model, with data cost 1 - quality / the face's best quality and a fixed cost for
 each edge between faces of different views, minimised by iterated conditional modes (over sets of faces no two
 of which are neighbours) and by moves of whole regions of one view to a neighbouring region's view, which merge
@@ -21,7 +19,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..dense.views import View
-from ..ortho.visibility import Projection, mesh_zbuffer, off_nadir, visible
+from ..ortho.visibility import Projection, mesh_zbuffer, visible
 
 CANDIDATES = 8  # the best views kept per face
 SMOOTHNESS = 1.0  # cost of an edge between faces of different views, against data costs in [0, 1]
@@ -61,18 +59,18 @@ class Candidates:
         return np.where(self.views >= 0, cost, np.inf).astype(np.float32)
 
 
-def face_candidates(vertices: np.ndarray, faces: np.ndarray, views: Sequence[View], nadir: bool,
+def face_candidates(vertices: np.ndarray, faces: np.ndarray, views: Sequence[View],
                     progress: Callable[[float], None] | None = None) -> Candidates:
     candidates = Candidates.empty(len(faces))
     for number, view in enumerate(views):
-        seen, quality = view_quality(view, vertices, faces, nadir)
+        seen, quality = view_quality(view, vertices, faces)
         candidates.offer(number, seen, quality)
         if progress is not None:
             progress((number + 1) / len(views))
     return candidates
 
 
-def view_quality(view: View, vertices: np.ndarray, faces: np.ndarray, nadir: bool) -> tuple[np.ndarray, np.ndarray]:
+def view_quality(view: View, vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The faces `view` sees (indices) and its quality for each."""
     projection = Projection.of(view, vertices)
     framed = np.flatnonzero(projection.in_image[faces].all(axis=1))
@@ -90,12 +88,7 @@ def view_quality(view: View, vertices: np.ndarray, faces: np.ndarray, nadir: boo
     inside = np.ones(len(PROBES) * len(framed), dtype=bool)
     probes = Projection((PROBES @ u.T).ravel(), (PROBES @ v.T).ravel(), (PROBES @ depth.T).ravel(), inside, inside)
     seen = visible(probes, buffer, bucket).reshape(len(PROBES), -1).all(axis=0)
-    framed, area = framed[seen], area[seen]
-    if nadir:
-        quality = 1 / (1 + off_nadir(view, vertices[faces[framed]].mean(axis=1)))
-    else:
-        quality = area
-    return framed, quality.astype(np.float32)
+    return framed[seen], area[seen].astype(np.float32)
 
 
 def adjacent_faces(faces: np.ndarray) -> np.ndarray:

@@ -25,6 +25,22 @@ class LocalFrame:
         """(N, 3) CRS coordinates as float64 east, north, up metres from the origin."""
         return (transform(self.crs, ECEF, xyz) - self.origin) @ self.axes.T
 
+    def to_crs(self, enu: np.ndarray) -> np.ndarray:
+        """(N, 3) east, north, up metres from the origin as coordinates of the CRS."""
+        return transform(ECEF, self.crs, np.asarray(enu, np.float64) @ self.axes + self.origin)
+
+    def crs_affine(self, low: np.ndarray, high: np.ndarray) -> list[float]:
+        """The 4x4 affine matrix (column-major) closest to `to_crs` over the box from `low` to `high` (frame
+        coordinates): how a viewer working in the CRS places the tileset without a projection library. The
+        Earth's curvature (the frame's up leaves the ellipsoid's normal) bends what an affine map cannot
+        follow: about a centimetre at 400 m from the origin, 8 cm at a kilometre."""
+        corners = np.array(np.meshgrid(*[np.linspace(a, b, 3) for a, b in zip(low, high)])).reshape(3, -1).T
+        source = np.column_stack([corners, np.ones(len(corners))])
+        fit, *_ = np.linalg.lstsq(source, self.to_crs(corners), rcond=None)
+        matrix = np.eye(4)
+        matrix[:3] = fit.T
+        return [float(v) for v in matrix.T.ravel()]
+
     @property
     def transform(self) -> list[float]:
         """The 4x4 matrix from the frame to ECEF, column-major as 3D Tiles stores a tile's transform."""
