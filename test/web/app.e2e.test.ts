@@ -21,16 +21,18 @@ const PHOTOS = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 
 async function pixelStats(png: Buffer) {
   const { data, info } = await sharp(png).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   const colours = new Set<number>();
+  const greys = new Set<number>();
   let sum = 0;
   let sumSq = 0;
   for (let i = 0; i < data.length; i += 3) {
     colours.add((data[i] >> 3) * 1024 + (data[i + 1] >> 3) * 32 + (data[i + 2] >> 3));
+    if (Math.max(data[i], data[i + 1], data[i + 2]) - Math.min(data[i], data[i + 1], data[i + 2]) <= 6) greys.add(data[i + 1]);
     const grey = (data[i] + data[i + 1] + data[i + 2]) / 3;
     sum += grey;
     sumSq += grey * grey;
   }
   const n = info.width * info.height;
-  return { colours: colours.size, spread: Math.sqrt(sumSq / n - (sum / n) ** 2) };
+  return { colours: colours.size, greyLevels: greys.size, spread: Math.sqrt(sumSq / n - (sum / n) ** 2) };
 }
 
 /** The DSM's height at a longitude and latitude, read with rasterio (the engine's own reader). */
@@ -48,6 +50,23 @@ import sys, rasterio
 with rasterio.open(sys.argv[1]) as dsm:
     xy = [(float(x), float(y)) for x, y in zip(sys.argv[2::2], sys.argv[3::2])]
     print(" ".join("nan" if v[0] == dsm.nodata else str(v[0]) for v in dsm.sample(xy)))
+`;
+
+/** A LAS/LAZ file given a laser's intensities: the height above the lowest point, stretched to 16 bits. */
+const WITH_INTENSITY = `
+import sys, laspy, numpy as np
+cloud = laspy.read(sys.argv[1])
+z = np.asarray(cloud.z)
+cloud.intensity = ((z - z.min()) / max(np.ptp(z), 1e-6) * 60000).astype(np.uint16)
+cloud.write(sys.argv[1])
+`;
+
+/** The centre of a LAS/LAZ file's bounds, in its CRS. */
+const CLOUD_CENTRE = `
+import sys, laspy
+with laspy.open(sys.argv[1]) as cloud:
+    low, high = cloud.header.mins, cloud.header.maxs
+    print(" ".join(str((a + b) / 2) for a, b in zip(low, high)))
 `;
 
 /** Great-circle distance in metres (a sphere of the mean Earth radius is within 0.5 % of the ellipsoid). */
@@ -139,6 +158,8 @@ describe('web application in Chromium', () => {
     await page.getByLabel('feature-quality', { exact: true }).selectOption('ultra');
     // A lighter dense cloud: the engine's suite checks its quality, this file what the application shows of it.
     await page.getByLabel('pc-quality', { exact: true }).selectOption('low');
+    // The textured model in 3D Tiles too, which the 3D view then streams.
+    await page.getByLabel('3d-tiles', { exact: true }).check();
     await screenshot(page, 'new-task-desktop');
     await page.getByRole('button', { name: /Upload and process/ }).click();
     await page.getByRole('link', { name: 'Shore' }).waitFor({ timeout: 60_000 });
@@ -146,7 +167,7 @@ describe('web application in Chromium', () => {
     const task = (await t.admin.get(`/api/projects/${projectId}/tasks/`)).body[0];
     taskId = task.id;
     expect(task.images_count).toBe(6);
-    expect(task.options).toEqual(expect.arrayContaining([{ name: 'dsm', value: true }, { name: 'dtm', value: true }, { name: 'feature-quality', value: 'ultra' }, { name: 'pc-quality', value: 'low' }]));
+    expect(task.options).toEqual(expect.arrayContaining([{ name: 'dsm', value: true }, { name: 'dtm', value: true }, { name: 'feature-quality', value: 'ultra' }, { name: 'pc-quality', value: 'low' }, { name: '3d-tiles', value: true }]));
 
     await page.getByRole('link', { name: 'Shore' }).click();
     await page.getByTestId('task-status').waitFor();
@@ -298,19 +319,35 @@ describe('web application in Chromium', () => {
     const photo = page.getByRole('img', { name: `Photograph ${inView[0]!.filename}` });
     await expect.poll(() => photo.evaluate((img) => (img as HTMLImageElement).naturalWidth), { timeout: 20_000 }).toBeGreaterThan(100);
     await screenshot(page, '3d-cameras-desktop');
+    // The model streamed from its 3D Tiles (tile by tile from the task's assets), not downloaded whole: with the
+    // cloud hidden, it fills the middle of the view framed on the cloud.
+    const tileRequests: number[] = [];
+    page.on('response', (response) => {
+      if (/\/assets\/3d_tiles\/model\/tiles\/[^/]+\.glb$/.test(response.url())) tileRequests.push(response.status());
+    });
+    await page.getByLabel('Cameras').uncheck();
     await page.getByLabel('Textured model').check();
     await page.locator('#viewer3d[data-model-loaded="true"]').waitFor({ timeout: 120_000 });
+    expect(await page.locator('#viewer3d').getAttribute('data-model-streamed')).toBe('true');
+    expect(tileRequests.length).toBeGreaterThan(0);
+    expect(tileRequests.every((status) => status === 200)).toBe(true);
+    await page.getByLabel('Point cloud').uncheck();
+    await page.waitForTimeout(500);
+    const middle = await pixelStats(await page.screenshot({ clip: { x: canvas.x + canvas.width / 2 - 100, y: canvas.y + canvas.height / 2 - 100, width: 200, height: 200 } }));
+    console.log(`the streamed model: ${tileRequests.length} tiles fetched; the middle of the view ${middle.colours} colours, spread ${middle.spread.toFixed(1)}`);
+    expect(middle.colours).toBeGreaterThan(200);
     await screenshot(page, '3d-model-desktop');
     errors.push(...pageErrors);
     await page.context().close();
     expect(errors).toEqual([]);
   }, 300_000);
 
-  it('imports the task\'s orthophoto, DSM and point cloud as products made elsewhere, and maps, measures and shows them', async () => {
-    const products = { orthophoto: 'orthophoto.tif', dsm: 'dsm.tif', pointcloud: 'georeferenced_model.laz' };
+  it('imports the task\'s orthophoto, DSM, point cloud and model as products made elsewhere, and maps, measures and shows them', async () => {
+    const products = { orthophoto: 'orthophoto.tif', dsm: 'dsm.tif', pointcloud: 'georeferenced_model.laz', texturedmodel: 'textured_model.glb' };
     for (const asset of Object.values(products)) {
       await writeFile(path.join(work, `external-${asset}`), (await download(t.admin, `/api/projects/${projectId}/tasks/${taskId}/download/${asset}`)).bytes);
     }
+    python(WITH_INTENSITY, path.join(work, 'external-georeferenced_model.laz'));
     // A project of its own, removed at the end: the tests after this one count the first project's tasks.
     const elsewhere = (await t.admin.post('/api/projects/', { name: 'Elsewhere' })).body.id as number;
     try {
@@ -321,6 +358,7 @@ describe('web application in Chromium', () => {
       await page.getByLabel('Orthophoto (GeoTIFF)').setInputFiles(path.join(work, 'external-orthophoto.tif'));
       await page.getByLabel('Surface model, DSM (GeoTIFF)').setInputFiles(path.join(work, 'external-dsm.tif'));
       await page.getByLabel('Point cloud (LAS, LAZ)').setInputFiles(path.join(work, 'external-georeferenced_model.laz'));
+      await page.getByLabel('Textured model (GLB)').setInputFiles(path.join(work, 'external-textured_model.glb'));
       await page.getByLabel(/^Name/).fill('Brighton from elsewhere');
       await screenshot(page, 'import-products-desktop');
       await page.getByRole('dialog').getByRole('button', { name: 'Import' }).click();
@@ -375,6 +413,24 @@ describe('web application in Chromium', () => {
       // The 3D view streams the imported point cloud.
       await page.goto(`${t.url}/3d/project/${elsewhere}/task/${imported.id}/`);
       await expect.poll(async () => Number(await page.locator('#viewer3d').getAttribute('data-points')), { timeout: 60_000 }).toBeGreaterThan(10_000);
+      // Its intensities (a laser's, given to it above) coloured in grey: the menu offers them, and the cloud turns
+      // to many levels of grey.
+      await page.getByRole('combobox', { name: 'Colour' }).selectOption('intensity');
+      await page.waitForTimeout(500);
+      const view = (await page.locator('#viewer3d canvas').boundingBox())!;
+      const middle = await pixelStats(await page.screenshot({ clip: { x: view.x + view.width / 2 - 100, y: view.y + view.height / 2 - 100, width: 200, height: 200 } }));
+      expect(middle.greyLevels).toBeGreaterThan(30);
+      await screenshot(page, '3d-imported-intensity-desktop');
+      await page.getByRole('combobox', { name: 'Colour' }).selectOption('rgb');
+      // The imported model lies on the imported cloud: its bounds' centre (placed by its CESIUM_RTC centre) near
+      // the cloud's, in the CRS both share.
+      await page.getByLabel('Textured model').check();
+      await page.locator('#viewer3d[data-model-loaded="true"]').waitFor({ timeout: 120_000 });
+      const model = (await page.locator('#viewer3d').getAttribute('data-model-centre'))!.split(',').map(Number);
+      const cloud = python(CLOUD_CENTRE, path.join(work, 'external-georeferenced_model.laz')).split(' ').map(Number);
+      console.log(`imported model centre ${model.join(', ')}; cloud centre ${cloud.join(', ')}`);
+      expect(Math.hypot(model[0] - cloud[0], model[1] - cloud[1])).toBeLessThan(10);
+      expect(Math.abs(model[2] - cloud[2])).toBeLessThan(10);
       await screenshot(page, '3d-imported-desktop');
       errors.push(...pageErrors);
       await page.context().close();

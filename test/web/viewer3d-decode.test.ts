@@ -1,15 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { colourShift, decodePoints } from '../../web/src/viewer3d/decode.ts';
+import { colourShift, decodePoints, intensityPeak } from '../../web/src/viewer3d/decode.ts';
 import { readGlbInfo } from '../../web/src/viewer3d/glb.ts';
 
 /** LAS point data record format 7 (36 bytes): X Y Z int32, …, RGB uint16 at byte 30. */
-function format7(points: { X: number; Y: number; Z: number; rgb: [number, number, number]; cls?: number }[]): Uint8Array {
+function format7(points: { X: number; Y: number; Z: number; rgb: [number, number, number]; cls?: number; intensity?: number }[]): Uint8Array {
   const bytes = new Uint8Array(points.length * 36);
   const view = new DataView(bytes.buffer);
   points.forEach((p, i) => {
     view.setInt32(i * 36, p.X, true);
     view.setInt32(i * 36 + 4, p.Y, true);
     view.setInt32(i * 36 + 8, p.Z, true);
+    view.setUint16(i * 36 + 12, p.intensity ?? 0, true);
     view.setUint8(i * 36 + 16, p.cls ?? 0);
     p.rgb.forEach((c, j) => view.setUint16(i * 36 + 30 + j * 2, c, true));
   });
@@ -45,6 +46,15 @@ describe('LAS point decoding', () => {
     expect(colourShift(eight, 2, layout)).toBe(0);
     expect(colourShift(sixteen, 2, layout)).toBe(8);
     expect([...decodePoints(eight, 2, layout, [0, 0, 0], 0).colours.slice(0, 3)]).toEqual([200, 100, 50]);
+  });
+
+  it('reads intensities, and stretches them to the first node\'s 99th percentile, not to a spike', () => {
+    const returns = Array.from({ length: 200 }, (_, i) => ({ X: 0, Y: 0, Z: 0, rgb: [0, 0, 0] as [number, number, number], intensity: i < 199 ? 1000 + i : 65535 }));
+    const raw = format7(returns);
+    expect([...decodePoints(raw, 200, layout, [0, 0, 0], 8).intensities.slice(0, 3)]).toEqual([1000, 1001, 1002]);
+    expect(intensityPeak(raw, 200, layout)).toBe(1198);
+    const photogrammetry = format7([{ X: 0, Y: 0, Z: 0, rgb: [10, 20, 30] }, { X: 1, Y: 1, Z: 1, rgb: [10, 20, 30] }]);
+    expect(intensityPeak(photogrammetry, 2, layout)).toBe(0);
   });
 
   it('reports the z range of the node', () => {

@@ -1,7 +1,7 @@
 // Fetches and decodes point-cloud nodes off the main thread: LAZ decompression of a few hundred thousand points
 // takes long enough to stall orbiting if done in the page.
 import { createLazPerf, type LazPerf } from 'laz-perf';
-import { type LasLayout, colourShift, decodePoints } from './decode.ts';
+import { type LasLayout, colourShift, decodePoints, intensityPeak } from './decode.ts';
 import type { Vec3 } from './geometry.ts';
 
 export interface LoadRequest {
@@ -16,13 +16,28 @@ export interface LoadRequest {
   origin: Vec3;
   /** undefined: detect from this node. */
   shift?: 0 | 8;
+  /** undefined: detect from this node. */
+  intensityPeak?: number;
   wasmUrl: string;
 }
 
 export type WorkerRequest = LoadRequest | { type: 'cancel'; id: number };
 
 export type WorkerReply =
-  | { type: 'loaded'; id: number; positions: Float32Array; colours: Uint8Array; classes: Uint8Array; count: number; zMin: number; zMax: number; shift: 0 | 8; bytes: number }
+  | {
+      type: 'loaded';
+      id: number;
+      positions: Float32Array;
+      colours: Uint8Array;
+      classes: Uint8Array;
+      intensities: Uint16Array;
+      count: number;
+      zMin: number;
+      zMax: number;
+      shift: 0 | 8;
+      intensityPeak: number;
+      bytes: number;
+    }
   | { type: 'failed'; id: number; message: string; aborted: boolean };
 
 // The web application's types are the page's (DOM), not a worker's: only what is used here is declared.
@@ -47,9 +62,10 @@ async function load(request: LoadRequest): Promise<void> {
     lazPerf ??= createLazPerf({ locateFile: () => request.wasmUrl });
     const raw = decompress(await lazPerf, compressed, request.pointCount, request.layout);
     const shift = request.shift ?? colourShift(raw, request.pointCount, request.layout);
+    const peak = request.intensityPeak ?? intensityPeak(raw, request.pointCount, request.layout);
     const points = decodePoints(raw, request.pointCount, request.layout, request.origin, shift);
-    const reply: WorkerReply = { type: 'loaded', id: request.id, ...points, shift, bytes: compressed.byteLength };
-    scope.postMessage(reply, [points.positions.buffer, points.colours.buffer, points.classes.buffer]);
+    const reply: WorkerReply = { type: 'loaded', id: request.id, ...points, shift, intensityPeak: peak, bytes: compressed.byteLength };
+    scope.postMessage(reply, [points.positions.buffer, points.colours.buffer, points.classes.buffer, points.intensities.buffer]);
   } catch (error) {
     const reply: WorkerReply = { type: 'failed', id: request.id, message: String((error as Error)?.message ?? error), aborted: controller.signal.aborted };
     scope.postMessage(reply);

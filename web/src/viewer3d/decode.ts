@@ -1,5 +1,5 @@
 // Decoding of uncompressed LAS point records into what the GPU draws: float32 positions relative to an origin
-// (UTM coordinates are too large for float32 to keep centimetres), 8-bit RGB and the ASPRS class.
+// (UTM coordinates are too large for float32 to keep centimetres), 8-bit RGB, the intensity and the ASPRS class.
 import type { Vec3 } from './geometry.ts';
 
 /** Byte offset of the red channel in each LAS point data record format; formats without colour are absent. */
@@ -23,6 +23,8 @@ export interface DecodedPoints {
   positions: Float32Array;
   colours: Uint8Array;
   classes: Uint8Array;
+  /** LAS intensity (bytes 12-13 of every format): a laser's return strength; 0 throughout in photogrammetry. */
+  intensities: Uint16Array;
   /** Scene-frame z range of these points. */
   zMin: number;
   zMax: number;
@@ -43,11 +45,25 @@ export function colourShift(bytes: Uint8Array, count: number, layout: LasLayout)
   return 0;
 }
 
+/**
+ * The intensity that the intensity colours stretch to white: the 99th percentile of the first node's (a few
+ * specular returns would leave the rest dark under the maximum); 0 when the file records none. Decided per file
+ * from its first node, as the colours' shift is.
+ */
+export function intensityPeak(bytes: Uint8Array, count: number, layout: LasLayout): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const values = new Uint16Array(count);
+  for (let i = 0; i < count; i++) values[i] = view.getUint16(i * layout.recordLength + 12, true);
+  values.sort();
+  return count ? values[Math.min(count - 1, Math.floor(count * 0.99))] : 0;
+}
+
 export function decodePoints(bytes: Uint8Array, count: number, layout: LasLayout, origin: Vec3, shift: 0 | 8): DecodedPoints {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const positions = new Float32Array(count * 3);
   const colours = new Uint8Array(count * 3);
   const classes = new Uint8Array(count);
+  const intensities = new Uint16Array(count);
   // The offset minus the origin in float64 first: the small remainder then survives float32.
   const [sx, sy, sz] = layout.scale;
   const ox = layout.offset[0] - origin[0];
@@ -65,6 +81,7 @@ export function decodePoints(bytes: Uint8Array, count: number, layout: LasLayout
     if (z < zMin) zMin = z;
     if (z > zMax) zMax = z;
     classes[i] = classOf(view, base, layout.format);
+    intensities[i] = view.getUint16(base + 12, true);
     if (rgbAt === undefined) {
       colours.fill(200, i * 3, i * 3 + 3);
     } else {
@@ -73,5 +90,5 @@ export function decodePoints(bytes: Uint8Array, count: number, layout: LasLayout
       colours[i * 3 + 2] = Math.min(255, view.getUint16(base + rgbAt + 4, true) >> shift);
     }
   }
-  return { count, positions, colours, classes, zMin, zMax };
+  return { count, positions, colours, classes, intensities, zMin, zMax };
 }

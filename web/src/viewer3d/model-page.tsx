@@ -70,6 +70,8 @@ export default function ModelPage({ pid, tid, links = memberLinks(pid, tid) }: {
         data-bytes={state?.bytes ?? 0}
         data-first-points-ms={state?.firstPointsMs == null ? '' : Math.round(state.firstPointsMs)}
         data-model-loaded={state?.modelLoaded ? 'true' : 'false'}
+        data-model-streamed={state?.modelStreamed ? 'true' : 'false'}
+        data-model-centre={state?.modelCentre?.map((v) => v.toFixed(2)).join(',') ?? ''}
         {...pointerClicks(session, pressed)}
         onKeyDown={(e) => e.key === 'Escape' && session?.state.value.tool && session.setTool(null)}
       />
@@ -159,6 +161,7 @@ function Panel({ session, tid, links }: { session: ViewerSession; tid: string; l
               <option value="rgb">RGB</option>
               <option value="elevation">Elevation</option>
               <option value="class">Classification</option>
+              {state.hasIntensity && <option value="intensity">Intensity</option>}
             </select>
           </label>
           {mode === 'class' && <ClassLegend />}

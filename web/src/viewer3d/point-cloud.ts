@@ -5,7 +5,7 @@ import wasmUrl from 'laz-perf/lib/web/laz-perf.wasm?url';
 import type { CopcSource } from './copc-source.ts';
 import { type Box3, type Vec3, frustumPlanes } from './geometry.ts';
 import { nodeBounds, parseKey, selectNodes } from './lod.ts';
-import { type ColourMode, createPointMaterial, setClipBox, setColourMode } from './point-material.ts';
+import { type ColourMode, createPointMaterial, setClipBox, setColourMode, setIntensityPeak } from './point-material.ts';
 import type { LoadRequest, WorkerReply } from './copc-worker.ts';
 import { pickPoint } from './pick.ts';
 import type { PointChunk } from './profile.ts';
@@ -17,6 +17,8 @@ export interface CloudStats {
   bytes: number;
   firstPointsMs: number | null;
   error: string | null;
+  /** Whether the points record an intensity (a laser's), which the intensity colours show. */
+  hasIntensity: boolean;
 }
 
 interface NodeState {
@@ -36,7 +38,7 @@ export class PointCloud {
   pointBudget = 3_000_000;
   /** Pixels of projected node spacing above which a node is refined. */
   threshold = 2;
-  stats: CloudStats = { points: 0, nodes: 0, loading: 0, bytes: 0, firstPointsMs: null, error: null };
+  stats: CloudStats = { points: 0, nodes: 0, loading: 0, bytes: 0, firstPointsMs: null, error: null, hasIntensity: false };
   onChange: () => void = () => {};
 
   private readonly cube: number[];
@@ -48,6 +50,7 @@ export class PointCloud {
   private generation = 0;
   private nextId = 1;
   private shift: 0 | 8 | undefined;
+  private intensityPeak: number | undefined;
   private readonly started = performance.now();
   private lastView: { camera: THREE.PerspectiveCamera; height: number } | null = null;
   private clip: Box3 | null = null;
@@ -172,6 +175,7 @@ export class PointCloud {
         layout: this.source.layout,
         origin: this.origin,
         shift: this.shift,
+        intensityPeak: this.intensityPeak,
         wasmUrl: new URL(wasmUrl, location.href).href,
       };
       this.workers[state.id % this.workers.length].postMessage(request);
@@ -191,20 +195,26 @@ export class PointCloud {
       // Dropped while it was decoding: nothing to draw.
     } else {
       this.shift ??= reply.shift;
+      if (this.intensityPeak === undefined) {
+        this.intensityPeak = reply.intensityPeak;
+        this.stats.hasIntensity = reply.intensityPeak > 0;
+        setIntensityPeak(this.material, reply.intensityPeak);
+      }
       this.stats.bytes += reply.bytes;
       this.stats.firstPointsMs ??= performance.now() - this.started;
-      state.points = this.createPoints(state.key, reply.positions, reply.colours, reply.classes);
+      state.points = this.createPoints(state.key, reply.positions, reply.colours, reply.classes, reply.intensities);
       this.group.add(state.points);
       this.refreshVisibility();
     }
     this.pump();
   }
 
-  private createPoints(key: string, positions: Float32Array, colours: Uint8Array, classes: Uint8Array): THREE.Points {
+  private createPoints(key: string, positions: Float32Array, colours: Uint8Array, classes: Uint8Array, intensities: Uint16Array): THREE.Points {
     const geometry = new THREE.BufferGeometry();
     geometry.setAttribute('position', new THREE.BufferAttribute(positions, 3));
     geometry.setAttribute('rgb', new THREE.BufferAttribute(colours, 3, true));
     geometry.setAttribute('classification', new THREE.BufferAttribute(classes, 1));
+    geometry.setAttribute('intensity', new THREE.BufferAttribute(intensities, 1));
     const box = nodeBounds(this.cube, parseKey(key));
     geometry.boundingBox = new THREE.Box3(new THREE.Vector3(...box.min), new THREE.Vector3(...box.max));
     geometry.boundingSphere = geometry.boundingBox.getBoundingSphere(new THREE.Sphere());

@@ -1,11 +1,12 @@
-// The points' material: fixed-size round points in CSS pixels, coloured by the file's RGB, by an elevation ramp
-// or by the points' ASPRS class, chosen on the GPU, so that switching modes re-uploads nothing.
+// The points' material: fixed-size round points in CSS pixels, coloured by the file's RGB, by an elevation ramp,
+// by the points' ASPRS class or by their intensity in grey, chosen on the GPU, so that switching modes re-uploads
+// nothing.
 import * as THREE from 'three';
 import type { Box3 } from './geometry.ts';
 
-export type ColourMode = 'rgb' | 'elevation' | 'class';
+export type ColourMode = 'rgb' | 'elevation' | 'class' | 'intensity';
 
-const MODES: Record<ColourMode, number> = { rgb: 0, elevation: 1, class: 2 };
+const MODES: Record<ColourMode, number> = { rgb: 0, elevation: 1, class: 2, intensity: 3 };
 
 /** The ASPRS classes the engine writes (and LAS's other common ones), with their colours in the class mode. */
 export const CLASS_COLOURS: { code: number; name: string; colour: string }[] = [
@@ -33,6 +34,8 @@ function palette(): THREE.Color[] {
 const vertexShader = /* glsl */ `
 attribute vec3 rgb;
 attribute float classification;
+attribute float intensity;
+uniform float uIntensityPeak;
 uniform vec3 uClassColours[${PALETTE_SIZE}];
 uniform float uSize;
 uniform float uPixelRatio;
@@ -65,7 +68,8 @@ void main() {
     gl_PointSize = 0.0;
     return;
   }
-  if (uMode > 1.5) vColour = uClassColours[int(min(classification, ${PALETTE_SIZE - 1}.0))];
+  if (uMode > 2.5) vColour = vec3(clamp(intensity / max(uIntensityPeak, 1.0), 0.0, 1.0));
+  else if (uMode > 1.5) vColour = uClassColours[int(min(classification, ${PALETTE_SIZE - 1}.0))];
   else if (uMode > 0.5) vColour = ramp(clamp((world.z - uZMin) / max(uZMax - uZMin, 1e-6), 0.0, 1.0));
   else vColour = rgb;
   gl_Position = projectionMatrix * viewMatrix * world;
@@ -93,6 +97,7 @@ export function createPointMaterial(zMin: number, zMax: number): THREE.ShaderMat
       uZMin: { value: zMin },
       uZMax: { value: zMax },
       uClassColours: { value: palette() },
+      uIntensityPeak: { value: 1 },
       uClip: { value: 0 },
       uClipMin: { value: new THREE.Vector3() },
       uClipMax: { value: new THREE.Vector3() },
@@ -102,6 +107,11 @@ export function createPointMaterial(zMin: number, zMax: number): THREE.ShaderMat
 
 export function setColourMode(material: THREE.ShaderMaterial, mode: ColourMode): void {
   material.uniforms.uMode.value = MODES[mode];
+}
+
+/** The intensity shown white; those above it too. */
+export function setIntensityPeak(material: THREE.ShaderMaterial, peak: number): void {
+  material.uniforms.uIntensityPeak.value = peak;
 }
 
 /** A GLSL float stands for an unbounded side. */

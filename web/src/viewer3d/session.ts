@@ -10,85 +10,16 @@ import { type ByteCounter, openCopc } from './copc-source.ts';
 import { type Box3, type Vec3, clipColumn } from './geometry.ts';
 import { MeasureGraphic } from './measure.ts';
 import { cloudProfile } from './profile.ts';
-import { type MeasureTool, type Measurement, addPick, closes, measure, outline } from './measure-tools.ts';
+import { type MeasureTool, addPick, closes, measure, outline } from './measure-tools.ts';
 import { downloadWithProgress, parseModel } from './model.ts';
+import { ModelTiles, type TilesetFrame, placedInCrs, sceneBox, tilesetCentre } from './model-tiles.ts';
 import { PointCloud } from './point-cloud.ts';
 import type { ColourMode } from './point-material.ts';
+import { type CameraView, type ViewState, initialState, savedView } from './view-state.ts';
 import { Viewer } from './viewer.ts';
 
 export const COPC_ASSET = 'odm_georeferencing/odm_georeferenced_model.copc.laz';
-
-/** A camera view as WebODM keeps it in the task's Potree scene: the eye and the point looked at, in the CRS. */
-export interface CameraView {
-  position: Vec3;
-  target: Vec3;
-}
-
-const isVec3 = (v: unknown): v is Vec3 => Array.isArray(v) && v.length === 3 && v.every((n) => typeof n === 'number' && Number.isFinite(n));
-
-/** The view a saved scene holds, or null when it holds none usable. */
-export function savedView(scene: Record<string, unknown> | undefined): CameraView | null {
-  const view = scene?.view as { position?: unknown; target?: unknown } | undefined;
-  return view && isVec3(view.position) && isVec3(view.target) ? { position: view.position, target: view.target } : null;
-}
-
-export interface ViewState {
-  task: Task | null;
-  /** Why there is nothing to see, or what went wrong; null when all is well. */
-  cloudMessage: string | null;
-  cloudLoading: boolean;
-  points: number;
-  nodes: number;
-  bytes: number;
-  firstPointsMs: number | null;
-  hasModel: boolean;
-  modelProgress: number | null;
-  modelLoaded: boolean;
-  modelMessage: string | null;
-  showCloud: boolean;
-  showModel: boolean;
-  /** The measuring tool in use, or null. */
-  tool: MeasureTool | null;
-  picks: Vec3[];
-  measurement: Measurement | null;
-  /** The cloud's profile along the line the profile tool picked; heights in the CRS. */
-  profile: ProfilePoint[] | null;
-  /** Whether a clip box hides what lies outside it. */
-  clipped: boolean;
-  /** What became of the last "save view". */
-  viewMessage: string | null;
-  hasCameras: boolean;
-  showCameras: boolean;
-  camerasMessage: string | null;
-  /** The photograph of the camera last clicked. */
-  photo: string | null;
-}
-
-const initialState: ViewState = {
-  task: null,
-  cloudMessage: null,
-  cloudLoading: true,
-  points: 0,
-  nodes: 0,
-  bytes: 0,
-  firstPointsMs: null,
-  hasModel: false,
-  modelProgress: null,
-  modelLoaded: false,
-  modelMessage: null,
-  showCloud: true,
-  showModel: false,
-  tool: null,
-  picks: [],
-  measurement: null,
-  profile: null,
-  clipped: false,
-  viewMessage: null,
-  hasCameras: false,
-  showCameras: false,
-  camerasMessage: null,
-  photo: null,
-};
+export const MODEL_TILESET_ASSET = '3d_tiles/model/tileset.json';
 
 const CAMERA_PICK_PX = 14;
 const PROFILE_SAMPLES = 120;
@@ -107,6 +38,7 @@ export class ViewerSession {
   private readonly measure = new MeasureGraphic();
   private readonly abort = new AbortController();
   private modelRequested = false;
+  private modelTiles: ModelTiles | null = null;
   private readonly counter: ByteCounter = { bytes: 0 };
   private cameras: Camera[] = [];
   private cameraLines: THREE.LineSegments | null = null;
@@ -145,8 +77,9 @@ export class ViewerSession {
       return;
     }
     const hasCloud = task.available_assets.includes('georeferenced_model.laz');
-    const hasModel = task.available_assets.includes('textured_model.glb');
-    this.patch({ task, hasModel, hasCameras: task.available_assets.includes('shots.geojson') });
+    const modelStreamed = task.available_assets.includes('3d_tiles_model.zip');
+    const hasModel = modelStreamed || task.available_assets.includes('textured_model.glb');
+    this.patch({ task, hasModel, modelStreamed, hasCameras: task.available_assets.includes('shots.geojson') });
     if (hasCloud) await this.openCloud();
     else {
       this.patch({ cloudLoading: false, showCloud: false, cloudMessage: task.status === TaskStatus.COMPLETED ? 'This task has no point cloud.' : 'The task has not finished: there is no point cloud yet.' });
@@ -167,7 +100,7 @@ export class ViewerSession {
       cloud.onChange = () => {
         this.viewer.requestRender();
         const s = cloud.stats;
-        this.patch({ points: this.state.value.showCloud ? s.points : 0, nodes: s.nodes, bytes: s.bytes, firstPointsMs: s.firstPointsMs, cloudLoading: s.loading > 0, cloudMessage: s.error });
+        this.patch({ points: this.state.value.showCloud ? s.points : 0, nodes: s.nodes, bytes: s.bytes, firstPointsMs: s.firstPointsMs, cloudLoading: s.loading > 0, cloudMessage: s.error, hasIntensity: s.hasIntensity });
       };
       this.viewer.setCloud(cloud);
       this.viewer.frameBox([min[0] - o[0], min[1] - o[1], min[2] - o[2]], [max[0] - o[0], max[1] - o[1], max[2] - o[2]]);
@@ -199,6 +132,13 @@ export class ViewerSession {
     this.modelRequested = true;
     this.patch({ modelProgress: 0, modelMessage: null });
     try {
+      if (this.state.value.modelStreamed) {
+        const url = new URL(`${this.base}/assets/${MODEL_TILESET_ASSET}`, window.location.href).toString();
+        const tileset = await api<TilesetFrame>(url, { signal: this.abort.signal });
+        if (placedInCrs(tileset)) return this.streamModel(url, tileset);
+        // Tiles made by another tool (a NodeODM running ODM) need not say where they lie in the CRS: the GLB whole.
+        this.patch({ modelStreamed: false });
+      }
       const buffer = await downloadWithProgress(`${this.base}/download/textured_model.glb`, (f) => this.patch({ modelProgress: f }), this.abort.signal);
       const hadOrigin = this.origin !== null;
       const model = await parseModel(buffer, this.origin);
@@ -206,18 +146,45 @@ export class ViewerSession {
       this.origin = model.origin;
       model.object.visible = this.state.value.showModel;
       this.viewer.setModel(model.object);
+      const box = new THREE.Box3().setFromObject(model.object);
       if (!hadOrigin) {
-        const box = new THREE.Box3().setFromObject(model.object);
         this.viewer.frameBox(box.min.toArray(), box.max.toArray());
         this.openSavedView();
       }
       this.viewer.requestRender();
-      this.patch({ modelProgress: null, modelLoaded: true });
+      const centre = box.getCenter(new THREE.Vector3()).toArray();
+      const o = model.origin;
+      this.patch({ modelProgress: null, modelLoaded: true, modelCentre: [centre[0] + o[0], centre[1] + o[1], centre[2] + o[2]] });
     } catch (error) {
       if (this.abort.signal.aborted) return;
       this.modelRequested = false;
       this.patch({ modelProgress: null, showModel: false, modelMessage: `The textured model could not be loaded: ${(error as Error).message}` });
     }
+  }
+
+  /** The model from its 3D Tiles: only the tiles the view needs, at the detail it shows, are loaded. */
+  private streamModel(url: string, tileset: TilesetFrame): void {
+    if (this.abort.signal.aborted) return;
+    const centre = tilesetCentre(tileset);
+    const hadOrigin = this.origin !== null;
+    this.origin ??= [Math.round(centre[0]), Math.round(centre[1]), Math.round(centre[2])];
+    const tiles = new ModelTiles(url, tileset, this.origin, this.viewer.camera, this.viewer.renderer, {
+      onChange: () => this.viewer.requestRender(),
+      onLoad: () => {
+        this.viewer.refreshModel();
+        if (!this.state.value.modelLoaded) this.patch({ modelProgress: null, modelLoaded: true });
+      },
+    });
+    this.modelTiles = tiles;
+    tiles.object.visible = this.state.value.showModel;
+    this.viewer.setModel(tiles.object, (camera, renderer) => tiles.update(camera, renderer));
+    if (!hadOrigin) {
+      const [min, max] = sceneBox(tileset, this.origin);
+      this.viewer.frameBox(min, max);
+      this.openSavedView();
+    }
+    this.patch({ modelProgress: null, modelCentre: centre });
+    this.viewer.requestRender();
   }
 
   setPointSize(px: number): void {
@@ -345,6 +312,7 @@ export class ViewerSession {
   dispose(): void {
     this.abort.abort();
     this.measure.dispose();
+    this.modelTiles?.dispose();
     this.cameraLines?.geometry.dispose();
     (this.cameraLines?.material as THREE.Material | undefined)?.dispose();
     this.viewer.dispose();

@@ -23,6 +23,7 @@ export class Viewer {
   onCameraChange: () => void = () => {};
 
   private frame = 0;
+  private beforeRender: ((camera: THREE.Camera, renderer: THREE.WebGLRenderer) => void) | null = null;
   private selectTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly resizeObserver: ResizeObserver;
   private sceneRadius = 100;
@@ -59,10 +60,18 @@ export class Viewer {
     cloud.update(this.camera, this.height);
   }
 
-  setModel(model: THREE.Object3D): void {
+  /** `beforeRender`: a streamed model chooses its tiles for the camera before each frame. */
+  setModel(model: THREE.Object3D, beforeRender: ((camera: THREE.Camera, renderer: THREE.WebGLRenderer) => void) | null = null): void {
     this.model = model;
+    this.beforeRender = beforeRender;
     this.scene.add(model);
     this.clipModel();
+  }
+
+  /** Parts of the model were loaded: they are clipped like the rest, and drawn. */
+  refreshModel(): void {
+    this.clipModel();
+    this.requestRender();
   }
 
   /** Shows only what lies inside `box` (scene frame), cloud and model; null shows everything again. */
@@ -125,6 +134,7 @@ export class Viewer {
     if (this.frame) return;
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
+      if (this.model?.visible) this.beforeRender?.(this.camera, this.renderer);
       this.renderer.render(this.scene, this.camera);
     });
   };
