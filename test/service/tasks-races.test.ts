@@ -170,8 +170,9 @@ describe.each(QUICK_BACKENDS)('races with the user on %s', (backend) => {
         return false;
       }
     };
-    await until('the engine to stop', () => !alive(), 5000);
-  }, 30_000);
+    // A killed process is gone once its parent has reaped it, which a machine busy with the suite can delay.
+    await until('the engine to stop', () => !alive(), 20_000);
+  }, 60_000);
 });
 
 describe.each(BACKENDS)('the lease of a step on %s', (backend) => {
