@@ -61,7 +61,7 @@ test-long: install
 	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/presets-engine.test.ts \
 	  test/web/gcp-editor.e2e.test.ts test/service/earthworks.test.ts \
 	  -t "Ctrl-C|Field maps|on a node|restarts, and shows the checkpoints|what was dug"
-	AEROMAP_LONG_TESTS=1 npx vitest run test/service/tasks-real-engine.test.ts test/web/earthworks.e2e.test.ts \
+	AEROMAP_LONG_TESTS=1 npx vitest run test/service/tasks-real-engine.test.ts test/web/earthworks.e2e.test.ts test/web/app.e2e.test.ts \
 	  test/web/public.e2e.test.ts test/service/permission-matrix.test.ts test/service/duplicate.test.ts \
 	  test/service/backup.test.ts test/service/public-tasks.test.ts test/service/tasks-durability.test.ts \
 	  test/service/tasks.test.ts test/service/tasks-races.test.ts test/service/exports.test.ts

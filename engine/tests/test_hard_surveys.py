@@ -177,6 +177,7 @@ def test_fixes_of_other_photographs_fail_clearly(tmp_path: Path) -> None:
     assert not (project.state_dir / "opensfm.done").exists()
 
 
+@pytest.mark.long
 def test_two_groups_that_share_no_view(tmp_path: Path, engine_log) -> None:
     """The west and east ends of the survey, 40 m apart with no view in common: each group is reconstructed
     on its own and placed by its GPS, so both are in the model, at their fixes. Nothing but the GPS ties one group

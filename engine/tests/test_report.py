@@ -192,6 +192,7 @@ def test_control_points_get_their_table(sparse: Project, tmp_path: Path) -> None
     assert project.report_file.read_bytes().startswith(b"%PDF-")
 
 
+@pytest.mark.long
 def test_gps_outliers_and_the_placements_uncertainty_are_reported(sparse: Project, tmp_path: Path) -> None:
     """One fix 80 m off among six: the Quality section names it with its distance and states how uncertain the
     GPS leaves the model's absolute position."""

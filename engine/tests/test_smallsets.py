@@ -80,6 +80,7 @@ def test_fast_orthophoto_covers_the_ground_the_photographs_show(sparse: Project,
     assert figures["processing_statistics"]["area"] == figures["point_cloud"]["area_m2"]
 
 
+@pytest.mark.long
 def test_default_options_cover_the_ground_two_photographs_show(sparse: Project, tmp_path: Path) -> None:
     """Dense matching needs two views: the ground a single photograph shows is no part of the dense cloud."""
     project = finished(sparse, tmp_path / "default")

@@ -191,8 +191,8 @@ describe.each(BACKENDS)('the lease of a step on %s', (backend) => {
     expect([...node.committed.keys()]).toEqual(node.inits);
     expect(done.uuid).toBe(node.inits[0]);
     // The first instance gave up its upload (held by the node, it would otherwise still be in flight).
-    await until('the first instance to give up its upload', () => node.abortedUploads >= 1, 5000);
-  }, 30_000);
+    await until('the first instance to give up its upload', () => node.abortedUploads >= 1, 20_000);
+  }, 60_000);
 });
 
 describe.each(QUICK_BACKENDS)('failures on %s', (backend) => {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
 import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
 import { ADMIN, type TestService, startService } from '../service/helpers.ts';
-import { TaskStatus, brightonCopies, download, finished, python, waitForTask } from '../service/taskhelpers.ts';
+import { LONG, TaskStatus, brightonCopies, download, finished, python, waitForTask } from '../service/taskhelpers.ts';
 import { type ViewportName, accessibilityFailures, launchBrowser, openPage, pixelOf, screenshot } from './browser.ts';
 
 const PHOTOS = ['DJI_0027.JPG', 'DJI_0028.JPG', 'DJI_0029.JPG', 'DJI_0030.JPG', 'DJI_0031.JPG', 'DJI_0032.JPG'];
@@ -342,7 +342,7 @@ describe('web application in Chromium', () => {
     expect(errors).toEqual([]);
   }, 300_000);
 
-  it('imports the task\'s orthophoto, DSM, point cloud and model as products made elsewhere, and maps, measures and shows them', async () => {
+  it.runIf(LONG)('imports the task\'s orthophoto, DSM, point cloud and model as products made elsewhere, and maps, measures and shows them', async () => {
     const products = { orthophoto: 'orthophoto.tif', dsm: 'dsm.tif', pointcloud: 'georeferenced_model.laz', texturedmodel: 'textured_model.glb' };
     for (const asset of Object.values(products)) {
       await writeFile(path.join(work, `external-${asset}`), (await download(t.admin, `/api/projects/${projectId}/tasks/${taskId}/download/${asset}`)).bytes);

@@ -56,7 +56,7 @@ describe('plant health in Chromium', () => {
     projectMapUrl = `${t.url}/map/project/${projectId}/`;
     thermalId = thermalDone.id;
     browser = await launchBrowser();
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     await browser?.close();
