@@ -58,17 +58,19 @@ test-engine: $(ENGINE_STAMP)
 # The tests left out of `make test` to keep it within CI's time (see README).
 test-long: install
 	$(PY) -m pytest -n 3 --dist loadfile -m long engine/tests
+	$(PY) -m pytest -m long test/pyodm
 	AEROMAP_LONG_TESTS=1 npx vitest run test/process.test.ts test/service/presets-engine.test.ts \
 	  test/web/gcp-editor.e2e.test.ts test/service/earthworks.test.ts \
-	  -t "Ctrl-C|Field maps|on a node|restarts, and shows the checkpoints|what was dug"
-	AEROMAP_LONG_TESTS=1 npx vitest run test/service/tasks-real-engine.test.ts test/web/earthworks.e2e.test.ts test/web/app.e2e.test.ts \
-	  test/web/public.e2e.test.ts test/service/permission-matrix.test.ts test/service/duplicate.test.ts \
+	  -t "Ctrl-C|Field maps|on a node|restarts, and shows the checkpoints|GPS predictions|what was dug"
+	AEROMAP_LONG_TESTS=1 npx vitest run test/service/tasks-real-engine.test.ts test/web/earthworks.e2e.test.ts \
+	  test/web/app.e2e.test.ts test/web/plant-health.e2e.test.ts test/web/public.e2e.test.ts \
+	  test/service/permission-matrix.test.ts test/service/duplicate.test.ts \
 	  test/service/backup.test.ts test/service/public-tasks.test.ts test/service/tasks-durability.test.ts \
 	  test/service/tasks.test.ts test/service/tasks-races.test.ts test/service/exports.test.ts
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install
-	$(PY) -m pytest test/pyodm
+	$(PY) -m pytest -m "not long" test/pyodm
 
 # The two installs, then the engine's, the service's and the protocol suites, run side by side: each alone leaves
 # a core idle for much of its time. Their output is printed whole as each finishes.

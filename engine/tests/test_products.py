@@ -319,6 +319,7 @@ def test_orthophoto_is_an_rgba_cog_transparent_outside_the_survey(products: Proj
     assert png.shape == (alpha.shape[0], alpha.shape[1], 4) and np.array_equal(png[:, :, 3], alpha)
 
 
+@pytest.mark.long
 def test_water_inside_the_survey_gets_pixels_from_the_photographs(variant: Project, products: Project) -> None:
     """A pond: water gives neither dense nor tie points, so those of a disk inside the survey are removed. The
     disk stays in the surveyed area, and the orthophoto colours it from the photographs that see it (projected

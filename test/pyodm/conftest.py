@@ -16,6 +16,11 @@ from nodeprocess import FAKE_ENGINE, ROOT, NodeProcess
 IMAGES = ROOT.parent / "shared" / "datasets" / "brighton_beach" / "images"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "long: left out of make test to keep it within CI's time; make test-long "
+                                       "runs them")
+
+
 @pytest.fixture
 def start_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A function that starts a node with the given flags; every node started is stopped at the end."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+import pytest
 import rasterio
 from rasterio.enums import Resampling
 from rasterio.vrt import WarpedVRT
@@ -34,6 +35,7 @@ def heights_on(path: Path, like: rasterio.DatasetReader) -> np.ndarray:
     return np.where(z == NODATA, np.nan, z)
 
 
+@pytest.mark.long
 def test_split_survey_survives_a_lost_node_and_merges_without_a_step(start_node, tmp_path: Path) -> None:
     lost, kept, small = start_node(engine=None), start_node(engine=None), start_node("--max-images", "4", engine=None)
     parent = start_node("--allow-private-urls", engine=None)  # the workers listen on loopback

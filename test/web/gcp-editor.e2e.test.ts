@@ -128,7 +128,7 @@ describe('the ground-control editor in Chromium', () => {
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  it('marks the targets on the GPS predictions of photographs not yet processed, and saves them within a pixel', async () => {
+  it.runIf(LONG)('marks the targets on the GPS predictions of photographs not yet processed, and saves them within a pixel', async () => {
     const truth = render(path.join(work, 'small'), 'small');
     // Uploaded and not committed: the photographs are there, no model yet.
     const created = (await t.admin.post(`/api/projects/${projectId}/tasks/`, { partial: true, name: 'Before processing' })).body;

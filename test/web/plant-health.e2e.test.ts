@@ -11,7 +11,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WEB_DIR, webAppBuilt } from '../../src/service/web.ts';
 import { type TestService, startService } from '../service/helpers.ts';
-import { importTask, orthophotoZip } from '../service/taskhelpers.ts';
+import { LONG, importTask, orthophotoZip } from '../service/taskhelpers.ts';
 import { accessibilityFailures, launchBrowser, openPage, screenshot } from './browser.ts';
 
 /**
@@ -33,7 +33,7 @@ celsius[90:110, 90:110] = 40`;
 /** The rescale of a tile URL, such as "0.01,0.71". */
 const rescaleOf = (url: string) => new URL(url).searchParams.get('rescale');
 
-describe('plant health in Chromium', () => {
+describe.runIf(LONG)('plant health in Chromium', () => {
   let t: TestService;
   let work: string;
   let browser: Browser;
