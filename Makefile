@@ -66,7 +66,8 @@ test-long: install
 	  test/web/app.e2e.test.ts test/web/plant-health.e2e.test.ts test/web/public.e2e.test.ts \
 	  test/service/permission-matrix.test.ts test/service/duplicate.test.ts \
 	  test/service/backup.test.ts test/service/public-tasks.test.ts test/service/tasks-durability.test.ts \
-	  test/service/tasks.test.ts test/service/tasks-races.test.ts test/service/exports.test.ts
+	  test/service/tasks.test.ts test/service/tasks-races.test.ts test/service/exports.test.ts \
+	  test/service/embedded-node.test.ts
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FolderInUseError, lockDataDir } from '../../src/node/lock.ts';
 import { startEmbeddedNode } from '../../src/service/embedded-node.ts';
 import { ADMIN, type TestService, startService } from './helpers.ts';
-import { FAKE_ENGINE, REPO } from './taskhelpers.ts';
+import { FAKE_ENGINE, LONG, REPO } from './taskhelpers.ts';
 
 /** Whether a node holds the folder's lock: taking it (and letting it go at once) fails then. */
 const held = (dataDir: string): boolean => {
@@ -81,7 +81,7 @@ describe('embedded processing node', () => {
     expect(common).toContain('rerun-from');
   });
 
-  it('keeps one record when it starts again on the same port, with a new token', async () => {
+  it.runIf(LONG)('keeps one record when it starts again on the same port, with a new token', async () => {
     const first = await start();
     const before = (await t.admin.get(`/api/processingnodes/${first.id}/`)).body;
     await first.node.close();

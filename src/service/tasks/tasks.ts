@@ -9,7 +9,17 @@ import { findNode, allNodes } from '../../db/processingnodes.ts';
 import type { Database, ProcessingNode, Project, ProjectPermission, Task } from '../../db/schema.ts';
 import { type Flag, flag } from '../../db/schema.ts';
 import { PendingAction, TaskStatus } from '../../protocol/status.ts';
-import { deleteTask, findProjectTask, findTaskAndProject, readableShownTask, insertTask, requestAction, tasksWithNode, updateTask, visibleTasksOf } from '../../db/tasks.ts';
+import {
+  deleteTask,
+  findProjectTask,
+  findTaskAndProject,
+  readableShownTask,
+  insertTask,
+  requestAction,
+  tasksWithNode,
+  updateTask,
+  visibleTasksOf,
+} from '../../db/tasks.ts';
 import { makeDue } from '../../db/task-leases.ts';
 import type { Principal } from '../auth.ts';
 import { fieldError, notAuthenticated, notFound } from '../errors.ts';
