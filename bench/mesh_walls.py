@@ -22,15 +22,18 @@ from pathlib import Path
 
 import numpy as np
 import rasterio
+from rasterio.windows import from_bounds
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "engine"))
 
 from aeromap_engine import pipeline  # noqa: E402
 from aeromap_engine.crs_offset import Georef  # noqa: E402
+from aeromap_engine.dem.grid import Grid  # noqa: E402
 from aeromap_engine.io.meshply import read_mesh_ply  # noqa: E402
 from aeromap_engine.mesh.measure import point_distances  # noqa: E402
 from aeromap_engine.mesh.model import Mesh  # noqa: E402
+from aeromap_engine.mesh.surface25d import grid_mesh  # noqa: E402
 from aeromap_engine.project import Project  # noqa: E402
 from aeromap_engine.synthetic import FlightSpec, LensSpec, SceneSpec, SurveySpec, generate  # noqa: E402
 
@@ -72,19 +75,12 @@ def truth_surface(dsm: Path, offset: np.ndarray, low: np.ndarray, high: np.ndarr
     by two triangles a cell, which is the scene's bilinear height field to within millimetres (its walls are ramps
     one cell wide). Distances to sampled points instead would add up to half their spacing to every vertex."""
     with rasterio.open(dsm) as source:
-        z = source.read(1).astype(np.float64)
         transform = source.transform
-    rows, cols = np.mgrid[0:z.shape[0], 0:z.shape[1]]
-    x, y = transform * (cols + 0.5, rows + 0.5)
-    inside = ((x >= low[0]) & (x <= high[0]) & (y >= low[1]) & (y <= high[1]))
-    r0, r1 = np.nonzero(inside.any(axis=1))[0][[0, -1]]
-    c0, c1 = np.nonzero(inside.any(axis=0))[0][[0, -1]]
-    window = np.s_[r0:r1 + 1, c0:c1 + 1]
-    height, width = z[window].shape
-    vertices = np.c_[x[window].ravel() - offset[0], y[window].ravel() - offset[1], z[window].ravel()]
-    corner = (np.arange(height - 1)[:, None] * width + np.arange(width - 1)[None, :]).ravel()
-    faces = np.r_[np.c_[corner, corner + 1, corner + width], np.c_[corner + 1, corner + width + 1, corner + width]]
-    return Mesh(vertices, faces.astype(np.int32))
+        window = from_bounds(*low, *high, transform=transform).round_offsets().round_lengths()
+        z = source.read(1, window=window).astype(np.float64)
+    west, north = transform * (window.col_off, window.row_off)
+    grid = Grid(west - offset[0], north - offset[1], transform.a, z.shape[1], z.shape[0])
+    return grid_mesh(grid, z, np.ones(z.shape, bool))
 
 
 def main() -> None:
