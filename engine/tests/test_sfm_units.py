@@ -26,6 +26,7 @@ from aeromap_engine.sfm.cameras import Refinement, camera_kind, odm_camera, refi
 from aeromap_engine.sfm.database import PairMatches, PositionPrior, may_overlap
 from aeromap_engine.sfm.control import stored_pixel
 from aeromap_engine.sfm.frame import barometric_heights, heights_surveyed
+from aeromap_engine.sfm.georeference import align_to_gps
 from aeromap_engine.sfm.levelling import fit_and_apply
 from aeromap_engine.sfm.features import extract_features, process_size, process_sizes, root_sift_bytes
 from aeromap_engine.sfm.pairs import candidate_pairs
@@ -325,6 +326,26 @@ def test_views_that_state_no_pitch_and_look_one_way_do_not_level() -> None:
     the vertical, which the heights plainly contradict; the heights keep the model within a few degrees."""
     forward = [(0.0, 20.0)] * 40
     assert fitted_tilt_deg(forward, 3.0, seed=22) == pytest.approx(20.0, abs=4.0)
+
+
+def test_rtk_heights_level_a_model_whose_views_lean() -> None:
+    """40 views that the gimbal says look straight down but that lean 4 degrees in the model (a weak model's
+    bend, a gimbal's offset), over exact fixes: heights stated at 3 cm (RTK) level the model, each camera at its
+    fix's height; stated at metres, the gimbal angles level it and the cameras leave their heights by metres."""
+    rng = np.random.default_rng(23)
+    centres = grid_survey(rng)
+    names = [f"{i}.jpg" for i in range(len(centres))]
+    pitch = {name: 0.0 for name in names}
+    offset = np.array([4e5, 5e6, 300.0])
+    height_errors = {}
+    for stddev in (0.03, 3.0):
+        model = tilted_views(random_rotation(rng), [(0.0, 4.0)] * len(names), centres)
+        priors = {n: PositionPrior(c + offset, stddev, stddev) for n, c in zip(names, centres)}
+        assert align_to_gps(model, priors, pitch) is not None
+        height_errors[stddev] = max(abs(model.find_image_with_name(n).projection_center()[2] - priors[n].position[2])
+                                    for n in names)
+    assert height_errors[0.03] < 0.01
+    assert height_errors[3.0] > 1.0
 
 
 def test_odm_camera_normalisation() -> None:

@@ -17,7 +17,7 @@ from .alignment import SimilarityFit, adjust_with_priors, registered, views_vert
 from .cameras import Refinement
 from .consistency import horizontal_distances, settling_runs
 from .database import PositionPrior
-from .frame import WorldFrame, flight_names
+from .frame import PRECISE_HEIGHT_STDDEV, WorldFrame, flight_names
 from .levelling import fit_and_apply, level_local_frame
 from .control_fit import align_to_control_points
 
@@ -62,7 +62,10 @@ def georeference(model: pycolmap.Reconstruction, frame: WorldFrame, priors: dict
 def align_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior], pitch_by_name: dict[str, float],
                  left_out: set[str] = frozenset()) -> SimilarityFit | None:
     """Fit the model to the GPS positions of its registered images but those `left_out`, or None; the fit's
-    inliers are in the order of _located, the left out among them as disagreeing."""
+    inliers are in the order of _located, the left out among them as disagreeing. Heights all stated better
+    than PRECISE_HEIGHT_STDDEV (RTK fixes, or the user's gps-accuracy) level the model: over a survey's width,
+    centimetres of height hold its tilt to hundredths of a degree, where the gimbal angles hold it to a degree and
+    a weak model's views may lean several."""
     located = _located(model, priors)
     names = [n for n in located if n not in left_out]
     if len(names) < 3:
@@ -72,7 +75,8 @@ def align_to_gps(model: pycolmap.Reconstruction, priors: dict[str, PositionPrior
     source = np.array([model.find_image_with_name(n).projection_center() for n in names])
     target = np.array([priors[n].position for n in names])
     max_error = 3.0 * max(max(priors[n].horizontal_stddev, priors[n].vertical_stddev) for n in names)
-    fit = fit_and_apply(model, source, target, max_error, pitch_by_name, trust_heights=False)
+    precise = all(priors[n].vertical_stddev < PRECISE_HEIGHT_STDDEV for n in names)
+    fit = fit_and_apply(model, source, target, max_error, pitch_by_name, trust_heights=precise)
     if fit is None:
         log.warning("The GPS positions do not fit the model: it stays in a local frame")
         return None
