@@ -89,7 +89,13 @@ def registered(project: Project, truth: SurveyTruth) -> tuple[np.ndarray, np.nda
     window = np.s_[h // 2 - 256:h // 2 + 256, w // 2 - 256:w // 2 + 256]
     (dx, dy), _ = cv2.phaseCorrelate(true[window].copy(), brightness[window].copy(),
                                      cv2.createHanningWindow((512, 512), cv2.CV_32F))
-    true = cv2.warpAffine(true, np.float32([[1, 0, dx], [0, 1, dy]]), (w, h))
+    # The GPS also leaves the map turned and scaled by a little: a shift alone would leave the texture a pixel or
+    # two off towards the edges, and the brightness ratio with it by several percent.
+    warp = np.float32([[1, 0, -dx], [0, 1, -dy]])  # where in the truth each pixel of the map lies
+    mask = ((values[3] > 0) & (true > 5)).astype(np.uint8)
+    _, warp = cv2.findTransformECC(brightness, true, warp, cv2.MOTION_AFFINE,
+                                   (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 100, 1e-6), mask, 5)
+    true = cv2.warpAffine(true, warp, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
     return brightness, true, (values[3] > 0) & (true > 5), transform
 
 
@@ -102,7 +108,7 @@ def disc_steps(project: Project, truth: SurveyTruth, sunlight: np.ndarray) -> np
     steps = []
     for photo in json.loads(truth.cameras_json.read_text())["photographs"]:
         centre = np.array(photo["position"])
-        ground = centre - sunlight * SPEC.flight.height_m / -sunlight[2]
+        ground = centre + sunlight * SPEC.flight.height_m / -sunlight[2]  # down the sunlight from the camera
         col, row = ~transform @ (ground[0], ground[1])
         distance = np.hypot(cols - col, rows - row) * abs(transform.a)
         disc, ring = ratio[distance < DISC_M], ratio[(distance > RING_M[0]) & (distance < RING_M[1])]
@@ -115,16 +121,16 @@ def test_the_hotspot_is_found_and_divided_out(hotspot_survey) -> None:
     truth, corrected, plain = hotspot_survey
     sunlight = -sun_direction(SPEC.sun_azimuth_deg, SPEC.sun_elevation_deg)
     found = photometry.load(corrected.photometry_file).hotspot
-    assert found is not None and np.degrees(np.arccos(np.dot(found.direction, sunlight))) < 1.5
-    assert 0.15 < min(found.amplitude) and max(found.amplitude) < 0.45  # exp(0.25) brighter, as rendered
+    assert found is not None and np.degrees(np.arccos(np.dot(found.direction, sunlight))) < 0.5
+    assert 0.2 < min(found.amplitude) and max(found.amplitude) < 0.3  # exp(0.25) brighter, as rendered
     stats = corrected.read_stats()["reconstruction"]["photometry"]["hotspot"]
     assert stats["width_deg"] == found.width_deg
 
     flat, bright = disc_steps(corrected, truth, sunlight), disc_steps(plain, truth, sunlight)
     assert len(flat) >= 10 and len(bright) == len(flat)
-    assert abs(np.median(flat)) <= 0.02 and np.abs(flat).max() <= 0.04, np.round(flat, 3)
-    # Without the correction the discs show: the typical one differs twice as much from its ring.
-    assert np.abs(bright).max() > 0.04 and np.median(np.abs(bright)) > 2 * np.median(np.abs(flat)), np.round(bright, 3)
+    assert np.abs(flat).max() <= 0.02, np.round(flat, 3)
+    # Without the correction the discs show: the typical one several times as bright against its ring.
+    assert np.abs(bright).max() > 0.04 and np.median(np.abs(bright)) > 4 * np.median(np.abs(flat)), np.round(bright, 3)
 
 
 def test_the_seams_add_no_step_to_the_ground(hotspot_survey) -> None:

@@ -182,7 +182,7 @@ def estimate_along_rays(plain: Observations, rays: np.ndarray, log_brightening: 
 
 def test_a_hotspot_in_the_observations_is_found_beside_the_gains() -> None:
     """Observations brightened towards the antisolar point (a kernel of 6 degrees) give back the sunlight's
-    direction within a degree, the width and the amplitudes, and the gains as well as without a hotspot; the same
+    direction within a quarter of a degree, the width and the amplitudes, and the gains as well as without a hotspot; the same
     observations without it give none."""
     rng = np.random.default_rng(5)
     gains = rng.uniform(0.7, 1.3, (40, 1)) * np.ones((1, 3))
@@ -190,8 +190,8 @@ def test_a_hotspot_in_the_observations_is_found_beside_the_gains() -> None:
     rays = rays_near_nadir(rng, len(plain.image))
     found = estimate_along_rays(plain, rays, photometry.Hotspot(tuple(SUNLIGHT), 6.0, HOTSPOT).log_factor(rays))
     assert found.hotspot is not None and found.hotspot.width_deg == 6.0 and found.view_slope is None
-    assert np.degrees(np.arccos(np.dot(found.hotspot.direction, SUNLIGHT))) < 1.0
-    assert np.abs(np.array(found.hotspot.amplitude) - HOTSPOT).max() < 0.03
+    assert np.degrees(np.arccos(np.dot(found.hotspot.direction, SUNLIGHT))) < 0.25
+    assert np.abs(np.array(found.hotspot.amplitude) - HOTSPOT).max() < 0.01
     relative = gains / np.exp(np.log(gains).mean(axis=0))
     assert np.abs(np.array([found.gains[f"{n}.jpg"] for n in range(len(gains))]) / relative - 1).max() < 0.015
     assert len(found.rotations) == len(gains)

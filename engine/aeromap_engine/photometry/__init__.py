@@ -27,7 +27,9 @@ fall-off takes out and which leaves steps where two photographs meet. Where the 
 
 join the model: the sunlight's direction is searched for in the residuals of the model without them, over
 directions around the photographs' mean view; then A_b and s_b are solved with everything else, for each of a
-few widths w, and the fit with the least (Huber) cost kept. The hotspot is kept only when it brightens by at
+few widths w, and the fit with the least (Huber) cost kept; last, the direction is moved to where the whole model
+fits best (the search sees residuals that the gains and fall-off have taken part of the hotspot into, and finds
+its peak too far out). The hotspot is kept only when it brightens by at
 least MIN_HOTSPOT, explains a share of the residuals and lowers the cost; the view slope when it brightens the
 frames' edges by at least MIN_VIEW_SLOPE; each only when it brightens the bands alike (within MAX_VIEW_SPREAD).
 Both are divided out of every pixel along its ray.
