@@ -1,5 +1,6 @@
 """A capture's bands as the orthophoto reads them: each band's file calibrated (radiometry.py), resampled onto
-the primary band's pixels by the rig's homography (alignment.py) and stacked in the survey's band order."""
+the primary band's pixels by the rig's homography (alignment.py), stacked in the survey's band order, and each
+band's brightening with the viewing angle divided out (view_angle.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import cv2
 import numpy as np
 
 from ..io.images import read_band
+from ..photometry import Photometry
 from .alignment import BandAlignment, best_alignment, nominal, warp_to_primary
 from .groups import BandSurvey
 from .radiometry import Calibration, Radiometry, calibrate, reference_irradiance
+from .view_angle import darkening
 
 ALIGNMENT_SAMPLES = 6  # captures the rig's homographies are estimated on, spread over the flight
 
@@ -24,6 +27,7 @@ class BandStack:
     radiometry: dict[str, Radiometry]  # per file
     calibration: Calibration
     homographies: dict[str, np.ndarray] = field(default_factory=dict)  # band -> primary px to band px
+    view_terms: dict[str, Photometry] = field(default_factory=dict)  # band -> its hotspot and view slope
     unit: float = 1.0  # a value twice the survey's typical one: what the seam placement compares colours by
 
     def __post_init__(self) -> None:
@@ -71,7 +75,13 @@ class BandStack:
             h, w = primary.shape
             size = (max(1, round(w * scale)), max(1, round(h * scale)))
             stack = cv2.resize(stack, size, interpolation=cv2.INTER_AREA)
-        return stack.reshape(stack.shape[0], stack.shape[1], len(layers))
+        stack = stack.reshape(stack.shape[0], stack.shape[1], len(layers))
+        for index, band in enumerate(self.survey.bands):
+            if band in self.view_terms:
+                factor = darkening(self.view_terms[band], primary_file, stack.shape[1], stack.shape[0])
+                if factor is not None:
+                    stack[:, :, index] *= factor
+        return stack
 
     def align(self) -> dict[str, BandAlignment | None]:
         """Estimate every band's homography on a few captures spread over the survey; a band whose estimate

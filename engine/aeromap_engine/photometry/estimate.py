@@ -7,7 +7,7 @@ import numpy as np
 from ..log import log
 from .model import POWERS, Frame, Observations, Photometry
 from .solve import design, robust_solve, tied_groups
-from .view_angle import Model, along_rays
+from .view_angle import SEARCH, HotspotShape, Model, along_rays
 
 MIN_TRACKS = 200  # points seen at least twice needed for an estimate
 MAX_TRACKS = 10_000  # points used at most (a random choice): more add time, not accuracy
@@ -21,10 +21,11 @@ MIN_CORNER = 0.3  # a fall-off darker than this at the corner (r = 1) is not vig
 
 
 def estimate(observations: Observations, names: list[str], cameras: list[str], frames: dict[str, Frame],
-             rotations: dict[str, tuple[float, ...]] | None = None) -> Photometry | None:
+             rotations: dict[str, tuple[float, ...]] | None = None, hotspot_shape: HotspotShape = SEARCH
+             ) -> Photometry | None:
     """The corrections that make the observations of each point agree (see the package's notes); None when too
     few points are seen twice to tell. `rotations` (world from camera, per photograph) let a hotspot and a view
-    slope be corrected, with the observations' rays."""
+    slope be corrected, with the observations' rays; `hotspot_shape` as view_angle.along_rays takes it."""
     usable = _usable(observations)
     if usable is None:
         return None
@@ -39,7 +40,8 @@ def estimate(observations: Observations, names: list[str], cameras: list[str], f
     hotspot, view_slope = None, None
     if rays is not None and rotations:
         model = Model(image, track, radius, camera_of, n_images, n_cameras, right, groups, weights)
-        hotspot, view_slope, sloped = along_rays(model, rays, solution, unknowns, right - matrix @ solution)
+        hotspot, view_slope, sloped = along_rays(model, rays, solution, unknowns, right - matrix @ solution,
+                                                 hotspot_shape)
         if view_slope is not None:
             solution = sloped
         elif hotspot is not None:

@@ -4,6 +4,7 @@ amplitudes fitted with the rest of the model) and the view slope."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -22,6 +23,8 @@ MAX_VIEW_SPREAD = 1.6
 HOTSPOT_SAMPLE = 8000  # observations the search looks at: enough for a smooth term of five unknowns
 REFINE_STEPS = 4  # Gauss-Newton steps of the hotspot's direction, at most
 MAX_REFINE_STEP_DEG = 1.0
+SEARCH = "search"  # the hotspot's shape is searched for
+HotspotShape = Hotspot | Literal["search"] | None
 MIN_VIEW_SLOPE = 0.01  # log brightening at the frames' edges (the 95th percentile of the rays' tilts) to be kept
 
 
@@ -53,30 +56,35 @@ class Model:
         return huber_cost(matrix @ solution - self.right), coefficients, solution, weights
 
 
-def along_rays(model: Model, rays: np.ndarray, solution: np.ndarray, unknowns: int, residual: np.ndarray
-                ) -> tuple[Hotspot | None, ViewSlope | None, np.ndarray]:
+def along_rays(model: Model, rays: np.ndarray, solution: np.ndarray, unknowns: int, residual: np.ndarray,
+               hotspot_shape: HotspotShape = SEARCH) -> tuple[Hotspot | None, ViewSlope | None, np.ndarray]:
     """The hotspot and the view slope, and the model's unknowns solved with them (the gains and fall-off in the
     columns design gives them), from the model's `solution` without either. A hotspot near the mean view and a
     view slope explain some of the same residuals, and the gains and fall-off some of both: the sunlight's
     direction is searched for in its `residual` as it shows and looking past any view slope; then the hotspot's
     amplitudes are solved with everything else, at each width (once, with the weights the model had), and the fit
-    with the least cost kept (none where no hotspot lowers it), then solved again with its own weights."""
+    with the least cost kept (none where no hotspot lowers it), then solved again with its own weights.
+    `hotspot_shape`: a hotspot whose direction and width are known (another band's: only the amplitudes are
+    solved), or None for no hotspot, instead of the search."""
     axes = perpendiculars(rays.mean(axis=0))
     tilts = rays @ axes.T
     residual = residual.reshape(3, len(model.image))
     candidates: list[tuple[np.ndarray, Hotspot | None]] = [(tilts, None)]
-    for direction in _directions(find_hotspot(rays, residual, model.track),
-                                 find_hotspot(rays, residual, model.track, tilts)):
-        for width in HOTSPOT_WIDTHS:
-            k = kernel(rays @ direction, width)
-            candidates.append((np.column_stack([tilts, k]), Hotspot(tuple(map(float, direction)), width, (0.0,) * 3)))
+    shapes = [] if hotspot_shape is None else [hotspot_shape] if hotspot_shape != SEARCH else [
+        Hotspot(tuple(map(float, direction)), width, (0.0,) * 3)
+        for direction in _directions(find_hotspot(rays, residual, model.track),
+                                     find_hotspot(rays, residual, model.track, tilts))
+        for width in HOTSPOT_WIDTHS]
+    for shape in shapes:
+        candidates.append((np.column_stack([tilts, kernel(rays @ np.asarray(shape.direction), shape.width_deg)]),
+                           shape))
     best_cost, best = np.inf, candidates[0]
     for terms, hotspot in candidates:
         cost, coefficients, _, _ = model.fit(terms, solution, unknowns)
         if cost < best_cost and (hotspot is None or _plausible(tuple(coefficients[:, 2]))):
             best_cost, best = cost, (terms, hotspot)
     terms, hotspot = best
-    if hotspot is not None:
+    if hotspot is not None and hotspot_shape == SEARCH:
         hotspot = refined(model, hotspot, rays, tilts, solution, unknowns)
         terms = np.column_stack([tilts, kernel(rays @ np.asarray(hotspot.direction), hotspot.width_deg)])
     _, coefficients, fitted, _ = model.fit(terms, solution, unknowns, rounds=2)

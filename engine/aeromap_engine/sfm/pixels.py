@@ -64,32 +64,58 @@ def observe_points(model: pycolmap.Reconstruction, images_dir: Path, levels: Lev
     mean over SMOOTHING pixels around it, with the radius in the frame (what photometry.estimate compares: a
     feature sits on a corner, where a pixel's shift changes the colour), and the colour there (bilinear). The images are read as
     every stage reads them: COLMAP's own colour extraction would cut 16-bit images to their high byte."""
+    return observe_values(model, lambda name: read_scaled(images_dir / name, 1.0, levels), threads)
+
+
+def observe_values(model: pycolmap.Reconstruction, read: Callable[[str], np.ndarray], threads: int
+                   ) -> tuple[list[str], Observations, np.ndarray]:
+    """observe_points of the values `read` gives for a photograph: (h, w, C) at its full resolution."""
     image_ids = list(model.reg_image_ids())
 
-    def observed(number: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def observed(number: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         image = model.image(image_ids[number])
         points = [p for p in image.points2D if p.has_point3D()]
         if not points:
-            return np.empty(0, np.int64), np.empty(0), np.empty((0, 3)), np.empty((0, 3)), np.empty((0, 3))
+            return None
+        pixels = read(image.name)
+        channels = pixels.shape[2]
         xy = np.array([p.xy for p in points], np.float32)
-        pixels = read_scaled(images_dir / image.name, 1.0, levels)
         at = xy.reshape(-1, 1, 2) - 0.5  # pixel centres lie at .5
-        sharp = cv2.remap(pixels, at, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        smooth = cv2.remap(cv2.blur(pixels, (SMOOTHING, SMOOTHING)), at, None, cv2.INTER_LINEAR,
-                           borderMode=cv2.BORDER_REPLICATE)
+        # One plane at a time: OpenCV's filters take at most four channels.
+        planes = [np.ascontiguousarray(pixels[:, :, c]) for c in range(channels)]
+        sharp = [cv2.remap(plane, at, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE) for plane in planes]
+        smooth = [cv2.remap(_box_mean(plane), at, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+                  for plane in planes]
         rays = np.array([model.points3D[p.point3D_id].xyz for p in points]) - image.projection_center()
         return (np.array([p.point3D_id for p in points], np.int64), frame_of(model.camera(image.camera_id))
-                .radius(xy[:, 0], xy[:, 1]), sharp.reshape(-1, 3), smooth.reshape(-1, 3),
-                rays / np.linalg.norm(rays, axis=1, keepdims=True))
+                .radius(xy[:, 0], xy[:, 1]), np.stack(sharp, axis=-1).reshape(-1, channels),
+                np.stack(smooth, axis=-1).reshape(-1, channels), rays / np.linalg.norm(rays, axis=1, keepdims=True))
 
     with opencv_threads(1), ThreadPoolExecutor(threads) as pool:
-        parts = list(pool.map(observed, range(len(image_ids))))
+        seen = [(n, part) for n, part in enumerate(pool.map(observed, range(len(image_ids)))) if part is not None]
     names = [model.image(i).name for i in image_ids]
-    observations = Observations(np.concatenate([np.full(len(p[0]), n) for n, p in enumerate(parts)]),
+    if not seen:
+        nothing = np.empty((0, 3))
+        return names, Observations(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), nothing, nothing), nothing
+    parts = [part for _, part in seen]
+    observations = Observations(np.concatenate([np.full(len(p[0]), n) for n, p in seen]),
                                 np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                                 np.concatenate([p[3] for p in parts]).astype(np.float64),
                                 np.concatenate([p[4] for p in parts]))
     return names, observations, np.concatenate([p[2] for p in parts]).astype(np.float64)
+
+
+def _box_mean(plane: np.ndarray) -> np.ndarray:
+    """The mean over SMOOTHING pixels around each pixel; NaN (no value: outside a band's frame) where any is:
+    OpenCV's running sums would carry one NaN along its whole row."""
+    if plane.dtype.kind != "f":
+        return cv2.blur(plane, (SMOOTHING, SMOOTHING))
+    valid = np.isfinite(plane)
+    if valid.all():
+        return cv2.blur(plane, (SMOOTHING, SMOOTHING))
+    sums = cv2.blur(np.where(valid, plane, 0).astype(np.float32), (SMOOTHING, SMOOTHING))
+    share = cv2.blur(valid.astype(np.float32), (SMOOTHING, SMOOTHING))
+    return np.where(share > 0.999, sums / np.maximum(share, 1e-6), np.nan).astype(np.float32)
 
 
 def frame_of(camera: pycolmap.Camera) -> Frame:

@@ -32,7 +32,9 @@ import pycolmap
 from .. import photometry
 from ..atomic_files import read_json
 from ..bands.radiometry import CALIBRATIONS
+from ..bands.alignment import BandAlignment
 from ..bands.stack import BandStack
+from ..bands.view_angle import band_view_terms, view_angle_figures
 from ..cloud.area import SurveyArea
 from ..cloud.tiled import TiledCloud
 from ..crs_offset import Georef
@@ -148,10 +150,11 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
     if options.radiometric_calibration == "camera+sun" and stack.reference is None:
         log.warning("radiometric-calibration camera+sun: the photographs record no sunlight sensor irradiance, so "
                     "the bands are calibrated for the camera alone")
+    found: dict[str, BandAlignment | None] = {}
     if options.skip_band_alignment:
         log.info("skip-band-alignment: the bands are taken as aligned by the camera")
-        return stack
-    found = stack.align()
+    else:
+        found = stack.align()
     for band, alignment in found.items():
         if alignment is None:
             log.warning("Band %s could not be aligned to %s (its gradients do not correlate): it is used as the "
@@ -159,10 +162,18 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
         else:
             log.info("Band %s aligned to %s (gradient correlation %.2f)", band, stack.survey.primary,
                      alignment.correlation)
+    if options.photometric_correction:
+        primary = photometry.load(ctx.project.photometry_file)
+        stack.view_terms = band_view_terms(stack, pycolmap.Reconstruction(str(ctx.project.reconstruction_dir)),
+                                           primary.hotspot if primary is not None else None, options.max_concurrency)
+    view_angle = {band: view_angle_figures(terms) for band, terms in stack.view_terms.items()}
+    for band, figures in view_angle.items():
+        log.info("Band %s brightens with the viewing angle, divided out: %s", band, json.dumps(figures))
     ctx.project.update_stats("bands", {"primary": stack.survey.primary, "bands": list(stack.survey.bands),
                                        "calibration": options.radiometric_calibration,
                                        "alignment": {band: round(a.correlation, 3) if a else None
-                                                     for band, a in found.items()}})
+                                                     for band, a in found.items()},
+                                       "view_angle": view_angle})
     return stack
 
 

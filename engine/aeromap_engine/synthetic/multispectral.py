@@ -25,6 +25,7 @@ from .noise import fractal_noise
 from .render import RenderModel, render, shading
 from .scene import SceneSpec, build_scene
 from .site import Site, SurveySpec, locate
+from .survey import lit_model
 from .texture import Texture, halvings
 from .truth import write_bands
 
@@ -128,7 +129,7 @@ def generate_multispectral(out_dir: Path, spec: MultispectralSpec = Multispectra
     n = int(round(scene.size_m / cell))
     classes = farmland(n, cell, spec.strip_m, rng)
     texture = Texture(cell, halvings(reflectance_texture(classes, rng), 5), 0.05, {})
-    model = RenderModel.build(scene, texture)
+    model = lit_model(survey, scene, texture)
     site = locate(survey)
     nominal = survey.lens.lens()
     flight = replace(survey.flight, height_m=spec.height_m)

@@ -25,9 +25,9 @@ from .camera import Lens, Shot, lawnmower
 from .metadata import Barometer, Photograph, photograph_record, write_jpeg
 from .render import (Hotspot, RenderModel, ViewSlope, observe_markers, render, sun_direction, to_photograph,
                      true_orthophoto)
-from .scene import Marker, build_scene
+from .scene import Marker, Scene, build_scene
 from .site import Site, SurveySpec, locate
-from .texture import paint_texture
+from .texture import Texture, paint_texture
 from .truth import (ControlPoint, cameras_document, gcp_list_text, halve, write_bands, write_heights,
                     write_orthophoto)
 
@@ -52,6 +52,15 @@ class SurveyTruth:
     seconds: dict[str, float]
 
 
+def lit_model(spec: SurveySpec, scene: Scene, texture: Texture) -> RenderModel:
+    """The scene to render under the spec's sun, with its brightening towards the antisolar point and looking
+    away from the sun where the spec asks for them."""
+    hotspot = Hotspot(spec.hotspot_amplitude, spec.hotspot_width_deg) if spec.hotspot_amplitude else None
+    view_slope = ViewSlope(spec.view_slope) if spec.view_slope else None
+    return RenderModel.build(scene, texture, sun_direction(spec.sun_azimuth_deg, spec.sun_elevation_deg), hotspot,
+                             view_slope)
+
+
 def generate(out_dir: Path, spec: SurveySpec, workers: int = 1) -> SurveyTruth:
     """Build the scene, fly it, write the photographs and the truth. With workers > 1 the photographs are
     rendered in that many processes (forked, so the scene is shared rather than copied); the result does not
@@ -61,10 +70,7 @@ def generate(out_dir: Path, spec: SurveySpec, workers: int = 1) -> SurveyTruth:
     rng = np.random.default_rng(spec.seed)
     scene = build_scene(spec.scene, rng)
     texture = paint_texture(scene, rng)
-    hotspot = Hotspot(spec.hotspot_amplitude, spec.hotspot_width_deg) if spec.hotspot_amplitude else None
-    view_slope = ViewSlope(spec.view_slope) if spec.view_slope else None
-    model = RenderModel.build(scene, texture, sun_direction(spec.sun_azimuth_deg, spec.sun_elevation_deg), hotspot,
-                              view_slope)
+    model = lit_model(spec, scene, texture)
     seconds["scene"] = time.monotonic() - clock
 
     clock = time.monotonic()
