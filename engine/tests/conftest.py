@@ -84,6 +84,18 @@ def clone(source: Project, target: Path) -> Project:
     return Project(target)
 
 
+def with_and_without_corrections(corrected: Project, options: list[dict], plain_root: Path) -> Project:
+    """`corrected` (its photographs in place) processed with the photometric corrections (the default), and the
+    same photographs processed without them at `plain_root`, which is returned."""
+    pipeline.run(corrected, options)
+    plain = Project(plain_root)
+    plain.images_dir.mkdir(parents=True)
+    for path in corrected.images_dir.iterdir():
+        (plain.images_dir / path.name).symlink_to(path)
+    pipeline.run(plain, options + [{"name": "photometric-correction", "value": False}])
+    return plain
+
+
 def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Project]) -> Project:
     """The project `build` makes in the folder it is given, made once for the whole run: pytest-xdist's workers
     share the parent of their temporary folders, where the first to need it builds under a lock and the others wait

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import laspy
 import numpy as np
-import pytest
 
 from aeromap_engine.cloud.classes import (BUILDING, GROUND, HIGH_VEGETATION, LOW_VEGETATION, MEDIUM_VEGETATION,
                                           UNCLASSIFIED, classify, greenness, roughness)

@@ -19,7 +19,7 @@ from rasterio.enums import Resampling
 from rasterio.transform import Affine
 from rasterio.warp import reproject
 
-from aeromap_engine import photometry, pipeline
+from aeromap_engine import photometry
 from aeromap_engine.project import Project
 from aeromap_engine.stages.odm_orthophoto import NO_SOURCE
 from aeromap_engine.synthetic.camera import FlightSpec, LensSpec
@@ -28,6 +28,7 @@ from aeromap_engine.synthetic.scene import SceneSpec
 from aeromap_engine.synthetic.seams import seam_steps
 from aeromap_engine.synthetic.site import SurveySpec
 from aeromap_engine.synthetic.survey import SurveyTruth, generate
+from conftest import with_and_without_corrections
 
 SPEC = SurveySpec(scene=SceneSpec(size_m=85.0, buildings=0, trees=0, roads=1, control_points=0),
                   lens=LensSpec(width=640, height=480),
@@ -54,13 +55,7 @@ def processed(root: Path, spec: SurveySpec) -> tuple[SurveyTruth, Project, Proje
     """The survey processed with the photometric corrections (the default) and without them."""
     truth = generate(root / "corrected", spec, workers=2)
     corrected = Project(root / "corrected")
-    pipeline.run(corrected, OPTIONS)
-    plain = Project(root / "plain")
-    plain.images_dir.mkdir(parents=True)
-    for path in corrected.images_dir.iterdir():
-        (plain.images_dir / path.name).symlink_to(path)
-    pipeline.run(plain, OPTIONS + [{"name": "photometric-correction", "value": False}])
-    return truth, corrected, plain
+    return truth, corrected, with_and_without_corrections(corrected, OPTIONS, root / "plain")
 
 
 @pytest.fixture(scope="module")

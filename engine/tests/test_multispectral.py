@@ -30,6 +30,7 @@ from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, SO
 from aeromap_engine.synthetic.render import sun_direction
 from aeromap_engine.tiles.formulas import RasterBands
 from aeromap_engine.tiles.render import display_bands, preview_rgb
+from conftest import with_and_without_corrections
 
 
 def test_band_files_are_recognised_by_name_and_by_xmp() -> None:
@@ -247,13 +248,7 @@ def hotspot_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Multispect
     options = [{"name": "radiometric-calibration", "value": "camera+sun"}, {"name": "fast-orthophoto", "value": True},
                {"name": "skip-report", "value": True}, {"name": "min-num-features", "value": 4000}]
     corrected = Project(root / "corrected")
-    pipeline.run(corrected, options)
-    plain = Project(root / "plain")
-    plain.images_dir.mkdir(parents=True)
-    for path in corrected.images_dir.iterdir():
-        (plain.images_dir / path.name).symlink_to(path)
-    pipeline.run(plain, options + [{"name": "photometric-correction", "value": False}])
-    return truth, corrected, plain
+    return truth, corrected, with_and_without_corrections(corrected, options, root / "plain")
 
 
 def _registered_reflectance(ortho: rasterio.io.DatasetReader, truth: MultispectralTruth, bands: np.ndarray,
