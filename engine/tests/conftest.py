@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import ContextManager
 
+import cv2
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -82,6 +84,23 @@ def clone(source: Project, target: Path) -> Project:
     """A copy of a project to run more stages or other options in, leaving the source as it was."""
     shutil.copytree(source.root, target, symlinks=True)
     return Project(target)
+
+
+def registered_layers(measured: np.ndarray, truth: np.ndarray, layers: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """`layers` (K, h, w) of the truth brought onto the grid of `measured`, where `truth` (one layer, h x w) is
+    registered on it: phase correlation over the central 512 px, then an affine fit (ECC) where `mask` holds. The
+    GPS leaves a map shifted, and also turned and scaled by a little: a shift alone would leave the texture a pixel
+    or two off towards the edges, and a brightness ratio with it by several percent."""
+    h, w = measured.shape
+    window = np.s_[h // 2 - 256:h // 2 + 256, w // 2 - 256:w // 2 + 256]
+    (dx, dy), _ = cv2.phaseCorrelate(truth[window].copy(), measured[window].copy(),
+                                     cv2.createHanningWindow((512, 512), cv2.CV_32F))
+    warp = np.float32([[1, 0, -dx], [0, 1, -dy]])  # where in the truth each pixel of the map lies
+    _, warp = cv2.findTransformECC(measured, truth, warp, cv2.MOTION_AFFINE,
+                                   (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 100, 1e-6),
+                                   mask.astype(np.uint8), 5)
+    return np.stack([cv2.warpAffine(layer, warp, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
+                     for layer in layers])
 
 
 def with_and_without_corrections(corrected: Project, options: list[dict], plain_root: Path) -> Project:

@@ -28,7 +28,7 @@ from aeromap_engine.synthetic.scene import SceneSpec
 from aeromap_engine.synthetic.seams import seam_steps
 from aeromap_engine.synthetic.site import SurveySpec
 from aeromap_engine.synthetic.survey import SurveyTruth, generate
-from conftest import with_and_without_corrections
+from conftest import registered_layers, with_and_without_corrections
 
 SPEC = SurveySpec(scene=SceneSpec(size_m=85.0, buildings=0, trees=0, roads=1, control_points=0),
                   lens=LensSpec(width=640, height=480),
@@ -69,8 +69,8 @@ def view_slope_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[SurveyT
 
 
 def registered(project: Project, truth: SurveyTruth) -> tuple[np.ndarray, np.ndarray, np.ndarray, Affine]:
-    """The orthophoto's brightness, the true orthophoto's on its grid (registered by phase correlation: the
-    georeferencing by GPS leaves it a few pixels off), where both hold ground, and the grid's transform."""
+    """The orthophoto's brightness, the true orthophoto's registered on it (conftest.registered_layers), where both
+    hold ground, and the grid's transform."""
     with rasterio.open(project.orthophoto()) as ortho:
         values = ortho.read().astype(np.float32)
         expected = np.full((3, ortho.height, ortho.width), np.nan, np.float32)
@@ -80,17 +80,7 @@ def registered(project: Project, truth: SurveyTruth) -> tuple[np.ndarray, np.nda
                       resampling=Resampling.average, dst_nodata=np.nan)
         transform = ortho.transform
     brightness, true = values[:3].mean(axis=0), np.nan_to_num(np.nanmean(expected, axis=0))
-    h, w = brightness.shape
-    window = np.s_[h // 2 - 256:h // 2 + 256, w // 2 - 256:w // 2 + 256]
-    (dx, dy), _ = cv2.phaseCorrelate(true[window].copy(), brightness[window].copy(),
-                                     cv2.createHanningWindow((512, 512), cv2.CV_32F))
-    # The GPS also leaves the map turned and scaled by a little: a shift alone would leave the texture a pixel or
-    # two off towards the edges, and the brightness ratio with it by several percent.
-    warp = np.float32([[1, 0, -dx], [0, 1, -dy]])  # where in the truth each pixel of the map lies
-    mask = ((values[3] > 0) & (true > 5)).astype(np.uint8)
-    _, warp = cv2.findTransformECC(brightness, true, warp, cv2.MOTION_AFFINE,
-                                   (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 100, 1e-6), mask, 5)
-    true = cv2.warpAffine(true, warp, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
+    true = registered_layers(brightness, true, true[None], (values[3] > 0) & (true > 5))[0]
     return brightness, true, (values[3] > 0) & (true > 5), transform
 
 

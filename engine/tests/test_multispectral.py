@@ -30,7 +30,7 @@ from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, SO
 from aeromap_engine.synthetic.render import sun_direction
 from aeromap_engine.tiles.formulas import RasterBands
 from aeromap_engine.tiles.render import display_bands, preview_rgb
-from conftest import with_and_without_corrections
+from conftest import registered_layers, with_and_without_corrections
 
 
 def test_band_files_are_recognised_by_name_and_by_xmp() -> None:
@@ -253,20 +253,9 @@ def hotspot_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Multispect
 
 def _registered_reflectance(ortho: rasterio.io.DatasetReader, truth: MultispectralTruth, bands: np.ndarray,
                             covered: np.ndarray) -> np.ndarray:
-    """The true reflectance on the orthophoto's pixels, registered on its near infrared by an affine fit (the
-    georeferencing by GPS leaves the map shifted, turned and scaled by a little)."""
+    """The true reflectance on the orthophoto's pixels, registered on its near infrared."""
     expected = np.nan_to_num(_on_orthophoto(truth.reflectance, ortho, Resampling.average))
-    h, w = covered.shape
-    measured, true = np.nan_to_num(bands[-1]), expected[-1]
-    window = np.s_[h // 2 - 256:h // 2 + 256, w // 2 - 256:w // 2 + 256]
-    (dx, dy), _ = cv2.phaseCorrelate(true[window].copy(), measured[window].copy(),
-                                     cv2.createHanningWindow((512, 512), cv2.CV_32F))
-    warp = np.float32([[1, 0, -dx], [0, 1, -dy]])  # where in the truth each pixel of the map lies
-    _, warp = cv2.findTransformECC(measured, true, warp, cv2.MOTION_AFFINE,
-                                   (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 100, 1e-6),
-                                   (covered & (true > 0)).astype(np.uint8), 5)
-    return np.stack([cv2.warpAffine(band, warp, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
-                     for band in expected])
+    return registered_layers(np.nan_to_num(bands[-1]), expected[-1], expected, covered & (expected[-1] > 0))
 
 
 def disc_steps(project: Project, truth: MultispectralTruth, antisolar: list[np.ndarray]) -> np.ndarray:

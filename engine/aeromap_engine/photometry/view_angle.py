@@ -70,12 +70,7 @@ def along_rays(model: Model, rays: np.ndarray, solution: np.ndarray, unknowns: i
     tilts = rays @ axes.T
     residual = residual.reshape(3, len(model.image))
     candidates: list[tuple[np.ndarray, Hotspot | None]] = [(tilts, None)]
-    shapes = [] if hotspot_shape is None else [hotspot_shape] if hotspot_shape != SEARCH else [
-        Hotspot(tuple(map(float, direction)), width, (0.0,) * 3)
-        for direction in _directions(find_hotspot(rays, residual, model.track),
-                                     find_hotspot(rays, residual, model.track, tilts))
-        for width in HOTSPOT_WIDTHS]
-    for shape in shapes:
+    for shape in _shapes(hotspot_shape, rays, residual, model.track, tilts):
         candidates.append((np.column_stack([tilts, kernel(rays @ np.asarray(shape.direction), shape.width_deg)]),
                            shape))
     best_cost, best = np.inf, candidates[0]
@@ -84,7 +79,7 @@ def along_rays(model: Model, rays: np.ndarray, solution: np.ndarray, unknowns: i
         if cost < best_cost and (hotspot is None or _plausible(tuple(coefficients[:, 2]))):
             best_cost, best = cost, (terms, hotspot)
     terms, hotspot = best
-    if hotspot is not None and hotspot_shape == SEARCH:
+    if hotspot is not None and not isinstance(hotspot_shape, Hotspot):  # searched for: refine its direction
         hotspot = refined(model, hotspot, rays, tilts, solution, unknowns)
         terms = np.column_stack([tilts, kernel(rays @ np.asarray(hotspot.direction), hotspot.width_deg)])
     _, coefficients, fitted, _ = model.fit(terms, solution, unknowns, rounds=2)
@@ -94,6 +89,16 @@ def along_rays(model: Model, rays: np.ndarray, solution: np.ndarray, unknowns: i
             hotspot = None
             _, coefficients, fitted, _ = model.fit(tilts, solution, unknowns, rounds=2)
     return hotspot, _view_slope(coefficients[:, :2], axes, tilts), fitted
+
+
+def _shapes(given: HotspotShape, rays: np.ndarray, residual: np.ndarray, track: np.ndarray, tilts: np.ndarray
+            ) -> list[Hotspot]:
+    """The hotspot shapes (direction and width) to try: the one given, none, or those the search finds, at each
+    of HOTSPOT_WIDTHS."""
+    if given is None or isinstance(given, Hotspot):
+        return [] if given is None else [given]
+    directions = _directions(find_hotspot(rays, residual, track), find_hotspot(rays, residual, track, tilts))
+    return [Hotspot(tuple(map(float, d)), width, (0.0,) * 3) for d in directions for width in HOTSPOT_WIDTHS]
 
 
 def refined(model: Model, hotspot: Hotspot, rays: np.ndarray, tilts: np.ndarray, solution: np.ndarray,

@@ -94,9 +94,6 @@ def observe_values(model: pycolmap.Reconstruction, read: Callable[[str], np.ndar
     with opencv_threads(1), ThreadPoolExecutor(threads) as pool:
         seen = [(n, part) for n, part in enumerate(pool.map(observed, range(len(image_ids)))) if part is not None]
     names = [model.image(i).name for i in image_ids]
-    if not seen:
-        nothing = np.empty((0, 3))
-        return names, Observations(np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0), nothing, nothing), nothing
     parts = [part for _, part in seen]
     observations = Observations(np.concatenate([np.full(len(p[0]), n) for n, p in seen]),
                                 np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
@@ -108,8 +105,6 @@ def observe_values(model: pycolmap.Reconstruction, read: Callable[[str], np.ndar
 def _box_mean(plane: np.ndarray) -> np.ndarray:
     """The mean over SMOOTHING pixels around each pixel; NaN (no value: outside a band's frame) where any is:
     OpenCV's running sums would carry one NaN along its whole row."""
-    if plane.dtype.kind != "f":
-        return cv2.blur(plane, (SMOOTHING, SMOOTHING))
     valid = np.isfinite(plane)
     if valid.all():
         return cv2.blur(plane, (SMOOTHING, SMOOTHING))
