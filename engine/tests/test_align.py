@@ -124,7 +124,8 @@ def phase_shift_px(first: Path, second: Path) -> tuple[float, float]:
     rows, cols = np.nonzero(alpha)
     box = (slice(rows.min() + 50, rows.max() - 50), slice(cols.min() + 50, cols.max() - 50))
     window = cv2.createHanningWindow(grey_a[box].shape[::-1], cv2.CV_32F)
-    (dx, dy), _ = cv2.phaseCorrelate(grey_a[box], on_a.mean(axis=0)[box], window)
+    # Contiguous copies: OpenCV's phase correlation misreads a view's strided rows.
+    (dx, dy), _ = cv2.phaseCorrelate(grey_a[box].copy(), on_a.mean(axis=0)[box].copy(), window)
     return dx, dy
 
 

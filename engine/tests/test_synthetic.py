@@ -464,8 +464,9 @@ def ortho_shifts(project: Project, truth: SurveyTruth) -> tuple[np.ndarray, np.n
             # Whole patches of measured cells (walls excluded up to a tenth: roofs are part of the map).
             if not product.valid[r:r + PATCH, c:c + PATCH].all() or cells[r:r + PATCH, c:c + PATCH].mean() < 0.9:
                 continue
-            (dx, dy), response = cv2.phaseCorrelate(grey_truth[r:r + PATCH, c:c + PATCH],
-                                                    grey_product[r:r + PATCH, c:c + PATCH], window)
+            # Contiguous copies: OpenCV's phase correlation misreads a view's strided rows.
+            (dx, dy), response = cv2.phaseCorrelate(grey_truth[r:r + PATCH, c:c + PATCH].copy(),
+                                                    grey_product[r:r + PATCH, c:c + PATCH].copy(), window)
             if response > 0.15:
                 shifts.append((dx * product.cell, -dy * product.cell))  # rows run south
                 centres.append(product.to_crs(c + PATCH / 2, r + PATCH / 2))
