@@ -19,14 +19,15 @@ from rasterio.warp import reproject
 from scipy import ndimage
 
 from aeromap_engine import pipeline
-from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal
+from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal, sampling_map
 from aeromap_engine.bands.groups import band_of, group_bands
 from aeromap_engine.bands.radiometry import Radiometry, calibrate, vignetting_correction
+from aeromap_engine.bands.stack import BandStack
 from aeromap_engine.crs_offset import Georef
 from aeromap_engine.errors import InputError
 from aeromap_engine.project import Project
 from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, SOIL, MultispectralSpec,
-                                                    MultispectralTruth, generate_multispectral)
+                                                    MultispectralTruth, band_pixels, generate_multispectral)
 from aeromap_engine.synthetic.render import sun_direction
 from aeromap_engine.tiles.formulas import RasterBands
 from aeromap_engine.tiles.render import display_bands, preview_rgb
@@ -79,28 +80,75 @@ def test_calibration_gives_reflectance_from_dji_tags() -> None:
     assert calibrate(dn, untimed, "camera+sun", None)[3, 3] == pytest.approx(dn[3, 3])  # nothing to calibrate by
 
 
+def _leafy_scene(seed: int, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Green and NIR (w, h) of one scene of leaves and soil: the contrast between them inverted from band to
+    band, the texture within each shared."""
+    rng = np.random.default_rng(seed)
+    texture = cv2.resize(rng.random((size[1] // 10, size[0] // 10)).astype(np.float32), size,
+                         interpolation=cv2.INTER_CUBIC)
+    fine = cv2.GaussianBlur(rng.random(size[::-1]).astype(np.float32), (0, 0), 1.5)
+    leaves = cv2.resize((rng.random((size[1] // 50, size[0] // 50)) > 0.5).astype(np.float32), size,
+                        interpolation=cv2.INTER_NEAREST) > 0
+    brightness = 1 + 0.4 * (texture - 0.5) + 0.6 * (fine - 0.5)
+    return brightness * np.where(leaves, 0.08, 0.13), brightness * np.where(leaves, 0.46, 0.25)
+
+
 def test_a_band_is_aligned_by_its_homography_whatever_its_contrast() -> None:
     """A band seen through another homography and with inverted contrast between materials (as NIR and green
     see leaves and soil) is brought back within a quarter of a pixel."""
-    rng = np.random.default_rng(3)
-    size = (1000, 800)  # the scene, wider than the frames so that no frame shows its border
-    texture = cv2.resize(rng.random((80, 100)).astype(np.float32), size, interpolation=cv2.INTER_CUBIC)
-    fine = cv2.GaussianBlur(rng.random(size[::-1]).astype(np.float32), (0, 0), 1.5)
-    leaves = cv2.resize((rng.random((16, 20)) > 0.5).astype(np.float32), size, interpolation=cv2.INTER_NEAREST)
-    brightness = 1 + 0.4 * (texture - 0.5) + 0.6 * (fine - 0.5)
+    green, nir = _leafy_scene(3, (1000, 800))  # the scene, wider than the frames so that none shows its border
     offset = np.array([[1, 0, 100], [0, 1, 100], [0, 0, 1.0]])  # frame pixels to scene pixels
     true = np.array([[1.008, 0.002, -5.4], [-0.002, 1.006, 3.5], [1e-6, -2e-6, 1.0]])
-    green = brightness[100:700, 100:900] * np.where(leaves[100:700, 100:900] > 0, 0.08, 0.13)
-    nir = cv2.warpPerspective(brightness * np.where(leaves > 0, 0.46, 0.25), offset @ np.linalg.inv(true),
-                              (800, 600), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)  # nir(true p) = scene(p)
+    green = green[100:700, 100:900]
+    nir = cv2.warpPerspective(nir, offset @ np.linalg.inv(true), (800, 600),
+                              flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)  # nir(true p) = scene(p)
     found = estimate(green, nir, nominal(green.shape, nir.shape))
     corners = np.array([[100, 100, 1], [700, 100, 1], [100, 500, 1], [700, 500, 1.0]]).T
     error = found.homography @ corners / (found.homography @ corners)[2] - true @ corners / (true @ corners)[2]
     assert np.abs(error[:2]).max() < 0.25
-    assert best_alignment([(green, nir)]).correlation > 0.8
+    best = best_alignment([(green, nir)])
+    assert best.correlation > 0.8 and best.lens is None, "a homography's pair has no lens difference to measure"
     noise = cv2.GaussianBlur(np.random.default_rng(4).random((600, 800)).astype(np.float32), (0, 0), 2)
     assert best_alignment([(green, noise)]) is None
     assert np.isfinite(gradients(np.zeros((64, 64), np.float32))).all()
+
+
+def test_a_band_whose_lens_bends_otherwise_is_aligned_to_the_corners() -> None:
+    """A band seen through a homography and a lens of other radial distortion (up to 6 px apart at the corners):
+    no homography brings it within a pixel, the measured lens difference within a fifth of one nearly
+    everywhere."""
+    shape = (600, 800)
+    true = np.array([[1.008, 0.002, -5.4], [-0.002, 1.006, 3.5], [1e-6, -2e-6, 1.0]])
+    scale = 2 / np.hypot(shape[1], shape[0])
+
+    def band_pixel(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        u, v = (x - (shape[1] - 1) / 2) * scale, (y - (shape[0] - 1) / 2) * scale
+        r2 = u * u + v * v
+        bend = -0.012 * r2 + 0.004 * r2 * r2
+        moved = cv2.perspectiveTransform(np.dstack([x + bend * u / scale, y + bend * v / scale]), true)
+        return moved[..., 0], moved[..., 1]
+
+    y, x = np.mgrid[0:shape[0], 0:shape[1]].astype(np.float64)
+    seen_x, seen_y = x.copy(), y.copy()  # the primary pixel each band pixel sees, by fixed-point iteration
+    for _ in range(20):
+        mapped_x, mapped_y = band_pixel(seen_x, seen_y)
+        seen_x, seen_y = seen_x - (mapped_x - x), seen_y - (mapped_y - y)
+    pairs = []
+    for seed in range(3):  # three captures
+        green, nir = _leafy_scene(seed, (1100, 900))
+        pairs.append((green[150:750, 150:950].astype(np.float32),
+                      cv2.remap(nir.astype(np.float32), (seen_x + 150).astype(np.float32),
+                                (seen_y + 150).astype(np.float32), cv2.INTER_LINEAR)))
+    found = best_alignment(pairs)
+    assert found.lens is not None and found.residual_px[1] < 0.5 * found.residual_px[0]
+    true_x, true_y = band_pixel(x, y)
+    inner = np.s_[16:-16, 16:-16]
+    errors = {}
+    for lens in (None, found.lens):
+        mapped_x, mapped_y = sampling_map(found.homography, lens, shape)
+        errors[lens is not None] = np.hypot(mapped_x - true_x, mapped_y - true_y)[inner]
+    assert np.percentile(errors[False], 99) > 1.0
+    assert np.percentile(errors[True], 99) < 0.2 and errors[True].max() < 0.5
 
 
 def test_multispectral_orthophotos_show_visible_bands_or_false_colour() -> None:
@@ -142,6 +190,32 @@ def test_dataset_keeps_the_primary_band_and_records_the_captures(survey, tmp_pat
     assert bands["captures"]["DJI_0002_MS_NIR.TIF"]["RedEdge"] == "DJI_0002_MS_RE.TIF"
     assert bands["radiometry"]["DJI_0003_MS_R.TIF"]["black_level"] == BLACK_LEVEL
     assert any("1 photograph(s) that are not bands" in line and "DJI_0027.JPG" in line for line in lines)
+
+
+@pytest.mark.long
+def test_every_band_lies_on_the_primary_out_to_the_corners(survey) -> None:
+    """Each band's alignment, homography and measured lens difference, against where the rig's cameras truly see
+    the primary's pixels (the generator's lenses and poses): within half a pixel over the whole frame, where the
+    homography alone leaves more than a pixel."""
+    _, project = survey
+    document = json.loads(project.bands_file.read_text())
+    stack = BandStack.load(project.band_files_dir(document), document, "camera")
+    found = stack.align()
+    spec = MultispectralSpec()
+    nominal_lens = spec.survey.lens.lens()
+    shape = (nominal_lens.height, nominal_lens.width)
+    y, x = np.mgrid[0:shape[0]:4, 0:shape[1]:4]
+    pixels = np.stack([x.ravel(), y.ravel()], axis=1).astype(np.float64)
+    for band in BANDS[1:]:
+        truth = band_pixels(band, pixels, spec.height_m, nominal_lens)
+        errors = {}
+        for lens in (None, found[band].lens):
+            map_x, map_y = sampling_map(found[band].homography, lens, shape)
+            errors[lens is not None] = np.hypot(map_x[::4, ::4].ravel() - truth[:, 0],
+                                                map_y[::4, ::4].ravel() - truth[:, 1])
+        assert errors[False].max() > 1.0, band
+        assert errors[True].max() <= 0.5 and np.median(errors[True]) < 0.1, \
+            f"{band}: {errors[True].max():.2f} px at worst, {np.median(errors[True]):.2f} px in the median"
 
 
 def _on_orthophoto(path: Path, ortho: rasterio.io.DatasetReader, resampling: Resampling) -> np.ndarray:
@@ -193,6 +267,7 @@ def test_multispectral_survey_gives_an_aligned_reflectance_orthophoto(survey) ->
     bands_stats = project.read_stats()["bands"]
     assert bands_stats["primary"] == "Green" and bands_stats["calibration"] == "camera+sun"
     assert all(correlation > 0.5 for correlation in bands_stats["alignment"].values())
+    assert set(bands_stats["lens_difference_px"]) == set(BANDS[1:])
 
     # Band to band: no tile of 512 px (every whole one, at a stride of 256) shows one band shifted against the
     # primary by more than half a pixel.

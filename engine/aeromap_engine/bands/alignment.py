@@ -2,7 +2,12 @@
 almost the same way, so from flying height one homography per band (its lens's focal length and centre, the
 small rotation between the cameras) maps the primary's pixels onto the band's, the same for every capture. It is
 found by enhanced correlation (ECC) of gradient magnitudes, which bands of different brightness and contrast
-share, coarse to fine, on a few captures; the one that correlates best over all of them is kept. Pure."""
+share, coarse to fine, on a few captures; the one that correlates best over all of them is kept.
+
+What a homography cannot take is the lenses' different distortion: each band's lens bends its own way, by
+pixels towards the corners. That difference is measured in the data rather than read from the metadata (whose
+lens models differ by maker and are not always documented): tile by tile, the shift left under the homography,
+the median over the captures, fitted by a smooth polynomial of the position in the frame (`LensField`). Pure."""
 
 from __future__ import annotations
 
@@ -15,15 +20,60 @@ LEVELS = (8, 4, 2, 1)  # coarse to fine: the coarsest absorbs offsets of tens of
 ITERATIONS = 60
 EPSILON = 1e-6
 MIN_CORRELATION = 0.3  # below this no alignment is trusted: the band is left as the rig's nominal one
+TILE = 64  # px of the primary band over which one residual shift is measured
+MIN_RESPONSE = 0.1  # phase correlation's peak below which a tile's shift is noise (a bare or uniform tile)
+MAX_TILES_ACROSS = 24  # a large frame is sampled, not covered: the field is smooth
+MIN_TILES = 24  # tiles measured for a lens field to be fitted (three times its terms and more)
+MAX_FIELD_PX = 25.0  # a fitted difference this large anywhere in the frame is not a lens's: it is not used
+MIN_GAIN = 0.8  # the field must take the shifts' RMS below this share of what it was, or it is fitting noise
+LENS_ROUNDS = 3
+MAP_ROWS = 256
+
+
+@dataclass(frozen=True)
+class LensField:
+    """The two lenses' different distortion as a shift of the primary's pixels before the homography: a cubic
+    polynomial of the position about the frame's centre (in half-diagonals), with the radial fifth-order terms
+    of Brown's model."""
+
+    coefficients: np.ndarray  # (TERMS, 2): x and y shift in px
+    shape: tuple[int, int]  # (h, w) of the primary band
+
+    def shift(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The shift (px) at primary pixels (x, y), float32 arrays of any one shape."""
+        basis = _basis(x.ravel(), y.ravel(), self.shape)
+        moved = basis @ self.coefficients.astype(np.float32)
+        return moved[:, 0].reshape(x.shape), moved[:, 1].reshape(x.shape)
+
+    def largest(self) -> float:
+        """The largest shift over the frame (px), looked for along its border and on a coarse grid inside."""
+        h, w = self.shape
+        y, x = np.mgrid[0:h:complex(0, 33), 0:w:complex(0, 33)].astype(np.float32)
+        return float(np.max(np.hypot(*self.shift(x, y))))
 
 
 @dataclass(frozen=True)
 class BandAlignment:
-    """The homography from the primary band's full-resolution pixels to this band's, and how well the gradients
-    correlate under it (ECC's coefficient, 1 for identical)."""
+    """The homography from the primary band's full-resolution pixels to this band's, how well the gradients
+    correlate under it (ECC's coefficient, 1 for identical), and the lenses' difference where one was measured
+    (the RMS tile shift it leaves, px, against what the homography alone left)."""
 
     homography: np.ndarray  # 3x3 float64
     correlation: float
+    lens: LensField | None = None
+    residual_px: tuple[float, float] | None = None  # (homography alone, with the lens field)
+
+
+def _basis(x: np.ndarray, y: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """(N, TERMS) float32: every monomial of x and y up to the third degree and x r^4, y r^4, the coordinates
+    about the frame's centre in half-diagonals (so that the terms stay near 1)."""
+    h, w = shape
+    scale = np.float32(2.0 / np.hypot(w, h))
+    u = (x.astype(np.float32) - np.float32((w - 1) / 2)) * scale
+    v = (y.astype(np.float32) - np.float32((h - 1) / 2)) * scale
+    r4 = (u * u + v * v) ** 2
+    return np.stack([np.ones_like(u), u, v, u * u, u * v, v * v, u ** 3, u * u * v, u * v * v, v ** 3, u * r4,
+                     v * r4], axis=1)
 
 
 def gradients(values: np.ndarray) -> np.ndarray:
@@ -92,21 +142,131 @@ def correlation(primary: np.ndarray, band: np.ndarray, homography: np.ndarray) -
 
 
 def best_alignment(pairs: list[tuple[np.ndarray, np.ndarray]]) -> BandAlignment | None:
-    """The rig's homography for one band from several captures (primary values, band values): each capture's
-    estimate scored on all of them, the best mean kept; None when none correlates."""
+    """The rig's alignment of one band from several captures (primary values, band values): each capture's
+    homography scored on all of them, the best mean kept, then the lenses' difference measured under it; None
+    when none correlates."""
     start = nominal(pairs[0][0].shape, pairs[0][1].shape)
     candidates = [found for primary, band in pairs if (found := estimate(primary, band, start)) is not None]
     if not candidates:
         return None
     scored = [(float(np.mean([correlation(p, b, c.homography) for p, b in pairs])), c) for c in candidates]
     score, best = max(scored, key=lambda item: item[0])
-    return BandAlignment(best.homography, score) if score >= MIN_CORRELATION else None
+    if score < MIN_CORRELATION:
+        return None
+    measured = measure_lens(pairs, best.homography)
+    if measured is None:
+        return BandAlignment(best.homography, score)
+    return BandAlignment(best.homography, score, *measured)
 
 
-def warp_to_primary(values: np.ndarray, homography: np.ndarray, primary_shape: tuple[int, int]) -> np.ndarray:
-    """A band's values (h, w) resampled onto the primary band's full-resolution pixels (NaN outside the band's
-    frame)."""
+def measure_lens(pairs: list[tuple[np.ndarray, np.ndarray]],
+                 homography: np.ndarray) -> tuple[LensField, tuple[float, float]] | None:
+    """The lenses' difference under `homography`, and the RMS tile shift before and after; None where there is
+    none to measure (MIN_GAIN: what is left is noise) or what is found is too large to be a lens's. Phase
+    correlation's sub-pixel peak leans towards whole pixels, so the field is measured again under itself and
+    the rest added, until what is left is small enough to be measured without that lean."""
+    templates = [gradients(primary) for primary, _ in pairs]
+    centres, shifts = residual_shifts(pairs, templates, homography, None)
+    before = _rms(shifts)
+    lens = None
+    for _ in range(LENS_ROUNDS):
+        step = fit_lens_field(centres, shifts, pairs[0][0].shape)
+        if step is None:
+            break
+        lens = step if lens is None else LensField(lens.coefficients + step.coefficients, lens.shape)
+        centres, shifts = residual_shifts(pairs, templates, homography, lens)
+        if _rms(shifts) > MIN_GAIN * before:
+            return None  # what the homography left is noise, not a lens
+    if lens is None or lens.largest() > MAX_FIELD_PX:
+        return None
+    return lens, (before, _rms(shifts))
+
+
+def _rms(shifts: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.sum(shifts ** 2, axis=1)))) if len(shifts) else 0.0
+
+
+def tile_shifts(template: np.ndarray, warped: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per tile of the primary's frame (`_starts`): its centre (x, y) and the shift (px) that brings `warped` (a
+    band already on the primary's pixels) onto the primary, whose gradients are `template`; NaN where the band's
+    frame does not cover the tile or it is too bare to say."""
+    h, w = template.shape
+    window = cv2.createHanningWindow((TILE, TILE), cv2.CV_32F)
+    moving = gradients(warped)
+    centres, shifts = [], []
+    for row in _starts(h):
+        for col in _starts(w):
+            block = np.s_[row:row + TILE, col:col + TILE]
+            centres.append((col + (TILE - 1) / 2, row + (TILE - 1) / 2))
+            if not np.isfinite(warped[block]).all():
+                shifts.append((np.nan, np.nan))
+                continue
+            # A view's rows are strided, which this OpenCV's phase correlation misreads: contiguous copies.
+            (dx, dy), response = cv2.phaseCorrelate(np.ascontiguousarray(template[block]),
+                                                    np.ascontiguousarray(moving[block]), window)
+            shifts.append((dx, dy) if response >= MIN_RESPONSE else (np.nan, np.nan))
+    return np.array(centres, np.float64).reshape(-1, 2), np.array(shifts, np.float64).reshape(-1, 2)
+
+
+def _starts(length: int) -> list[int]:
+    """Where tiles start along one side: about half a tile apart, at most MAX_TILES_ACROSS of them, the last
+    against the frame's edge, so that the field is measured out to the corners rather than extrapolated there."""
+    if length < TILE:
+        return []
+    count = min(MAX_TILES_ACROSS, (length - TILE) // (TILE // 2) + 2)
+    return sorted({round(start) for start in np.linspace(0, length - TILE, count)})
+
+
+def residual_shifts(pairs: list[tuple[np.ndarray, np.ndarray]], templates: list[np.ndarray],
+                    homography: np.ndarray, lens: LensField | None) -> tuple[np.ndarray, np.ndarray]:
+    """The tile centres and the median over the captures (primary values, band values; the primaries' gradients
+    `templates`) of each tile's shift under `homography` and `lens`, for the tiles measured in at least half of
+    the captures: the rig's, not one capture's texture or noise."""
+    measured = []
+    centres = np.empty((0, 2))
+    maps = sampling_map(homography, lens, pairs[0][0].shape)  # every capture's frames are the same size
+    for (_, band), template in zip(pairs, templates):
+        centres, shifts = tile_shifts(template, warp_to_primary(band, maps))
+        measured.append(shifts)
+    stacked = np.stack(measured)  # (captures, tiles, 2)
+    enough = np.isfinite(stacked[:, :, 0]).sum(axis=0) >= max(1, (len(pairs) + 1) // 2)
+    return centres[enough], np.nanmedian(stacked[:, enough], axis=0).reshape(-1, 2)
+
+
+def fit_lens_field(centres: np.ndarray, shifts: np.ndarray, shape: tuple[int, int]) -> LensField | None:
+    """The lens field fitted to tile shifts: least squares, then again without the tiles it leaves more than
+    three robust deviations off; None when too few tiles were measured."""
+    if len(centres) < MIN_TILES:
+        return None
+    basis = _basis(centres[:, 0], centres[:, 1], shape).astype(np.float64)
+    kept = np.ones(len(centres), bool)
+    for _ in range(2):
+        coefficients = np.linalg.lstsq(basis[kept], shifts[kept], rcond=None)[0]
+        misfit = np.hypot(*(basis @ coefficients - shifts).T)
+        kept = misfit <= max(0.3, 3 * 1.4826 * float(np.median(misfit[kept])))
+        if kept.sum() < MIN_TILES:
+            return None
+    return LensField(coefficients, shape)
+
+
+def sampling_map(homography: np.ndarray, lens: LensField | None,
+                 primary_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of the primary's full-resolution pixels falls in the band's frame (x and y maps, float32):
+    shifted by the lens field, then carried by the homography."""
     h, w = primary_shape
-    return cv2.warpPerspective(values.astype(np.float32), homography.astype(np.float32), (w, h),
-                               flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT,
-                               borderValue=np.nan)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    if lens is not None:
+        for rows in range(0, h, MAP_ROWS):  # a large frame's terms at once would take gigabytes
+            part = np.s_[rows:rows + MAP_ROWS]
+            dx, dy = lens.shift(x[part], y[part])
+            x[part] += dx
+            y[part] += dy
+    mapped = cv2.perspectiveTransform(np.dstack([x, y]), homography.astype(np.float64))
+    return mapped[:, :, 0], mapped[:, :, 1]
+
+
+def warp_to_primary(values: np.ndarray, maps: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """A band's values (h, w) resampled onto the primary band's full-resolution pixels by `sampling_map`'s maps
+    (NaN outside the band's frame)."""
+    return cv2.remap(values.astype(np.float32), maps[0], maps[1], cv2.INTER_LINEAR,
+                     borderMode=cv2.BORDER_CONSTANT, borderValue=np.nan)

@@ -1,6 +1,6 @@
 """A capture's bands as the orthophoto reads them: each band's file calibrated (radiometry.py), resampled onto
-the primary band's pixels by the rig's homography (alignment.py), stacked in the survey's band order, and each
-band's brightening with the viewing angle divided out (view_angle.py)."""
+the primary band's pixels by the rig's homography and the lenses' difference (alignment.py), stacked in the
+survey's band order, and each band's brightening with the viewing angle divided out (view_angle.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import numpy as np
 
 from ..io.images import read_band
 from ..photometry import Photometry
-from .alignment import BandAlignment, best_alignment, nominal, warp_to_primary
+from .alignment import BandAlignment, best_alignment, nominal, sampling_map, warp_to_primary
 from .groups import BandSurvey
 from .radiometry import Calibration, Radiometry, calibrate, reference_irradiance
 from .view_angle import darkening
 
-ALIGNMENT_SAMPLES = 6  # captures the rig's homographies are estimated on, spread over the flight
+ALIGNMENT_SAMPLES = 6  # captures the rig's alignment is estimated on, spread over the flight
 
 
 @dataclass
@@ -26,12 +26,14 @@ class BandStack:
     survey: BandSurvey
     radiometry: dict[str, Radiometry]  # per file
     calibration: Calibration
-    homographies: dict[str, np.ndarray] = field(default_factory=dict)  # band -> primary px to band px
+    alignments: dict[str, BandAlignment] = field(default_factory=dict)  # band -> primary px to band px
     view_terms: dict[str, Photometry] = field(default_factory=dict)  # band -> its hotspot and view slope
     unit: float = 1.0  # a value twice the survey's typical one: what the seam placement compares colours by
 
     def __post_init__(self) -> None:
         self.reference = reference_irradiance(list(self.radiometry.values()))
+        # The same for every capture: worked out once per band and frame size.
+        self._maps: dict[tuple[str, tuple[int, int], tuple[int, int]], tuple[np.ndarray, np.ndarray]] = {}
 
     @staticmethod
     def load(images_dir: Path, document: dict, calibration: Calibration) -> "BandStack":
@@ -68,8 +70,7 @@ class BandStack:
                 layers.append(primary)
                 continue
             values = self.band_values(files[band])
-            homography = self.homographies.get(band, nominal(primary.shape, values.shape))
-            layers.append(warp_to_primary(values, homography, primary.shape))
+            layers.append(warp_to_primary(values, self._sampling(band, primary.shape, values.shape)))
         stack = np.dstack(layers)
         if scale < 1:
             h, w = primary.shape
@@ -83,8 +84,17 @@ class BandStack:
                     stack[:, :, index] *= factor
         return stack
 
+    def _sampling(self, band: str, primary_shape: tuple[int, int],
+                  band_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        key = (band, primary_shape, band_shape)
+        if key not in self._maps:
+            found = self.alignments.get(band)
+            self._maps[key] = sampling_map(nominal(primary_shape, band_shape) if found is None else found.homography,
+                                           None if found is None else found.lens, primary_shape)
+        return self._maps[key]
+
     def align(self) -> dict[str, BandAlignment | None]:
-        """Estimate every band's homography on a few captures spread over the survey; a band whose estimate
+        """Estimate every band's alignment on a few captures spread over the survey; a band whose estimate
         fails keeps the nominal one. Returns what was found per band."""
         samples = self.samples()
         primaries = [self.band_values(files[self.survey.primary]) for files in samples]
@@ -95,5 +105,6 @@ class BandStack:
             pairs = [(primary, self.band_values(files[band])) for primary, files in zip(primaries, samples)]
             found[band] = best_alignment(pairs)
             if found[band] is not None:
-                self.homographies[band] = found[band].homography
+                self.alignments[band] = found[band]
+                self._maps.clear()
         return found

@@ -13,8 +13,8 @@ the orthophoto is cut to: the surveyed area, cropped). With skip-orthophoto, non
 
 A multispectral survey's orthophoto holds every band (float32, named Green, Red, RedEdge, NIR, ... as ODM names
 them) and alpha: each capture's bands calibrated by radiometric-calibration and aligned to the primary band by
-the rig's homographies (bands/), unless skip-band-alignment. A thermal survey's holds its temperatures in °C
-(float32, the band LWIR), blended from the dataset stage's temperature files.
+the rig's homographies and the lenses' differences (bands/), unless skip-band-alignment. A thermal survey's holds
+its temperatures in °C (float32, the band LWIR), blended from the dataset stage's temperature files.
 """
 
 from __future__ import annotations
@@ -159,9 +159,14 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
         if alignment is None:
             log.warning("Band %s could not be aligned to %s (its gradients do not correlate): it is used as the "
                         "camera frames it", band, stack.survey.primary)
-        else:
+        elif alignment.lens is None:
             log.info("Band %s aligned to %s (gradient correlation %.2f)", band, stack.survey.primary,
                      alignment.correlation)
+        else:
+            log.info("Band %s aligned to %s (gradient correlation %.2f); its lens differs by up to %.1f px, "
+                     "measured and corrected (tile shifts %.2f px RMS under the homography alone, %.2f px with it)",
+                     band, stack.survey.primary, alignment.correlation, alignment.lens.largest(),
+                     *alignment.residual_px)
     if options.photometric_correction:
         primary = photometry.load(ctx.project.photometry_file)
         stack.view_terms = band_view_terms(stack, pycolmap.Reconstruction(str(ctx.project.reconstruction_dir)),
@@ -173,6 +178,8 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
                                        "calibration": options.radiometric_calibration,
                                        "alignment": {band: round(a.correlation, 3) if a else None
                                                      for band, a in found.items()},
+                                       "lens_difference_px": {band: round(a.lens.largest(), 2)
+                                                              for band, a in found.items() if a and a.lens},
                                        "view_angle": view_angle})
     return stack
 

@@ -49,22 +49,39 @@ class BandCamera:
     suffix: str
     focal_scale: float
     centre_offset: tuple[float, float]  # px
+    radial: tuple[float, float]  # (k1, k2) added to the nominal lens's: each band's lens bends its own way
     offset_m: tuple[float, float, float]  # in the rig's camera frame
     turn_deg: tuple[float, float, float]  # rotation vector relative to the rig's camera frame, degrees
     adjustment: float  # DJI SensorGainAdjustment
 
     def lens(self, nominal: Lens) -> Lens:
-        return replace(nominal, focal_px=nominal.focal_px * self.focal_scale, centre_offset=self.centre_offset)
+        return replace(nominal, focal_px=nominal.focal_px * self.focal_scale, centre_offset=self.centre_offset,
+                       k1=nominal.k1 + self.radial[0], k2=nominal.k2 + self.radial[1])
 
     def pose(self, rig: Pose) -> Pose:
-        rotation = rig.rotation @ cv2.Rodrigues(np.radians(np.array(self.turn_deg)))[0]
+        rotation = rig.rotation @ _turn(self)
         return replace(rig, centre=rig.centre + rig.rotation @ np.array(self.offset_m), rotation=rotation)
 
 
-RIG = (BandCamera("Green", "G", 1.0, (0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 14.0),
-       BandCamera("Red", "R", 1.012, (3.5, -2.0), (0.021, 0.0, 0.0), (0.25, -0.15, 0.1), 15.5),
-       BandCamera("RedEdge", "RE", 0.991, (-2.5, 3.0), (0.0, 0.021, 0.0), (-0.2, 0.3, -0.15), 13.0),
-       BandCamera("NIR", "NIR", 1.006, (1.5, 2.5), (0.021, 0.021, 0.0), (0.15, 0.2, 0.2), 16.0))
+# Each band's lens bends its own way: up to 4 px from the green's at the corners, more than a homography absorbs.
+RIG = (BandCamera("Green", "G", 1.0, (0.0, 0.0), (0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 14.0),
+       BandCamera("Red", "R", 1.012, (3.5, -2.0), (-0.025, 0.01), (0.021, 0.0, 0.0), (0.25, -0.15, 0.1), 15.5),
+       BandCamera("RedEdge", "RE", 0.991, (-2.5, 3.0), (0.02, -0.01), (0.0, 0.021, 0.0), (-0.2, 0.3, -0.15), 13.0),
+       BandCamera("NIR", "NIR", 1.006, (1.5, 2.5), (-0.012, 0.0), (0.021, 0.021, 0.0), (0.15, 0.2, 0.2), 16.0))
+
+
+def band_pixels(band: str, pixels: np.ndarray, depth_m: float, nominal: Lens) -> np.ndarray:
+    """(N, 2) where the points that the primary (Green) camera sees at `pixels`, `depth_m` ahead of the rig, fall
+    in `band`'s frame: the truth a band's alignment is judged by."""
+    primary, camera = RIG[0], next(c for c in RIG if c.band == band)
+    rays = primary.lens(nominal).rays(pixels)
+    in_primary = rays / rays[:, 2:] * depth_m
+    in_rig = in_primary @ _turn(primary).T + np.array(primary.offset_m)
+    return camera.lens(nominal).project((in_rig - np.array(camera.offset_m)) @ _turn(camera))
+
+
+def _turn(camera: BandCamera) -> np.ndarray:
+    return cv2.Rodrigues(np.radians(np.array(camera.turn_deg)))[0]
 
 
 def _default_spec() -> SurveySpec:
