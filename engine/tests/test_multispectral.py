@@ -20,7 +20,7 @@ from scipy import ndimage
 
 from aeromap_engine import pipeline
 from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal, sampling_map
-from aeromap_engine.bands.groups import band_of, group_bands
+from aeromap_engine.bands.groups import band_of, capture_companions, group_bands
 from aeromap_engine.bands.radiometry import Radiometry, calibrate, vignetting_correction
 from aeromap_engine.bands.stack import BandStack
 from aeromap_engine.crs_offset import Georef
@@ -42,6 +42,25 @@ def test_band_files_are_recognised_by_name_and_by_xmp() -> None:
     assert band_of("DJI_0013.TIF", {"Camera:BandName": "Red edge", "drone-dji:CaptureUUID": "c1"}) == ("RedEdge", "c1")
     assert band_of("DJI_0010.JPG", {"drone-dji:RelativeAltitude": "+50.0"}) is None
     assert band_of("DJI_0027_R.JPG", {}) == ("Red", "DJI_0027")  # a suffix alone names a band
+    # The RGB photograph flown with the bands: the capture's companion, by name or by XMP.
+    assert band_of("IMG_180601_101010_0001_RGB.JPG", {}) == ("RGB", "IMG_180601_101010_0001")
+    assert band_of("DJI_0010.JPG", {"Camera:BandName": "RGB", "drone-dji:CaptureUUID": "c1"}) == ("RGB", "c1")
+
+
+def test_a_capture_shares_its_position_with_its_bands() -> None:
+    """The RGB photograph is no band, but the capture's companion: found by capture id or by name, after the
+    capture's other bands."""
+    names = [f"IMG_{k}_{suffix}.TIF" for k in range(3) for suffix in ("GRE", "NIR")] + ["IMG_0_RGB.JPG"]
+    files = {name: band_of(name, {}) for name in names}
+    # A capture tagged with an id, its RGB photograph named otherwise.
+    files.update({"IMG_1_GRE.TIF": ("Green", "uuid-1"), "IMG_1_NIR.TIF": ("NIR", "uuid-1"),
+                  "DJI_0001.JPG": ("RGB", "uuid-1")})
+    survey = group_bands(files)
+    assert survey.bands == ("Green", "NIR") and len(survey.captures) == 3
+    companions = capture_companions(files, survey)
+    assert companions == {"IMG_0_GRE.TIF": ["IMG_0_NIR.TIF", "IMG_0_RGB.JPG"],
+                          "IMG_1_GRE.TIF": ["IMG_1_NIR.TIF", "DJI_0001.JPG"],
+                          "IMG_2_GRE.TIF": ["IMG_2_NIR.TIF"]}
 
 
 def test_captures_group_on_the_primary_band() -> None:
@@ -216,6 +235,30 @@ def test_every_band_lies_on_the_primary_out_to_the_corners(survey) -> None:
         assert errors[False].max() > 1.0, band
         assert errors[True].max() <= 0.5 and np.median(errors[True]) < 0.1, \
             f"{band}: {errors[True].max():.2f} px at worst, {np.median(errors[True]):.2f} px in the median"
+
+
+@pytest.mark.long
+def test_band_files_without_a_position_take_their_rgb_photographs(tmp_path: Path, engine_log) -> None:
+    """As the Parrot Sequoia writes them: band files without a position, each capture's RGB photograph with it.
+    The primary band's photographs take their captures' positions (the RGB photographs are left out of the
+    mapping); without the RGB photographs none has a position."""
+    spec = MultispectralSpec()
+    scene = replace(spec.survey.scene, size_m=40.0)
+    truth = generate_multispectral(tmp_path / "sequoia", replace(spec, survey=replace(spec.survey, scene=scene),
+                                                                 position_on_rgb=True), workers=2)
+    project = Project(truth.root)
+    with engine_log() as captured:
+        pipeline.run(project, [{"name": "end-with", "value": "dataset"}])
+        told = captured.text
+    photos = json.loads(project.images_json.read_text())
+    assert [photo["filename"][-8:] for photo in photos] == ["MS_G.TIF"] * truth.captures
+    assert all(photo["latitude"] is not None and photo["relative_altitude"] is not None for photo in photos)
+    assert f"{truth.captures} capture(s) whose Green file carries no position" in told
+
+    for rgb in truth.images_dir.glob("*_RGB.JPG"):
+        rgb.unlink()
+    pipeline.run(project, [{"name": "end-with", "value": "dataset"}, {"name": "rerun-from", "value": "dataset"}])
+    assert all(photo["latitude"] is None for photo in json.loads(project.images_json.read_text()))
 
 
 def _on_orthophoto(path: Path, ortho: rasterio.io.DatasetReader, resampling: Resampling) -> np.ndarray:

@@ -1,7 +1,9 @@
 """Which photographs are bands of one capture. Multispectral cameras write a file per band: the band is named in
 XMP (`Camera:BandName`, as DJI, MicaSense and Parrot write it) or by the file name's suffix (Mavic 3M `_MS_G`,
 `_MS_R`, `_MS_RE`, `_MS_NIR`; Sequoia `_GRE`, `_RED`, `_REG`, `_NIR`; MicaSense `_1` to `_6`), and the capture by
-an XMP capture id or else by the name without its band suffix. Pure: names and tags in, groups out."""
+an XMP capture id or else by the name without its band suffix. Some rigs fly an RGB camera with the bands (the
+Sequoia's `_RGB.JPG`, BandName `RGB`): its photograph is the capture's companion, not a band. Pure: names and tags
+in, groups out."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ _MICASENSE = re.compile(r"^(?P<capture>IMG_\d+)_(?P<band>[1-6])$", re.IGNORECASE
 _MICASENSE_BANDS = {"1": "Blue", "2": "Green", "3": "Red", "4": "NIR", "5": "RedEdge", "6": "LWIR"}
 _CAPTURE_TAGS = ("Camera:CaptureUUID", "drone-dji:CaptureUUID", "MicaSense:CaptureId", "Camera:CaptureId")
 AUTO = "auto"
+RGB = "RGB"  # the band name of a colour photograph flown with the bands
+_RGB_NAME = re.compile(r"^(?P<capture>.+?)_RGB$", re.IGNORECASE)
 
 
 def canonical_band(name: str) -> str | None:
@@ -31,19 +35,28 @@ def canonical_band(name: str) -> str | None:
 
 
 def band_of(filename: str, xmp: dict[str, str]) -> tuple[str, str] | None:
-    """(band, capture) of a photograph that is one band of a multispectral capture, None for others (an RGB
-    photograph says no band name and has no band suffix)."""
-    stem = PurePath(filename).stem
+    """(band, capture) of a photograph that is one band of a multispectral capture or its RGB companion (band
+    RGB), None for others (an ordinary photograph says no band name and has no band suffix)."""
     capture = next((xmp[tag] for tag in _CAPTURE_TAGS if xmp.get(tag)), None)
-    named = canonical_band(xmp.get("Camera:BandName", ""))
-    suffix = _SUFFIX.match(stem)
-    numbered = _MICASENSE.match(stem)
-    by_name = (canonical_band(suffix["band"]), suffix["capture"]) if suffix else \
-        (_MICASENSE_BANDS[numbered["band"]], numbered["capture"]) if numbered else None
+    stated = xmp.get("Camera:BandName", "")
+    named = RGB if stated.strip().upper() == RGB else canonical_band(stated)
+    by_name = _named_by_file(filename)
     if named is None and by_name is None:
         return None
     band = named or by_name[0]
-    return band, capture or (by_name[1] if by_name else stem)
+    return band, capture or (by_name[1] if by_name else PurePath(filename).stem)
+
+
+def _named_by_file(filename: str) -> tuple[str, str] | None:
+    """(band, capture) as the file's name gives them, None where it names no band."""
+    stem = PurePath(filename).stem
+    if suffix := _SUFFIX.match(stem):
+        return canonical_band(suffix["band"]), suffix["capture"]
+    if numbered := _MICASENSE.match(stem):
+        return _MICASENSE_BANDS[numbered["band"]], numbered["capture"]
+    if rgb := _RGB_NAME.match(stem):
+        return RGB, rgb["capture"]
+    return None
 
 
 @dataclass(frozen=True)
@@ -80,7 +93,7 @@ def group_bands(files: dict[str, tuple[str, str] | None], asked_primary: str = A
     left out of all, as the orthophoto needs every band everywhere."""
     by_capture: dict[str, dict[str, str]] = defaultdict(dict)
     for filename, tagged in sorted(files.items()):
-        if tagged is not None:
+        if tagged is not None and tagged[0] != RGB:
             by_capture[tagged[1]].setdefault(tagged[0], filename)
     counts = Counter(band for bands in by_capture.values() for band in bands)
     if len(counts) < 2:
@@ -91,3 +104,27 @@ def group_bands(files: dict[str, tuple[str, str] | None], asked_primary: str = A
                   and sum(band in capture for capture in kept) == len(kept))
     return BandSurvey(primary, bands, {capture[primary]: {band: capture[band] for band in bands}
                                        for capture in kept})
+
+
+def capture_companions(files: dict[str, tuple[str, str] | None], survey: BandSurvey) -> dict[str, list[str]]:
+    """Per capture (its primary file), the capture's other files: its other bands, then the RGB photograph flown
+    with them, matched by capture id or by file name (a rig may tag its bands with an id and not its RGB
+    photograph)."""
+    photographs: dict[str, str] = {}
+    for filename, tagged in sorted(files.items()):
+        if tagged is not None and tagged[0] == RGB:
+            for key in (tagged[1], _capture_by_name(filename)):
+                if key is not None:
+                    photographs.setdefault(key, filename)
+    companions = {}
+    for primary, bands in survey.captures.items():
+        keys = (files[primary][1] if files.get(primary) else None, _capture_by_name(primary))
+        photograph = next((photographs[key] for key in keys if key in photographs), None)
+        companions[primary] = [name for name in bands.values() if name != primary] + \
+            ([photograph] if photograph else [])
+    return companions
+
+
+def _capture_by_name(filename: str) -> str | None:
+    by_name = _named_by_file(filename)
+    return by_name[1] if by_name else None

@@ -30,7 +30,7 @@ import numpy as np
 from PIL import UnidentifiedImageError
 
 from ..atomic_files import read_json, write_json
-from ..bands.groups import AUTO, BandSurvey, band_of, group_bands
+from ..bands.groups import AUTO, RGB, BandSurvey, band_of, capture_companions, group_bands
 from ..bands.radiometry import Radiometry
 from ..bands.thermal import convert as convert_temperatures
 from ..bands.thermal import holds_raw_counts
@@ -68,6 +68,8 @@ SAMPLE_PIXELS = 4096  # per photograph: enough for the levels' percentiles and t
 # A copy scaled keeping its shape rounds its sides to whole pixels (a 4000x2250 frame at 1000 px: 1000x562, 0.1 %);
 # a shape further from the captured one was stretched, which no lens model with square pixels describes.
 MAX_STRETCH = 0.02
+# What a capture's position is: the fix, its accuracy and the barometric height that scales a local model.
+POSITION_FIELDS = ("latitude", "longitude", "altitude", "gps_xy_stddev", "gps_z_stddev", "relative_altitude")
 
 
 @dataclass
@@ -198,13 +200,18 @@ def run(ctx: "StageContext") -> None:
                 rejected[path.name] = outcome
                 log.warning("Skipping %s: %s", path.name, outcome)
             ctx.progress(0.9 * (i + 1) / max(1, len(files)))
-    survey = group_bands({i.photo.filename: i.band for i in readable}, ctx.options.primary_band)
+    tagged = {i.photo.filename: i.band for i in readable}
+    survey = group_bands(tagged, ctx.options.primary_band)
     every_band = {i.photo.filename: i for i in readable}
     if survey is not None:
-        others = [i.photo.filename for i in readable if i.band is None]
+        others = [i.photo.filename for i in readable if i.band is None or i.band[0] == RGB]
         if others:
             log.warning("%d photograph(s) that are not bands of the multispectral captures (%s...) are left out: "
                         "the survey is processed from its bands", len(others), others[0])
+        located = locate_captures(capture_companions(tagged, survey), every_band)
+        if located:
+            log.info("%d capture(s) whose %s file carries no position take their position from another file of "
+                     "the capture (a band, or the RGB photograph flown with them)", located, survey.primary)
         readable = [i for i in readable if i.photo.filename in survey.captures]
     usable: list[Inspection] = []
     levels = levels_of(readable)
@@ -248,6 +255,24 @@ def run(ctx: "StageContext") -> None:
     project.update_stats("dataset", {"images_total": len(files), "images_usable": len(photos),
                                      "images_rejected": rejected, "images_with_gps": located, "crs": crs,
                                      "cameras": cameras, "levels": asdict(levels) if levels else None})
+
+
+def locate_captures(companions: dict[str, list[str]], inspections: dict[str, Inspection]) -> int:
+    """Give each capture's primary photograph without a position the first position among its companions (some
+    rigs, as the Parrot Sequoia, tag only their RGB photograph), each field it lacks; returns how many were given
+    one."""
+    located = 0
+    for primary, others in companions.items():
+        photo = inspections[primary].photo
+        source = next((inspections[name].photo for name in others
+                       if name in inspections and inspections[name].photo.has_gps), None)
+        if photo.has_gps or source is None:
+            continue
+        for field in POSITION_FIELDS:
+            if getattr(photo, field) is None:
+                setattr(photo, field, getattr(source, field))
+        located += 1
+    return located
 
 
 def warn_stretched(inspections: list[Inspection]) -> None:

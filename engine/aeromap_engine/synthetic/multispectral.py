@@ -16,7 +16,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-from PIL import Image
+from PIL import ExifTags, Image
 
 from ..parallel import forked_map
 from .camera import Lens, LensSpec, Pose, Shot, lawnmower
@@ -96,6 +96,8 @@ class MultispectralSpec:
     height_m: float = 40.0
     strip_m: float = 12.0  # width of the crop and soil strips
     irradiance_swing: float = 0.2  # the cloud's dimming, as a share of the clear sunlight
+    # As the Parrot Sequoia: the band files carry no position, an RGB photograph per capture (_RGB.JPG) does.
+    position_on_rgb: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def generate_multispectral(out_dir: Path, spec: MultispectralSpec = Multispectra
     images_dir = out_dir / "images"
     images_dir.mkdir(parents=True, exist_ok=True)
     job = _CaptureJob(survey, site, model, nominal, Barometer(takeoff, 0.0, survey.barometer_sigma_m), images_dir,
-                      len(shots), spec.irradiance_swing)
+                      len(shots), spec.irradiance_swing, spec.position_on_rgb)
     list(forked_map(job, list(enumerate(shots)), workers))
 
     truth_dir = out_dir / "truth"
@@ -180,6 +182,7 @@ class _CaptureJob:
     images_dir: Path
     count: int
     swing: float
+    position_on_rgb: bool
 
     def __call__(self, item: tuple[int, Shot]) -> None:
         index, shot = item
@@ -203,4 +206,20 @@ class _CaptureJob:
                 "drone-dji:CalibratedOpticalCenterX": f"{lens.cx:.2f}",
                 "drone-dji:CalibratedOpticalCenterY": f"{lens.cy:.2f}"})
             pixels = np.clip(np.round(dn), 0, 65535).astype(np.uint16)
-            Image.fromarray(pixels).save(self.images_dir / name, tiffinfo=tiff_tags(exif_for(self.spec, lens, photo), xmp))
+            exif = exif_for(self.spec, lens, photo)
+            if self.position_on_rgb:
+                exif.get_ifd(ExifTags.IFD.GPSInfo).clear()
+            Image.fromarray(pixels).save(self.images_dir / name, tiffinfo=tiff_tags(exif, xmp))
+        if self.position_on_rgb:
+            self.write_rgb(index, shot, rng)
+
+    def write_rgb(self, index: int, shot: Shot, rng: np.random.Generator) -> None:
+        """The capture's RGB photograph (red, green and a blue darker than green), with the position."""
+        bands = render(self.model, self.nominal, shot.pose) * np.float32(FULL_SCALE)
+        colour = np.dstack([bands[:, :, BANDS.index("Red")], bands[:, :, BANDS.index("Green")],
+                            0.6 * bands[:, :, BANDS.index("Green")]])
+        name = f"DJI_{index + 1:04d}_RGB.JPG"
+        photo = photograph_record(self.spec, self.site, shot, name, self.barometer, rng)
+        pixels = np.clip(colour * 4 * 255, 0, 255).astype(np.uint8)
+        Image.fromarray(pixels).save(self.images_dir / name, "JPEG", quality=90,
+                                     exif=exif_for(self.spec, self.nominal, photo))
