@@ -25,6 +25,7 @@ from aeromap_engine.bands.radiometry import Radiometry, calibrate, vignetting_co
 from aeromap_engine.bands.stack import BandStack
 from aeromap_engine.crs_offset import Georef
 from aeromap_engine.errors import InputError
+from aeromap_engine.io.exif import xmp_tags
 from aeromap_engine.project import Project
 from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, SOIL, MultispectralSpec,
                                                     MultispectralTruth, band_pixels, generate_multispectral)
@@ -40,6 +41,7 @@ def test_band_files_are_recognised_by_name_and_by_xmp() -> None:
     assert band_of("IMG_180601_101010_0001_GRE.TIF", {}) == ("Green", "IMG_180601_101010_0001")
     assert band_of("IMG_0012_4.tif", {}) == ("NIR", "IMG_0012")
     assert band_of("DJI_0013.TIF", {"Camera:BandName": "Red edge", "drone-dji:CaptureUUID": "c1"}) == ("RedEdge", "c1")
+    assert band_of("IMG_00042.tif", {"Camera:BandName": "NIR", "Camera:ImageUniqueID": "u42"}) == ("NIR", "u42")
     assert band_of("DJI_0010.JPG", {"drone-dji:RelativeAltitude": "+50.0"}) is None
     assert band_of("DJI_0027_R.JPG", {}) == ("Red", "DJI_0027")  # a suffix alone names a band
     # The RGB photograph flown with the bands: the capture's companion, by name or by XMP.
@@ -97,6 +99,28 @@ def test_calibration_gives_reflectance_from_dji_tags() -> None:
     assert calibrate(dn, radiometry, "none", 2000.0)[0, 0] == pytest.approx(dn[0, 0])
     untimed = Radiometry.of({}, {})
     assert calibrate(dn, untimed, "camera+sun", None)[3, 3] == pytest.approx(dn[3, 3])  # nothing to calibrate by
+
+
+def test_calibration_gives_reflectance_from_micasense_tags() -> None:
+    """MicaSense's radiometric calibration and vignetting, written as XMP lists: pi times the radiance, row by row,
+    over the sunlight sensor's spectral irradiance."""
+    lists = {"RadiometricCalibration": (3e-4, 4e-8, 2e-6), "VignettingCenter": (15, 10),
+             "VignettingPolynomial": (0, 1e-6)}
+    packet = ('<x:xmpmeta><rdf:RDF><rdf:Description xmlns:Camera="http://pix4d.com/camera/1.0/" '
+              'xmlns:DLS="http://micasense.com/DLS/1.0/"><Camera:BandName>Red</Camera:BandName>'
+              + "".join(f"<Camera:{name}>\n <rdf:Seq>{''.join(f'<rdf:li>{v}</rdf:li>' for v in values)}</rdf:Seq>\n"
+                        f"</Camera:{name}>" for name, values in lists.items())
+              + "<DLS:SpectralIrradiance>1.2</DLS:SpectralIrradiance></rdf:Description></rdf:RDF></x:xmpmeta>")
+    exif = {"ExposureTime": 0.0005, "ISOSpeedRatings": 200, "BlackLevel": (4800, 4800, 4800, 4800),
+            "BitsPerSample": 16}
+    radiometry = Radiometry.of(exif, xmp_tags(packet))
+    assert radiometry.centre == (15, 10) and radiometry.irradiance == 1.2
+    rows, cols = np.mgrid[0:20, 0:30].astype(np.float64)
+    radiance = 0.25 * 1.2 / np.pi  # of a surface of reflectance 0.25
+    falloff = 1 + 1e-6 * ((cols - 15) ** 2 + (rows - 10) ** 2)
+    exposure = 0.0005 * (1 + 4e-8 * rows / 0.0005 - 2e-6 * rows)  # each row read a little later
+    dn = 4800 + radiance * 2.0 * exposure * 2 ** 16 / (3e-4 * falloff)
+    np.testing.assert_allclose(calibrate(dn, radiometry, "camera+sun", None), 0.25, rtol=1e-4)
 
 
 def _leafy_scene(seed: int, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

@@ -23,7 +23,8 @@ _ALIASES = {"blue": "Blue", "b": "Blue", "green": "Green", "gre": "Green", "g": 
 _SUFFIX = re.compile(r"^(?P<capture>.+?)_(?:MS_)?(?P<band>G|R|RE|NIR|GRE|RED|REG)$", re.IGNORECASE)
 _MICASENSE = re.compile(r"^(?P<capture>IMG_\d+)_(?P<band>[1-6])$", re.IGNORECASE)
 _MICASENSE_BANDS = {"1": "Blue", "2": "Green", "3": "Red", "4": "NIR", "5": "RedEdge", "6": "LWIR"}
-_CAPTURE_TAGS = ("Camera:CaptureUUID", "drone-dji:CaptureUUID", "MicaSense:CaptureId", "Camera:CaptureId")
+_CAPTURE_TAGS = ("Camera:CaptureUUID", "drone-dji:CaptureUUID", "MicaSense:CaptureId", "Camera:CaptureId",
+                 "Camera:ImageUniqueID")  # the last, Sentera 6X
 AUTO = "auto"
 RGB = "RGB"  # the band name of a colour photograph flown with the bands
 _RGB_NAME = re.compile(r"^(?P<capture>.+?)_RGB$", re.IGNORECASE)

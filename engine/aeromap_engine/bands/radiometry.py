@@ -4,10 +4,15 @@ The model is the one DJI documents for its multispectral cameras (P4 Multispectr
 MicaSense and Parrot record under other names: the signal is the digital number less the black level, divided by
 the sensor gain and the exposure time (microseconds), multiplied by the vignetting correction
 1 + k0 r + k1 r^2 + ... (r: pixels from the optical centre); the reflectance is that signal times the band's
-gain adjustment, divided by the irradiance the sunlight sensor measured at the same instant. Pure."""
+gain adjustment, divided by the irradiance the sunlight sensor measured at the same instant. MicaSense states its
+bands' sensitivity instead as a radiometric calibration (a1, a2, a3): the radiance is a1 (DN - black) / 2^bits
+over gain and exposure (seconds), divided by 1 + a2 y / exposure - a3 y on row y (the sensor's rows read one
+after the other), and the reflectance pi radiance over its sunlight sensor's spectral irradiance; a1 scaled to
+this model's units is the band's gain adjustment then. Pure."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,6 +56,7 @@ class Radiometry:
     irradiance: float | None  # the sunlight sensor's reading
     vignetting: tuple[float, ...]  # k0, k1, ... of the correction polynomial
     centre: tuple[float, float] | None  # the optical centre the vignetting is measured from, pixels
+    row_gradient: tuple[float, float] | None = None  # MicaSense's a2, a3
 
     @staticmethod
     def of(exif: dict[str, Any], xmp: dict[str, str]) -> "Radiometry":
@@ -62,25 +68,33 @@ class Radiometry:
         micasense_centre = _numbers(xmp.get("Camera:VignettingCenter"))
         centre = ((centre_x, centre_y) if centre_x is not None and centre_y is not None
                   else micasense_centre[:2] if len(micasense_centre) >= 2 else None)
+        micasense = _numbers(xmp.get("Camera:RadiometricCalibration"))
+        bits = _number(_first(exif.get("BitsPerSample"))) or 16
         return Radiometry(
             black_level=black or 0.0,
             gain=_number(xmp.get("drone-dji:SensorGain")) or (iso / 100.0 if iso else 1.0),
             exposure_us=_number(xmp.get("drone-dji:ExposureTime")) or (seconds * 1e6 if seconds else None),
-            adjustment=_number(xmp.get("drone-dji:SensorGainAdjustment")) or 1.0,
-            irradiance=_number(xmp.get("drone-dji:Irradiance"), xmp.get("Camera:Irradiance")),
+            adjustment=_number(xmp.get("drone-dji:SensorGainAdjustment"))
+            or (math.pi * 1e6 * micasense[0] / 2 ** bits if micasense and micasense[0] > 0 else 1.0),
+            irradiance=_number(xmp.get("drone-dji:Irradiance"), xmp.get("Camera:SpectralIrradiance"),
+                               xmp.get("Camera:Irradiance"), xmp.get("DLS:SpectralIrradiance")),
             vignetting=_numbers(xmp.get("drone-dji:VignettingData") or xmp.get("Camera:VignettingPolynomial")),
-            centre=centre)
+            centre=centre,
+            row_gradient=(micasense[1], micasense[2]) if len(micasense) >= 3 else None)
 
     def to_json(self) -> dict[str, Any]:
         return {"black_level": self.black_level, "gain": self.gain, "exposure_us": self.exposure_us,
                 "adjustment": self.adjustment, "irradiance": self.irradiance, "vignetting": list(self.vignetting),
-                "centre": list(self.centre) if self.centre else None}
+                "centre": list(self.centre) if self.centre else None,
+                "row_gradient": list(self.row_gradient) if self.row_gradient else None}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Radiometry":
+        row_gradient = data.get("row_gradient")  # absent from the bands.json of earlier runs
         return Radiometry(data["black_level"], data["gain"], data["exposure_us"], data["adjustment"],
                           data["irradiance"], tuple(data["vignetting"]),
-                          tuple(data["centre"]) if data["centre"] else None)
+                          tuple(data["centre"]) if data["centre"] else None,
+                          tuple(row_gradient) if row_gradient else None)
 
 
 def _first(value: Any) -> Any:
@@ -123,6 +137,10 @@ def calibrate(values: np.ndarray, radiometry: Radiometry, calibration: Calibrati
     correction = vignetting_correction(values.shape, radiometry)
     if correction is not None:
         signal *= correction
+    if radiometry.row_gradient:
+        a2, a3 = radiometry.row_gradient
+        rows = np.arange(values.shape[0], dtype=np.float32)[:, None]
+        signal /= 1 + np.float32(a2 / (radiometry.exposure_us * 1e-6)) * rows - np.float32(a3) * rows
     signal *= np.float32(radiometry.adjustment / (radiometry.gain * radiometry.exposure_us))
     sunlight = radiometry.irradiance if calibration == "camera+sun" and radiometry.irradiance else reference
     return signal / np.float32(sunlight) if sunlight else signal

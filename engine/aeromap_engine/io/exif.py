@@ -26,6 +26,8 @@ _TIFF_MAGIC = (b"II*\x00", b"MM\x00*")
 _XMP_START, _XMP_END = b"<x:xmpmeta", b"</x:xmpmeta>"
 _XMP_ATTRIBUTE = re.compile(r"([\w.-]+:[\w.-]+)\s*=\s*\"([^\"]*)\"")
 _XMP_ELEMENT = re.compile(r"<([\w.-]+:[\w.-]+)>([^<]*)</\1>")
+_XMP_LIST = re.compile(r"<([\w.-]+:[\w.-]+)>\s*<rdf:(Seq|Bag|Alt)>(.*?)</rdf:\2>\s*</\1>", re.DOTALL)
+_XMP_ITEM = re.compile(r"<rdf:li[^>]*>([^<]*)</rdf:li>")
 
 # Millimetres per unit of EXIF FocalPlaneResolutionUnit (2 inch, 3 cm, 4 mm, 5 micrometre).
 _MM_PER_UNIT = {2: 25.4, 3: 10.0, 4: 1.0, 5: 0.001}
@@ -58,11 +60,15 @@ def xmp_packet(data: bytes) -> str | None:
 
 def xmp_tags(packet: str | None) -> dict[str, str]:
     """Simple XMP properties by qualified name ("drone-dji:RelativeAltitude"), written either as attributes or
-    as elements. Read with patterns rather than an XML parser because vendors' packets are often malformed."""
+    as elements, and lists (rdf:Seq, as MicaSense writes its vignetting and radiometric calibration) as their
+    items joined by ", ". Read with patterns rather than an XML parser because vendors' packets are often
+    malformed."""
     if not packet:
         return {}
     tags = {name: value.strip() for name, value in _XMP_ATTRIBUTE.findall(packet)}
     tags.update({name: value.strip() for name, value in _XMP_ELEMENT.findall(packet)})
+    tags.update({name: ", ".join(item.strip() for item in _XMP_ITEM.findall(items))
+                 for name, _, items in _XMP_LIST.findall(packet)})
     return tags
 
 
