@@ -42,6 +42,7 @@ def test_band_files_are_recognised_by_name_and_by_xmp() -> None:
     assert band_of("IMG_0012_4.tif", {}) == ("NIR", "IMG_0012")
     assert band_of("DJI_0013.TIF", {"Camera:BandName": "Red edge", "drone-dji:CaptureUUID": "c1"}) == ("RedEdge", "c1")
     assert band_of("IMG_00042.tif", {"Camera:BandName": "NIR", "Camera:ImageUniqueID": "u42"}) == ("NIR", "u42")
+    assert band_of("IMG_0012_6.tif", {"Camera:BandName": "Panchro"}) is None  # not LWIR, as _6 is on an Altum
     assert band_of("DJI_0010.JPG", {"drone-dji:RelativeAltitude": "+50.0"}) is None
     assert band_of("DJI_0027_R.JPG", {}) == ("Red", "DJI_0027")  # a suffix alone names a band
     # The RGB photograph flown with the bands: the capture's companion, by name or by XMP.

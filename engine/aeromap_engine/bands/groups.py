@@ -39,8 +39,10 @@ def band_of(filename: str, xmp: dict[str, str]) -> tuple[str, str] | None:
     """(band, capture) of a photograph that is one band of a multispectral capture or its RGB companion (band
     RGB), None for others (an ordinary photograph says no band name and has no band suffix)."""
     capture = next((xmp[tag] for tag in _CAPTURE_TAGS if xmp.get(tag)), None)
-    stated = xmp.get("Camera:BandName", "")
-    named = RGB if stated.strip().upper() == RGB else canonical_band(stated)
+    stated = xmp.get("Camera:BandName", "").strip()
+    named = RGB if stated.upper() == RGB else canonical_band(stated)
+    if stated and named is None:
+        return None  # a band of no index's (MicaSense's panchromatic): its file number must not name another
     by_name = _named_by_file(filename)
     if named is None and by_name is None:
         return None
