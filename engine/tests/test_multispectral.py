@@ -21,7 +21,7 @@ from scipy import ndimage
 from aeromap_engine import pipeline
 from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal, sampling_map
 from aeromap_engine.bands.groups import band_of, capture_companions, group_bands
-from aeromap_engine.bands.radiometry import Radiometry, calibrate, vignetting_correction
+from aeromap_engine.bands.radiometry import Radiometry, calibrate, temperatures, vignetting_correction
 from aeromap_engine.bands.stack import BandStack
 from aeromap_engine.crs_offset import Georef
 from aeromap_engine.errors import InputError
@@ -122,6 +122,9 @@ def test_calibration_gives_reflectance_from_micasense_tags() -> None:
     exposure = 0.0005 * (1 + 4e-8 * rows / 0.0005 - 2e-6 * rows)  # each row read a little later
     dn = 4800 + radiance * 2.0 * exposure * 2 ** 16 / (3e-4 * falloff)
     np.testing.assert_allclose(calibrate(dn, radiometry, "camera+sun", None), 0.25, rtol=1e-4)
+    # The Altum's thermal band in centi-kelvin; the dataset stage's temperatures of R-JPEGs already in °C.
+    np.testing.assert_allclose(temperatures(np.array([[29315, 31315]], np.uint16)), [[20.0, 40.0]], atol=1e-3)
+    assert temperatures(np.array([[21.5]], np.float32))[0, 0] == pytest.approx(21.5)
 
 
 def _leafy_scene(seed: int, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

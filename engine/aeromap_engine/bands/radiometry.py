@@ -144,3 +144,11 @@ def calibrate(values: np.ndarray, radiometry: Radiometry, calibration: Calibrati
     signal *= np.float32(radiometry.adjustment / (radiometry.gain * radiometry.exposure_us))
     sunlight = radiometry.irradiance if calibration == "camera+sun" and radiometry.irradiance else reference
     return signal / np.float32(sunlight) if sunlight else signal
+
+
+def temperatures(values: np.ndarray) -> np.ndarray:
+    """A thermal band's values in °C (float32): whole numbers are centi-kelvin, as MicaSense's Altum writes its
+    LWIR band; fractional ones (the dataset stage's temperatures of R-JPEGs) are degrees already."""
+    if np.issubdtype(values.dtype, np.integer):
+        return values.astype(np.float32) / np.float32(100) - np.float32(273.15)
+    return values.astype(np.float32)

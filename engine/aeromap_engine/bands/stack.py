@@ -14,7 +14,7 @@ from ..io.images import read_band
 from ..photometry import Photometry
 from .alignment import BandAlignment, best_alignment, nominal, sampling_map, warp_to_primary
 from .groups import BandSurvey
-from .radiometry import Calibration, Radiometry, calibrate, reference_irradiance
+from .radiometry import Calibration, Radiometry, calibrate, reference_irradiance, temperatures
 from .view_angle import darkening
 
 ALIGNMENT_SAMPLES = 6  # captures the rig's alignment is estimated on, spread over the flight
@@ -32,6 +32,7 @@ class BandStack:
 
     def __post_init__(self) -> None:
         self.reference = reference_irradiance(list(self.radiometry.values()))
+        self._thermal = {files["LWIR"] for files in self.survey.captures.values() if "LWIR" in files}
         # The same for every capture: worked out once per band and frame size.
         self._maps: dict[tuple[str, tuple[int, int], tuple[int, int]], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -55,9 +56,11 @@ class BandStack:
         self.unit = 2 * typical if typical > 0 else 2 * spread if spread > 0 else 1.0
 
     def band_values(self, filename: str) -> np.ndarray:
-        """One band file's calibrated values, full resolution."""
-        return calibrate(read_band(self.images_dir / filename), self.radiometry[filename], self.calibration,
-                         self.reference)
+        """One band file's calibrated values, full resolution; a thermal band's in °C."""
+        values = read_band(self.images_dir / filename)
+        if filename in self._thermal:
+            return temperatures(values)
+        return calibrate(values, self.radiometry[filename], self.calibration, self.reference)
 
     def read(self, primary_file: str, scale: float) -> np.ndarray:
         """(h, w, bands) float32 of a capture on its primary photograph's pixels at `scale` (NaN where a band's
