@@ -8,6 +8,7 @@ ENGINE_STAMP := $(VENV)/.aeromap-installed
 BUILD_STAMP := dist/.built
 WEB_STAMP := dist/web/index.html
 CHROMIUM := /usr/bin/chromium
+REPORTS := dist/test-results
 
 .PHONY: install build run test test-ts test-engine test-long test-pyodm typecheck
 
@@ -49,11 +50,11 @@ typecheck: $(NODE_STAMP)
 	npx tsc --noEmit -p web
 
 test-ts: install $(CHROMIUM)
-	npx vitest run
+	npx vitest run --reporter=default --reporter=json --outputFile.json=$(REPORTS)/vitest.json
 
 # One worker more than a 2-core machine has: a test's single-threaded phases would otherwise leave a core idle.
 test-engine: $(ENGINE_STAMP)
-	$(PY) -m pytest -n 3 --dist loadfile -m "not long" --durations=20 engine/tests
+	$(PY) -m pytest -n 3 --dist loadfile -m "not long" --durations=20 --junitxml=$(REPORTS)/engine.xml engine/tests
 
 # The tests left out of `make test` to keep it within CI's time (see README).
 test-long: install
@@ -71,11 +72,14 @@ test-long: install
 
 # Protocol tests that drive the processing node with PyODM, NodeODM's own Python client.
 test-pyodm: install
-	$(PY) -m pytest -m "not long" test/pyodm
+	$(PY) -m pytest -m "not long" --junitxml=$(REPORTS)/pyodm.xml test/pyodm
 
 # The two installs, then the engine's, the service's and the protocol suites, run side by side: each alone leaves
-# a core idle for much of its time. Their output is printed whole as each finishes.
+# a core idle for much of its time. Their output is printed whole as each finishes, and the failed tests of all
+# three, a line each, after them.
 test:
 	$(MAKE) --no-print-directory -j2 --output-sync=target install
 	$(MAKE) --no-print-directory build typecheck
-	$(MAKE) --no-print-directory -j3 --output-sync=target test-engine test-ts test-pyodm
+	rm -rf $(REPORTS)
+	$(MAKE) --no-print-directory -j3 --output-sync=target -k test-engine test-ts test-pyodm \
+	  || { python3 test/failures.py; exit 1; }

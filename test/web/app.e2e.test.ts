@@ -173,14 +173,14 @@ describe('web application in Chromium', () => {
     await page.getByTestId('task-status').waitFor();
     await expect.poll(() => page.getByTestId('console').textContent(), { timeout: 120_000 }).toMatch(/Running stage/);
     await screenshot(page, 'task-running-desktop');
-    const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${taskId}/`, finished, 300_000);
+    const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${taskId}/`, finished, 540_000);
     expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
     await expect.poll(() => page.getByTestId('task-status').textContent(), { timeout: 10_000 }).toBe('Completed');
     await page.getByTestId('quality').waitFor();
     expect(await page.getByTestId('quality').textContent()).toMatch(/Photographs placed\s*6 of 6/);
     errors.push(...pageErrors);
     await page.context().close();
-  }, 420_000);
+  }, 660_000);
 
   it('shows every screen at desktop and phone sizes', async () => {
     await eachViewport('/dashboard/', 'dashboard', (page) => page.getByRole('heading', { name: 'Brighton Beach' }).waitFor());

@@ -78,10 +78,10 @@ describe.runIf(LONG)('a public task in Chromium, signed out', () => {
     const created = await postForm(t.admin, `/api/projects/${projectId}/tasks/`, await imageForm(photos, { name: 'Shore', options: JSON.stringify(OPTIONS) }));
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     taskId = created.body.id;
-    const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${taskId}/`, finished, 300_000);
+    const done = await waitForTask(t.admin, `/api/projects/${projectId}/tasks/${taskId}/`, finished, 540_000);
     expect(done.status, done.last_error).toBe(TaskStatus.COMPLETED);
     expect(done.available_assets).toEqual(expect.arrayContaining(['orthophoto.tif', 'georeferenced_model.laz']));
-  }, 360_000);
+  }, 600_000);
 
   afterAll(async () => {
     for (const close of closers.reverse()) await close().catch(() => undefined);
