@@ -104,9 +104,10 @@ def test_calibration_gives_reflectance_from_dji_tags() -> None:
 
 def test_calibration_gives_reflectance_from_micasense_tags() -> None:
     """MicaSense's radiometric calibration and vignetting, written as XMP lists: pi times the radiance, row by row,
-    over the sunlight sensor's spectral irradiance."""
+    over the sunlight sensor's spectral irradiance. Its vignetting polynomial is the fall-off (divided out), where
+    DJI's is the correction (multiplied in)."""
     lists = {"RadiometricCalibration": (3e-4, 4e-8, 2e-6), "VignettingCenter": (15, 10),
-             "VignettingPolynomial": (0, 1e-6)}
+             "VignettingPolynomial": (0, -4e-4)}
     packet = ('<x:xmpmeta><rdf:RDF><rdf:Description xmlns:Camera="http://pix4d.com/camera/1.0/" '
               'xmlns:DLS="http://micasense.com/DLS/1.0/"><Camera:BandName>Red</Camera:BandName>'
               + "".join(f"<Camera:{name}>\n <rdf:Seq>{''.join(f'<rdf:li>{v}</rdf:li>' for v in values)}</rdf:Seq>\n"
@@ -118,9 +119,9 @@ def test_calibration_gives_reflectance_from_micasense_tags() -> None:
     assert radiometry.centre == (15, 10) and radiometry.irradiance == 1.2
     rows, cols = np.mgrid[0:20, 0:30].astype(np.float64)
     radiance = 0.25 * 1.2 / np.pi  # of a surface of reflectance 0.25
-    falloff = 1 + 1e-6 * ((cols - 15) ** 2 + (rows - 10) ** 2)
+    falloff = 1 - 4e-4 * ((cols - 15) ** 2 + (rows - 10) ** 2)  # to 0.87 in the corners
     exposure = 0.0005 * (1 + 4e-8 * rows / 0.0005 - 2e-6 * rows)  # each row read a little later
-    dn = 4800 + radiance * 2.0 * exposure * 2 ** 16 / (3e-4 * falloff)
+    dn = 4800 + radiance * 2.0 * exposure * 2 ** 16 * falloff / 3e-4
     np.testing.assert_allclose(calibrate(dn, radiometry, "camera+sun", None), 0.25, rtol=1e-4)
     # The Altum's thermal band in centi-kelvin; the dataset stage's temperatures of R-JPEGs already in °C.
     np.testing.assert_allclose(temperatures(np.array([[29315, 31315]], np.uint16)), [[20.0, 40.0]], atol=1e-3)

@@ -3,7 +3,8 @@
 The model is the one DJI documents for its multispectral cameras (P4 Multispectral, Mavic 3M), whose terms
 MicaSense and Parrot record under other names: the signal is the digital number less the black level, divided by
 the sensor gain and the exposure time (microseconds), multiplied by the vignetting correction
-1 + k0 r + k1 r^2 + ... (r: pixels from the optical centre); the reflectance is that signal times the band's
+1 + k0 r + k1 r^2 + ... (r: pixels from the optical centre; MicaSense's polynomial of the same form is the
+fall-off itself, which divides instead); the reflectance is that signal times the band's
 gain adjustment, divided by the irradiance the sunlight sensor measured at the same instant. MicaSense states its
 bands' sensitivity instead as a radiometric calibration (a1, a2, a3): the radiance is a1 (DN - black) / 2^bits
 over gain and exposure (seconds), divided by 1 + a2 y / exposure - a3 y on row y (the sensor's rows read one
@@ -23,7 +24,7 @@ Calibration = Literal["none", "camera", "camera+sun"]
 CALIBRATIONS: tuple[Calibration, ...] = ("none", "camera", "camera+sun")
 
 
-def _number(*values: Any) -> float | None:
+def first_number(*values: Any) -> float | None:
     """The first value that reads as a finite number (EXIF rationals, XMP strings), None if none does."""
     for value in values:
         try:
@@ -35,7 +36,7 @@ def _number(*values: Any) -> float | None:
     return None
 
 
-def _numbers(text: str | None) -> tuple[float, ...]:
+def number_list(text: str | None) -> tuple[float, ...]:
     """Numbers of an XMP list written "a, b, c" or "a b c"."""
     if not text:
         return ()
@@ -57,36 +58,40 @@ class Radiometry:
     vignetting: tuple[float, ...]  # k0, k1, ... of the correction polynomial
     centre: tuple[float, float] | None  # the optical centre the vignetting is measured from, pixels
     row_gradient: tuple[float, float] | None = None  # MicaSense's a2, a3
+    falloff: bool = False  # the polynomial is the lens's fall-off (MicaSense), not its correction (DJI)
 
     @staticmethod
     def of(exif: dict[str, Any], xmp: dict[str, str]) -> "Radiometry":
-        iso = _number(exif.get("ISOSpeedRatings"))
-        seconds = _number(exif.get("ExposureTime"))
-        black = _number(xmp.get("drone-dji:BlackLevel"), xmp.get("Camera:BlackLevel"), _first(exif.get("BlackLevel")))
-        centre_x = _number(xmp.get("drone-dji:CalibratedOpticalCenterX"))
-        centre_y = _number(xmp.get("drone-dji:CalibratedOpticalCenterY"))
-        micasense_centre = _numbers(xmp.get("Camera:VignettingCenter"))
+        iso = first_number(exif.get("ISOSpeedRatings"))
+        seconds = first_number(exif.get("ExposureTime"))
+        black = first_number(xmp.get("drone-dji:BlackLevel"), xmp.get("Camera:BlackLevel"),
+                             _first(exif.get("BlackLevel")))
+        centre_x = first_number(xmp.get("drone-dji:CalibratedOpticalCenterX"))
+        centre_y = first_number(xmp.get("drone-dji:CalibratedOpticalCenterY"))
+        micasense_centre = number_list(xmp.get("Camera:VignettingCenter"))
         centre = ((centre_x, centre_y) if centre_x is not None and centre_y is not None
                   else micasense_centre[:2] if len(micasense_centre) >= 2 else None)
-        micasense = _numbers(xmp.get("Camera:RadiometricCalibration"))
-        bits = _number(_first(exif.get("BitsPerSample"))) or 16
+        micasense = number_list(xmp.get("Camera:RadiometricCalibration"))
+        dji_vignetting = number_list(xmp.get("drone-dji:VignettingData"))
+        bits = first_number(_first(exif.get("BitsPerSample"))) or 16
         return Radiometry(
             black_level=black or 0.0,
-            gain=_number(xmp.get("drone-dji:SensorGain")) or (iso / 100.0 if iso else 1.0),
-            exposure_us=_number(xmp.get("drone-dji:ExposureTime")) or (seconds * 1e6 if seconds else None),
-            adjustment=_number(xmp.get("drone-dji:SensorGainAdjustment"))
+            gain=first_number(xmp.get("drone-dji:SensorGain")) or (iso / 100.0 if iso else 1.0),
+            exposure_us=first_number(xmp.get("drone-dji:ExposureTime")) or (seconds * 1e6 if seconds else None),
+            adjustment=first_number(xmp.get("drone-dji:SensorGainAdjustment"))
             or (math.pi * 1e6 * micasense[0] / 2 ** bits if micasense and micasense[0] > 0 else 1.0),
-            irradiance=_number(xmp.get("drone-dji:Irradiance"), xmp.get("Camera:SpectralIrradiance"),
+            irradiance=first_number(xmp.get("drone-dji:Irradiance"), xmp.get("Camera:SpectralIrradiance"),
                                xmp.get("Camera:Irradiance"), xmp.get("DLS:SpectralIrradiance")),
-            vignetting=_numbers(xmp.get("drone-dji:VignettingData") or xmp.get("Camera:VignettingPolynomial")),
+            vignetting=dji_vignetting or number_list(xmp.get("Camera:VignettingPolynomial")),
             centre=centre,
-            row_gradient=(micasense[1], micasense[2]) if len(micasense) >= 3 else None)
+            row_gradient=(micasense[1], micasense[2]) if len(micasense) >= 3 else None,
+            falloff=not dji_vignetting)
 
     def to_json(self) -> dict[str, Any]:
         return {"black_level": self.black_level, "gain": self.gain, "exposure_us": self.exposure_us,
                 "adjustment": self.adjustment, "irradiance": self.irradiance, "vignetting": list(self.vignetting),
                 "centre": list(self.centre) if self.centre else None,
-                "row_gradient": list(self.row_gradient) if self.row_gradient else None}
+                "row_gradient": list(self.row_gradient) if self.row_gradient else None, "falloff": self.falloff}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Radiometry":
@@ -94,7 +99,7 @@ class Radiometry:
         return Radiometry(data["black_level"], data["gain"], data["exposure_us"], data["adjustment"],
                           data["irradiance"], tuple(data["vignetting"]),
                           tuple(data["centre"]) if data["centre"] else None,
-                          tuple(row_gradient) if row_gradient else None)
+                          tuple(row_gradient) if row_gradient else None, data.get("falloff", False))
 
 
 def _first(value: Any) -> Any:
@@ -115,7 +120,7 @@ def vignetting_correction(shape: tuple[int, int], radiometry: Radiometry) -> np.
     for k in radiometry.vignetting:
         power *= r
         correction += np.float32(k) * power
-    return correction
+    return 1 / correction if radiometry.falloff else correction
 
 
 def reference_irradiance(readings: list[Radiometry]) -> float | None:
