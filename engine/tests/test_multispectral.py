@@ -21,14 +21,16 @@ from scipy import ndimage
 from aeromap_engine import pipeline
 from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal, sampling_map
 from aeromap_engine.bands.groups import band_of, capture_companions, group_bands
+from aeromap_engine.bands.lenses import BandLens, stated_alignment
 from aeromap_engine.bands.radiometry import Radiometry, calibrate, temperatures, vignetting_correction
 from aeromap_engine.bands.stack import BandStack
 from aeromap_engine.crs_offset import Georef
 from aeromap_engine.errors import InputError
 from aeromap_engine.io.exif import xmp_tags
 from aeromap_engine.project import Project
-from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, SOIL, MultispectralSpec,
-                                                    MultispectralTruth, band_pixels, generate_multispectral)
+from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, RIG, SOIL, MultispectralSpec,
+                                                    MultispectralTruth, band_pixels, generate_multispectral,
+                                                    lens_xmp)
 from aeromap_engine.synthetic.render import sun_direction
 from aeromap_engine.tiles.formulas import RasterBands
 from aeromap_engine.tiles.render import display_bands, preview_rgb
@@ -199,6 +201,48 @@ def test_a_band_whose_lens_bends_otherwise_is_aligned_to_the_corners() -> None:
     assert np.percentile(errors[True], 99) < 0.2 and errors[True].max() < 0.5
 
 
+def test_the_lenses_metadata_state_each_bands_alignment() -> None:
+    """DJI's and MicaSense's lens tags read as a pinhole and distortion; the alignment that the synthetic rig's
+    stated lenses predict puts every band within a tenth of a pixel of where its camera sees the primary's
+    pixels of a scene far away (at 40 m the cameras' centimetres apart add up to half a pixel), where the
+    cameras' nominal framing is pixels off; and a band whose images do not correlate keeps that alignment."""
+    dji = BandLens.of({}, {"drone-dji:DewarpData": "2020-03-26;2189.2,2190.1,-8.5,5.5,-0.04,0.04,0.0,-0.0003,-0.01",
+                           "drone-dji:CalibratedOpticalCenterX": "800.0", "drone-dji:CalibratedOpticalCenterY": "650.0",
+                           "drone-dji:DewarpHMatrix": "1,0,3,0,1,-2,0,0,1"})
+    assert dji == BandLens((2189.2, 2190.1), (791.5, 655.5), (-0.04, 0.04, 0.0, -0.0003, -0.01),
+                           (1, 0, 3, 0, 1, -2, 0, 0, 1))
+    micasense = BandLens.of({"FocalPlaneXResolution": 266.67, "FocalPlaneResolutionUnit": 4},
+                            {"Camera:PerspectiveFocalLength": "5.4", "Camera:PrincipalPoint": "2.4,1.8",
+                             "Camera:PerspectiveDistortion": "-0.1,0.15,-0.05,0.0003,-0.0002"})
+    assert micasense.focal == pytest.approx((1440.0, 1440.0), abs=0.1)
+    assert micasense.centre == pytest.approx((640.0, 480.0), abs=0.1)
+    assert micasense.distortion == (-0.1, 0.15, 0.0003, -0.0002, -0.05)
+    in_pixels = BandLens.of({"FocalPlaneXResolution": 266.67, "FocalPlaneResolutionUnit": 4},
+                            {"Camera:PerspectiveFocalLength": "1441.5", "Camera:PerspectiveFocalLengthUnits": "px",
+                             "Camera:PrincipalPoint": "2.4,1.8", "Camera:PerspectiveDistortion": "0,0,0,0,0"})
+    assert in_pixels.focal == (1441.5, 1441.5)
+    assert BandLens.of({}, {"drone-dji:DewarpData": "2020-03-26;0,0,0"}) is None
+
+    nominal_lens = MultispectralSpec().survey.lens.lens()
+    shape = (nominal_lens.height, nominal_lens.width)
+    y, x = np.mgrid[0:shape[0]:8, 0:shape[1]:8]
+    pixels = np.stack([x.ravel(), y.ravel()], axis=1).astype(np.float64)
+    primary = BandLens.of({}, lens_xmp(RIG[0], nominal_lens))
+    for camera in RIG[1:]:
+        stated = stated_alignment(primary, BandLens.of({}, lens_xmp(camera, nominal_lens)), shape)
+        truth = band_pixels(camera.band, pixels, 1e6, nominal_lens)
+        errors = {}
+        for name, (homography, lens) in {"nominal": (nominal(shape, shape), None),
+                                         "stated": (stated.homography, stated.lens)}.items():
+            map_x, map_y = sampling_map(homography, lens, shape)
+            errors[name] = np.hypot(map_x[::8, ::8].ravel() - truth[:, 0], map_y[::8, ::8].ravel() - truth[:, 1])
+        assert errors["nominal"].max() > 5.0, camera.band
+        assert errors["stated"].max() < 0.1, f"{camera.band}: {errors['stated'].max():.2f} px at worst"
+    noise = [cv2.GaussianBlur(np.random.default_rng(seed).random(shape).astype(np.float32), (0, 0), 2)
+             for seed in (1, 2)]
+    assert best_alignment([(noise[0], noise[1])], stated) is stated
+
+
 def test_multispectral_orthophotos_show_visible_bands_or_false_colour() -> None:
     assert display_bands(RasterBands((1, 2, 3, 4), ("G", "R", "Re", "N"))) == [4, 2, 1]
     assert display_bands(RasterBands((1, 2, 3, 4), ("B", "G", "R", "N"))) == [3, 2, 1]
@@ -237,6 +281,7 @@ def test_dataset_keeps_the_primary_band_and_records_the_captures(survey, tmp_pat
     assert bands["primary"] == "NIR" and bands["bands"] == list(BANDS)
     assert bands["captures"]["DJI_0002_MS_NIR.TIF"]["RedEdge"] == "DJI_0002_MS_RE.TIF"
     assert bands["radiometry"]["DJI_0003_MS_R.TIF"]["black_level"] == BLACK_LEVEL
+    assert set(bands["lenses"]) == set(BANDS) and bands["lenses"]["Red"]["to_reference"] is not None
     assert any("1 photograph(s) that are not bands" in line and "DJI_0027.JPG" in line for line in lines)
 
 

@@ -5,9 +5,9 @@ found by enhanced correlation (ECC) of gradient magnitudes, which bands of diffe
 share, coarse to fine, on a few captures; the one that correlates best over all of them is kept.
 
 What a homography cannot take is the lenses' different distortion: each band's lens bends its own way, by
-pixels towards the corners. That difference is measured in the data rather than read from the metadata (whose
-lens models differ by maker and are not always documented): tile by tile, the shift left under the homography,
-the median over the captures, fitted by a smooth polynomial of the position in the frame (`LensField`). Pure."""
+pixels towards the corners. Where the metadata state the lenses (lenses.py), the alignment they predict is the
+start; either way the difference is measured in the data: tile by tile, the shift left under the homography, the
+median over the captures, fitted by a smooth polynomial of the position in the frame (`LensField`). Pure."""
 
 from __future__ import annotations
 
@@ -61,7 +61,8 @@ class BandAlignment:
     homography: np.ndarray  # 3x3 float64
     correlation: float
     lens: LensField | None = None
-    residual_px: tuple[float, float] | None = None  # (homography alone, with the lens field)
+    residual_px: tuple[float, float] | None = None  # (before the measured lens field, with it)
+    stated: bool = False  # the lenses' metadata alone: the images did not correlate
 
 
 def _basis(x: np.ndarray, y: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -141,42 +142,55 @@ def correlation(primary: np.ndarray, band: np.ndarray, homography: np.ndarray) -
     return float(a @ b / max(np.sqrt((a @ a) * (b @ b)), 1e-12))
 
 
-def best_alignment(pairs: list[tuple[np.ndarray, np.ndarray]]) -> BandAlignment | None:
-    """The rig's alignment of one band from several captures (primary values, band values): each capture's
-    homography scored on all of them, the best mean kept, then the lenses' difference measured under it; None
-    when none correlates."""
-    start = nominal(pairs[0][0].shape, pairs[0][1].shape)
-    candidates = [found for primary, band in pairs if (found := estimate(primary, band, start)) is not None]
+def best_alignment(pairs: list[tuple[np.ndarray, np.ndarray]],
+                   stated: BandAlignment | None = None) -> BandAlignment | None:
+    """The rig's alignment of one band from several captures (primary values, band values), from the one the
+    lenses' metadata state where they do, else from the cameras' nominal framing: each capture's homography
+    scored on all of them, the best mean kept, then the lenses' difference measured under it. Where the images
+    do not correlate, the stated alignment, None without one."""
+    lens = None if stated is None else stated.lens
+    # Under a stated lens field the homography is sought between the band and the primary bent by that field.
+    bent = [(primary if lens is None else bend(primary, lens), band) for primary, band in pairs]
+    start = nominal(pairs[0][0].shape, pairs[0][1].shape) if stated is None else stated.homography
+    candidates = [found for primary, band in bent if (found := estimate(primary, band, start)) is not None]
     if not candidates:
-        return None
-    scored = [(float(np.mean([correlation(p, b, c.homography) for p, b in pairs])), c) for c in candidates]
+        return stated
+    scored = [(float(np.mean([correlation(p, b, c.homography) for p, b in bent])), c) for c in candidates]
     score, best = max(scored, key=lambda item: item[0])
     if score < MIN_CORRELATION:
-        return None
-    measured = measure_lens(pairs, best.homography)
+        return stated
+    measured = measure_lens(pairs, best.homography, lens)
     if measured is None:
         return BandAlignment(best.homography, score)
     return BandAlignment(best.homography, score, *measured)
 
 
-def measure_lens(pairs: list[tuple[np.ndarray, np.ndarray]],
-                 homography: np.ndarray) -> tuple[LensField, tuple[float, float]] | None:
-    """The lenses' difference under `homography`, and the RMS tile shift before and after; None where there is
-    none to measure (MIN_GAIN: what is left is noise) or what is found is too large to be a lens's. Phase
+def bend(values: np.ndarray, lens: LensField) -> np.ndarray:
+    """The primary's values where the lens field moves them: what the band's camera would see through the
+    primary's homography alone."""
+    return warp_to_primary(values, sampling_map(np.eye(3), LensField(-lens.coefficients, lens.shape), values.shape))
+
+
+def measure_lens(pairs: list[tuple[np.ndarray, np.ndarray]], homography: np.ndarray,
+                 stated: LensField | None = None) -> tuple[LensField, tuple[float, float]] | None:
+    """The lenses' difference under `homography`, from the one their metadata state where they do, and the RMS
+    tile shift before and after; the stated field where the images add nothing to it, None where there is none
+    to measure (MIN_GAIN: what is left is noise) or what is found is too large to be a lens's. Phase
     correlation's sub-pixel peak leans towards whole pixels, so the field is measured again under itself and
     the rest added, until what is left is small enough to be measured without that lean."""
     templates = [gradients(primary) for primary, _ in pairs]
-    centres, shifts = residual_shifts(pairs, templates, homography, None)
+    centres, shifts = residual_shifts(pairs, templates, homography, stated)
     before = _rms(shifts)
-    lens = None
+    lens = stated
     for _ in range(LENS_ROUNDS):
         step = fit_lens_field(centres, shifts, pairs[0][0].shape)
         if step is None:
             break
-        lens = step if lens is None else LensField(lens.coefficients + step.coefficients, lens.shape)
-        centres, shifts = residual_shifts(pairs, templates, homography, lens)
-        if _rms(shifts) > MIN_GAIN * before:
-            return None  # what the homography left is noise, not a lens
+        refined = step if lens is None else LensField(lens.coefficients + step.coefficients, lens.shape)
+        refined_centres, refined_shifts = residual_shifts(pairs, templates, homography, refined)
+        if _rms(refined_shifts) > MIN_GAIN * before:
+            break  # what is left is noise, not a lens
+        lens, centres, shifts = refined, refined_centres, refined_shifts
     if lens is None or lens.largest() > MAX_FIELD_PX:
         return None
     return lens, (before, _rms(shifts))
@@ -238,15 +252,20 @@ def fit_lens_field(centres: np.ndarray, shifts: np.ndarray, shape: tuple[int, in
     three robust deviations off; None when too few tiles were measured."""
     if len(centres) < MIN_TILES:
         return None
-    basis = _basis(centres[:, 0], centres[:, 1], shape).astype(np.float64)
     kept = np.ones(len(centres), bool)
     for _ in range(2):
-        coefficients = np.linalg.lstsq(basis[kept], shifts[kept], rcond=None)[0]
-        misfit = np.hypot(*(basis @ coefficients - shifts).T)
+        field = fit_field(centres[kept], shifts[kept], shape)
+        misfit = np.hypot(*(np.column_stack(field.shift(centres[:, 0], centres[:, 1])) - shifts).T)
         kept = misfit <= max(0.3, 3 * 1.4826 * float(np.median(misfit[kept])))
         if kept.sum() < MIN_TILES:
             return None
-    return LensField(coefficients, shape)
+    return field
+
+
+def fit_field(points: np.ndarray, shifts: np.ndarray, shape: tuple[int, int]) -> LensField:
+    """The lens field closest to the shifts (N, 2) at the primary's pixels `points` (N, 2), by least squares."""
+    basis = _basis(points[:, 0], points[:, 1], shape).astype(np.float64)
+    return LensField(np.linalg.lstsq(basis, shifts, rcond=None)[0], shape)
 
 
 def sampling_map(homography: np.ndarray, lens: LensField | None,

@@ -14,6 +14,7 @@ from ..io.images import read_band
 from ..photometry import Photometry
 from .alignment import BandAlignment, best_alignment, nominal, sampling_map, warp_to_primary
 from .groups import BandSurvey
+from .lenses import BandLens, stated_alignment
 from .radiometry import Calibration, Radiometry, calibrate, reference_irradiance, temperatures
 from .view_angle import darkening
 
@@ -26,6 +27,7 @@ class BandStack:
     survey: BandSurvey
     radiometry: dict[str, Radiometry]  # per file
     calibration: Calibration
+    lenses: dict[str, BandLens] = field(default_factory=dict)  # band -> its lens as the metadata state it
     alignments: dict[str, BandAlignment] = field(default_factory=dict)  # band -> primary px to band px
     view_terms: dict[str, Photometry] = field(default_factory=dict)  # band -> its hotspot and view slope
     unit: float = 1.0  # a value twice the survey's typical one: what the seam placement compares colours by
@@ -40,7 +42,8 @@ class BandStack:
     def load(images_dir: Path, document: dict, calibration: Calibration) -> "BandStack":
         """The stack of the dataset stage's bands.json."""
         return BandStack(images_dir, BandSurvey.from_json(document), {
-            file: Radiometry.from_json(values) for file, values in document["radiometry"].items()}, calibration)
+            file: Radiometry.from_json(values) for file, values in document["radiometry"].items()}, calibration,
+            {band: BandLens.from_json(lens) for band, lens in document.get("lenses", {}).items()})
 
     def samples(self) -> list[dict[str, str]]:
         """A few captures spread over the survey, band -> file."""
@@ -87,6 +90,11 @@ class BandStack:
                     stack[:, :, index] *= factor
         return stack
 
+    def stated(self, band: str, primary_shape: tuple[int, int]) -> BandAlignment | None:
+        """The alignment the primary's and the band's lenses predict, where the metadata state both."""
+        primary, lens = self.lenses.get(self.survey.primary), self.lenses.get(band)
+        return None if primary is None or lens is None else stated_alignment(primary, lens, primary_shape)
+
     def _sampling(self, band: str, primary_shape: tuple[int, int],
                   band_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
         key = (band, primary_shape, band_shape)
@@ -97,8 +105,9 @@ class BandStack:
         return self._maps[key]
 
     def align(self) -> dict[str, BandAlignment | None]:
-        """Estimate every band's alignment on a few captures spread over the survey; a band whose estimate
-        fails keeps the nominal one. Returns what was found per band."""
+        """Estimate every band's alignment on a few captures spread over the survey, from what the lenses'
+        metadata state where they do; a band whose estimate fails keeps the stated alignment, else the nominal
+        one. Returns what was found per band."""
         samples = self.samples()
         primaries = [self.band_values(files[self.survey.primary]) for files in samples]
         found: dict[str, BandAlignment | None] = {}
@@ -106,7 +115,7 @@ class BandStack:
             if band == self.survey.primary:
                 continue
             pairs = [(primary, self.band_values(files[band])) for primary, files in zip(primaries, samples)]
-            found[band] = best_alignment(pairs)
+            found[band] = best_alignment(pairs, self.stated(band, primaries[0].shape))
             if found[band] is not None:
                 self.alignments[band] = found[band]
                 self._maps.clear()

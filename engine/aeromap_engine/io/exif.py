@@ -30,7 +30,7 @@ _XMP_LIST = re.compile(r"<([\w.-]+:[\w.-]+)>\s*<rdf:(Seq|Bag|Alt)>(.*?)</rdf:\2>
 _XMP_ITEM = re.compile(r"<rdf:li[^>]*>([^<]*)</rdf:li>")
 
 # Millimetres per unit of EXIF FocalPlaneResolutionUnit (2 inch, 3 cm, 4 mm, 5 micrometre).
-_MM_PER_UNIT = {2: 25.4, 3: 10.0, 4: 1.0, 5: 0.001}
+MM_PER_UNIT = {2: 25.4, 3: 10.0, 4: 1.0, 5: 0.001}
 RTK_FLOAT_FLAG = 34  # DJI's RtkFlag of a float RTK solution; 50 is a fixed one
 
 
@@ -157,7 +157,7 @@ def _read_angles(photo: Photo, xmp: dict[str, str]) -> None:
 def _read_optics(photo: Photo, exif: dict[str, Any], xmp: dict[str, str]) -> None:
     photo.focal_length = _positive(_float(exif.get("FocalLength")))
     photo.focal_length_35mm = _positive(_float(exif.get("FocalLengthIn35mmFilm")))
-    mm_per_unit = _MM_PER_UNIT.get(_int(exif.get("FocalPlaneResolutionUnit")) or 0)
+    mm_per_unit = MM_PER_UNIT.get(_int(exif.get("FocalPlaneResolutionUnit")) or 0)
     pixels_per_unit = _positive(_float(exif.get("FocalPlaneXResolution")))
     if mm_per_unit and pixels_per_unit:
         # The resolution is the sensor's at capture: a copy scaled down since keeps it, and the capture width.

@@ -31,6 +31,7 @@ from PIL import UnidentifiedImageError
 
 from ..atomic_files import read_json, write_json
 from ..bands.groups import AUTO, RGB, BandSurvey, band_of, capture_companions, group_bands
+from ..bands.lenses import BandLens
 from ..bands.radiometry import Radiometry
 from ..bands.thermal import convert as convert_temperatures
 from ..bands.thermal import holds_raw_counts
@@ -82,6 +83,7 @@ class Inspection:
     stretch: float | None  # how many times taller for its width than captured (io/exif.py captured_stretch)
     band: tuple[str, str] | None  # (band, capture) of one band of a multispectral capture
     radiometry: Radiometry
+    lens: BandLens | None  # as a band camera's metadata state it
     thermal: bool  # a radiometric thermal JPEG, whose temperatures can be read
 
 
@@ -101,7 +103,8 @@ def inspect_image(path: Path) -> Inspection:
     xmp = xmp_tags(xmp_packet(data))
     photo = photo_from_metadata(path.name, layout.width, layout.height, tags, xmp)
     return Inspection(photo, layout, pixel_sample(stored), captured_stretch(layout.width, layout.height, tags),
-                      band_of(path.name, xmp), Radiometry.of(tags, xmp), holds_raw_counts(data, photo.camera_make))
+                      band_of(path.name, xmp), Radiometry.of(tags, xmp), BandLens.of(tags, xmp),
+                      holds_raw_counts(data, photo.camera_make))
 
 
 def pixel_sample(image: np.ndarray, count: int = SAMPLE_PIXELS) -> np.ndarray:
@@ -339,8 +342,12 @@ def _record_bands(project: "Project", survey: BandSurvey | None, inspections: di
     # A temperature file records no radiometry: its values are final.
     radiometry = {file: (inspections[file].radiometry if file in inspections else Radiometry.of({}, {})).to_json()
                   for files in captures.values() for file in files.values()}
+    # The rig's cameras keep their lenses: each band's as its first capture's file states it.
+    lenses = {band: lens.to_json() for band in survey.bands
+              if (first := next((files[band] for files in captures.values()), None)) in inspections
+              and (lens := inspections[first].lens) is not None}
     write_json(project.bands_file, {**BandSurvey(survey.primary, survey.bands, captures).to_json(),
-                                    "radiometry": radiometry, "temperatures": temperatures})
+                                    "radiometry": radiometry, "lenses": lenses, "temperatures": temperatures})
     if temperatures:
         log.info("Thermal survey: the temperatures of %d photographs in °C; the geometry is solved on their "
                  "palette renderings", len(captures))

@@ -159,12 +159,15 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
         if alignment is None:
             log.warning("Band %s could not be aligned to %s (its gradients do not correlate): it is used as the "
                         "camera frames it", band, stack.survey.primary)
+        elif alignment.stated:
+            log.info("Band %s aligned to %s as the lenses' metadata state (the gradients do not correlate)", band,
+                     stack.survey.primary)
         elif alignment.lens is None:
             log.info("Band %s aligned to %s (gradient correlation %.2f)", band, stack.survey.primary,
                      alignment.correlation)
         else:
             log.info("Band %s aligned to %s (gradient correlation %.2f); its lens differs by up to %.1f px, "
-                     "measured and corrected (tile shifts %.2f px RMS under the homography alone, %.2f px with it)",
+                     "measured and corrected (tile shifts %.2f px RMS before, %.2f px after)",
                      band, stack.survey.primary, alignment.correlation, alignment.lens.largest(),
                      *alignment.residual_px)
     if options.photometric_correction:
@@ -176,7 +179,8 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
         log.info("Band %s brightens with the viewing angle, divided out: %s", band, json.dumps(figures))
     ctx.project.update_stats("bands", {"primary": stack.survey.primary, "bands": list(stack.survey.bands),
                                        "calibration": options.radiometric_calibration,
-                                       "alignment": {band: round(a.correlation, 3) if a else None
+                                       "alignment": {band: "stated" if a and a.stated else
+                                                     round(a.correlation, 3) if a else None
                                                      for band, a in found.items()},
                                        "lens_difference_px": {band: round(a.lens.largest(), 2)
                                                               for band, a in found.items() if a and a.lens},

@@ -1,9 +1,10 @@
 """A synthetic multispectral survey as a DJI Mavic 3M writes it: per capture one 16-bit TIFF per band
 (DJI_0001_MS_G.TIF, _MS_R, _MS_RE, _MS_NIR), each from its own camera of the rig (its own focal length and
 principal point, centimetres and a fraction of a degree from the others), with the black level, gain, exposure,
-vignetting, gain adjustment and the sunlight sensor's irradiance in DJI's XMP (bands/radiometry.py reads them
-back). The scene is farmland: strips of crop and of bare soil. The truth beside it: the reflectance of every band
-as a perfect orthophoto shows it (truth/reflectance.tif) and the surface classes (truth/classes.tif).
+vignetting, gain adjustment, the sunlight sensor's irradiance and the band camera's lens in DJI's XMP
+(bands/radiometry.py and bands/lenses.py read them back). The scene is farmland: strips of crop and of bare
+soil. The truth beside it: the reflectance of every band as a perfect orthophoto shows it (truth/reflectance.tif)
+and the surface classes (truth/classes.tif).
 
 The sunlight changes through the flight (a thin cloud passing), and the exposure and gain follow it as a camera's
 automatic exposure does, so that only calibration by the sunlight sensor gives the same reflectance throughout."""
@@ -82,6 +83,23 @@ def band_pixels(band: str, pixels: np.ndarray, depth_m: float, nominal: Lens) ->
 
 def _turn(camera: BandCamera) -> np.ndarray:
     return cv2.Rodrigues(np.radians(np.array(camera.turn_deg)))[0]
+
+
+def lens_xmp(camera: BandCamera, nominal: Lens) -> dict[str, str]:
+    """A band camera's lens in DJI's XMP: its pinhole and distortion (DewarpData, whose principal point is
+    CalibratedOpticalCenter's here: no offset) and the homography from its undistorted pixels to the reference
+    (green) camera's for a scene far away (DewarpHMatrix)."""
+    lens, reference = camera.lens(nominal), RIG[0].lens(nominal)
+    homography = _matrix(reference) @ _turn(RIG[0]).T @ _turn(camera) @ np.linalg.inv(_matrix(lens))
+    dewarp = (lens.focal_px, lens.focal_px, 0.0, 0.0, lens.k1, lens.k2, lens.p1, lens.p2, 0.0)
+    return {"drone-dji:CalibratedOpticalCenterX": f"{lens.cx:.3f}",
+            "drone-dji:CalibratedOpticalCenterY": f"{lens.cy:.3f}",
+            "drone-dji:DewarpData": "2026-01-01;" + ",".join(f"{value:.6f}" for value in dewarp),
+            "drone-dji:DewarpHMatrix": ",".join(f"{value:.9g}" for value in (homography / homography[2, 2]).ravel())}
+
+
+def _matrix(lens: Lens) -> np.ndarray:
+    return np.array([[lens.focal_px, 0, lens.cx], [0, lens.focal_px, lens.cy], [0, 0, 1.0]])
 
 
 def _default_spec() -> SurveySpec:
@@ -203,8 +221,7 @@ class _CaptureJob:
                 "drone-dji:ExposureTime": f"{exposure_us:.2f}", "drone-dji:SensorGainAdjustment": f"{camera.adjustment}",
                 "drone-dji:Irradiance": f"{sunlight:.3f}",
                 "drone-dji:VignettingData": ", ".join(f"{k:g}" for k in VIGNETTING),
-                "drone-dji:CalibratedOpticalCenterX": f"{lens.cx:.2f}",
-                "drone-dji:CalibratedOpticalCenterY": f"{lens.cy:.2f}"})
+                **lens_xmp(camera, self.nominal)})
             pixels = np.clip(np.round(dn), 0, 65535).astype(np.uint16)
             exif = exif_for(self.spec, lens, photo)
             if self.position_on_rgb:
