@@ -130,6 +130,24 @@ def test_calibration_gives_reflectance_from_micasense_tags() -> None:
     assert temperatures(np.array([[21.5]], np.float32))[0, 0] == pytest.approx(21.5)
 
 
+def test_calibration_follows_the_sequoias_sensor_model_and_2d_falloff() -> None:
+    """Parrot's Sequoia: the sensor's response (A, B, C) with the f-number, ISO and exposure, and the fall-off as a
+    polynomial of x / width and y / height, divided out."""
+    xmp = {"Camera:SensorModel": "0.02,250,0.5", "Camera:VignettingPolynomial2DName": "0,0,1,0,0,1,2,0",
+           "Camera:VignettingPolynomial2D": "1.0,0.2,-0.1,-0.3", "Camera:BandName": "NIR"}
+    radiometry = Radiometry.of({"ExposureTime": 0.001, "ISOSpeedRatings": 200, "FNumber": 2.2}, xmp)
+    assert radiometry.black_level == 250 and radiometry.sensor_model == (0.02, 250, 0.5, 2.2)
+    rows, cols = np.mgrid[0:30, 0:40].astype(np.float64)
+    u, v = cols / 40, rows / 30
+    falloff = 1.0 + 0.2 * u - 0.1 * v - 0.3 * u * u
+    signal = 12.0  # what the sensor model gives back
+    dn = 250 + signal * (0.02 * 0.001 * 200 + 0.5) / 2.2 ** 2 * falloff
+    np.testing.assert_allclose(calibrate(dn, radiometry, "camera", None), signal, rtol=1e-5)
+    assert Radiometry.from_json(radiometry.to_json()) == radiometry
+    without_f_number = Radiometry.of({"ExposureTime": 0.001, "ISOSpeedRatings": 200}, xmp)
+    assert without_f_number.sensor_model is None  # its response cannot be worked out: gain and exposure alone
+
+
 def _leafy_scene(seed: int, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     """Green and NIR (w, h) of one scene of leaves and soil: the contrast between them inverted from band to
     band, the texture within each shared."""

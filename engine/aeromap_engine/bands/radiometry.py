@@ -9,7 +9,10 @@ gain adjustment, divided by the irradiance the sunlight sensor measured at the s
 bands' sensitivity instead as a radiometric calibration (a1, a2, a3): the radiance is a1 (DN - black) / 2^bits
 over gain and exposure (seconds), divided by 1 + a2 y / exposure - a3 y on row y (the sensor's rows read one
 after the other), and the reflectance pi radiance over its sunlight sensor's spectral irradiance; a1 scaled to
-this model's units is the band's gain adjustment then. Pure."""
+this model's units is the band's gain adjustment then. Parrot's Sequoia states its sensor's response as
+(A, B, C): the signal is f^2 (DN - B) / (A exposure ISO + C), f the f-number, exposure in seconds. The Sequoia
+and MicaSense's later cameras state the fall-off as a polynomial of x / width and y / height (exponent pairs
+and coefficients), divided out. Pure."""
 
 from __future__ import annotations
 
@@ -59,6 +62,8 @@ class Radiometry:
     centre: tuple[float, float] | None  # the optical centre the vignetting is measured from, pixels
     row_gradient: tuple[float, float] | None = None  # MicaSense's a2, a3
     falloff: bool = False  # the polynomial is the lens's fall-off (MicaSense), not its correction (DJI)
+    falloff_2d: tuple[tuple[float, float, float], ...] = ()  # x power, y power, coefficient
+    sensor_model: tuple[float, float, float, float] | None = None  # Sequoia's A, B, C and the f-number
 
     @staticmethod
     def of(exif: dict[str, Any], xmp: dict[str, str]) -> "Radiometry":
@@ -74,32 +79,58 @@ class Radiometry:
         micasense = number_list(xmp.get("Camera:RadiometricCalibration"))
         dji_vignetting = number_list(xmp.get("drone-dji:VignettingData"))
         bits = first_number(_first(exif.get("BitsPerSample"))) or 16
+        sequoia = number_list(xmp.get("Camera:SensorModel"))
+        f_number = first_number(exif.get("FNumber"))
+        sensor_model = (*sequoia[:3], f_number) if len(sequoia) == 3 and f_number and iso else None
         return Radiometry(
-            black_level=black or 0.0,
+            black_level=sensor_model[1] if sensor_model else black or 0.0,
             gain=first_number(xmp.get("drone-dji:SensorGain")) or (iso / 100.0 if iso else 1.0),
             exposure_us=first_number(xmp.get("drone-dji:ExposureTime")) or (seconds * 1e6 if seconds else None),
             adjustment=first_number(xmp.get("drone-dji:SensorGainAdjustment"))
             or (math.pi * 1e6 * micasense[0] / 2 ** bits if micasense and micasense[0] > 0 else 1.0),
             irradiance=first_number(xmp.get("drone-dji:Irradiance"), xmp.get("Camera:SpectralIrradiance"),
-                               xmp.get("Camera:Irradiance"), xmp.get("DLS:SpectralIrradiance")),
+                                    xmp.get("Camera:Irradiance"), xmp.get("DLS:SpectralIrradiance")),
             vignetting=dji_vignetting or number_list(xmp.get("Camera:VignettingPolynomial")),
             centre=centre,
             row_gradient=(micasense[1], micasense[2]) if len(micasense) >= 3 else None,
-            falloff=not dji_vignetting)
+            falloff=not dji_vignetting,
+            falloff_2d=_polynomial_2d(number_list(xmp.get("Camera:VignettingPolynomial2DName")),
+                                      number_list(xmp.get("Camera:VignettingPolynomial2D"))),
+            sensor_model=sensor_model)
 
     def to_json(self) -> dict[str, Any]:
         return {"black_level": self.black_level, "gain": self.gain, "exposure_us": self.exposure_us,
                 "adjustment": self.adjustment, "irradiance": self.irradiance, "vignetting": list(self.vignetting),
                 "centre": list(self.centre) if self.centre else None,
-                "row_gradient": list(self.row_gradient) if self.row_gradient else None, "falloff": self.falloff}
+                "row_gradient": list(self.row_gradient) if self.row_gradient else None, "falloff": self.falloff,
+                "falloff_2d": [list(term) for term in self.falloff_2d],
+                "sensor_model": list(self.sensor_model) if self.sensor_model else None}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "Radiometry":
-        row_gradient = data.get("row_gradient")  # absent from the bands.json of earlier runs
+        row_gradient, sensor_model = data.get("row_gradient"), data.get("sensor_model")  # absent from earlier runs'
         return Radiometry(data["black_level"], data["gain"], data["exposure_us"], data["adjustment"],
                           data["irradiance"], tuple(data["vignetting"]),
                           tuple(data["centre"]) if data["centre"] else None,
-                          tuple(row_gradient) if row_gradient else None, data.get("falloff", False))
+                          tuple(row_gradient) if row_gradient else None, data.get("falloff", False),
+                          tuple(tuple(term) for term in data.get("falloff_2d", [])),
+                          tuple(sensor_model) if sensor_model else None)
+
+    def sensitivity(self) -> float:
+        """What turns the digital numbers less the black level, the fall-off corrected, into the band's signal:
+        the gain adjustment over gain and exposure; Sequoia's f^2 / (A exposure ISO + C) where it states it."""
+        if self.sensor_model:
+            a, _, c, f_number = self.sensor_model
+            return f_number ** 2 / (a * self.exposure_us * 1e-6 * self.gain * 100 + c)
+        return self.adjustment / (self.gain * self.exposure_us)
+
+
+def _polynomial_2d(powers: tuple[float, ...],
+                   coefficients: tuple[float, ...]) -> tuple[tuple[float, float, float], ...]:
+    """The terms of a 2D fall-off polynomial from its exponent pairs and coefficients; none if they disagree."""
+    if not coefficients or len(powers) != 2 * len(coefficients):
+        return ()
+    return tuple((powers[2 * i], powers[2 * i + 1], c) for i, c in enumerate(coefficients))
 
 
 def _first(value: Any) -> Any:
@@ -109,18 +140,25 @@ def _first(value: Any) -> Any:
 
 def vignetting_correction(shape: tuple[int, int], radiometry: Radiometry) -> np.ndarray | None:
     """(h, w) float32 factors that undo the lens's falloff, None when the photograph records none."""
-    if not radiometry.vignetting:
+    if not radiometry.vignetting and not radiometry.falloff_2d:
         return None
     h, w = shape
-    cx, cy = radiometry.centre or ((w - 1) / 2, (h - 1) / 2)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-    r = np.hypot(xx - np.float32(cx), yy - np.float32(cy))
     correction = np.ones(shape, np.float32)
-    power = np.ones(shape, np.float32)
-    for k in radiometry.vignetting:
-        power *= r
-        correction += np.float32(k) * power
-    return 1 / correction if radiometry.falloff else correction
+    if radiometry.vignetting:
+        cx, cy = radiometry.centre or ((w - 1) / 2, (h - 1) / 2)
+        r = np.hypot(xx - np.float32(cx), yy - np.float32(cy))
+        polynomial = np.ones(shape, np.float32)
+        power = np.ones(shape, np.float32)
+        for k in radiometry.vignetting:
+            power *= r
+            polynomial += np.float32(k) * power
+        correction = 1 / polynomial if radiometry.falloff else polynomial
+    if radiometry.falloff_2d:
+        u, v = xx / np.float32(w), yy / np.float32(h)
+        falloff = sum(np.float32(c) * u ** np.float32(px) * v ** np.float32(py) for px, py, c in radiometry.falloff_2d)
+        correction /= falloff
+    return correction
 
 
 def reference_irradiance(readings: list[Radiometry]) -> float | None:
@@ -146,7 +184,7 @@ def calibrate(values: np.ndarray, radiometry: Radiometry, calibration: Calibrati
         a2, a3 = radiometry.row_gradient
         rows = np.arange(values.shape[0], dtype=np.float32)[:, None]
         signal /= 1 + np.float32(a2 / (radiometry.exposure_us * 1e-6)) * rows - np.float32(a3) * rows
-    signal *= np.float32(radiometry.adjustment / (radiometry.gain * radiometry.exposure_us))
+    signal *= np.float32(radiometry.sensitivity())
     sunlight = radiometry.irradiance if calibration == "camera+sun" and radiometry.irradiance else reference
     return signal / np.float32(sunlight) if sunlight else signal
 
