@@ -84,6 +84,11 @@ def test_captures_group_on_the_primary_band() -> None:
     with pytest.raises(InputError, match="RedEdge.*Green, Red, NIR"):
         group_bands(files, "RedEdge")
     assert group_bands({"a.JPG": None, "b_MS_G.TIF": ("Green", "b")}) is None
+    # Of twenty captures, one lost its NIR file: that capture is left out, not the band.
+    many = {f"C{k}_MS_{suffix}.TIF": band_of(f"C{k}_MS_{suffix}.TIF", {})
+            for k in range(20) for suffix in ("G", "NIR") if (k, suffix) != (7, "NIR")}
+    survey = group_bands(many)
+    assert survey.bands == ("Green", "NIR") and len(survey.captures) == 19 and "C7_MS_G.TIF" not in survey.captures
 
 
 def test_calibration_gives_reflectance_from_dji_tags() -> None:
@@ -301,6 +306,26 @@ def test_dataset_keeps_the_primary_band_and_records_the_captures(survey, tmp_pat
     assert bands["radiometry"]["DJI_0003_MS_R.TIF"]["black_level"] == BLACK_LEVEL
     assert set(bands["lenses"]) == set(BANDS) and bands["lenses"]["Red"]["to_reference"] is not None
     assert any("1 photograph(s) that are not bands" in line and "DJI_0027.JPG" in line for line in lines)
+
+
+@pytest.mark.long
+def test_a_capture_with_an_unreadable_band_file_is_left_out_not_the_band(survey, tmp_path: Path,
+                                                                         engine_log) -> None:
+    """Eleven captures, one of whose NIR files is cut short: the ten others keep all four bands."""
+    truth, _ = survey
+    project = Project(tmp_path / "p")
+    project.images_dir.mkdir(parents=True)
+    for path in sorted(truth.images_dir.glob("DJI_00[01]?_MS_*.TIF"))[:44]:
+        shutil.copy(path, project.images_dir / path.name)
+    broken = project.images_dir / "DJI_0005_MS_NIR.TIF"
+    broken.write_bytes(broken.read_bytes()[:2000])
+    with engine_log() as captured:
+        pipeline.run(project, [{"name": "end-with", "value": "dataset"}])
+        lines = captured.lines
+    bands = json.loads(project.bands_file.read_text())
+    assert bands["bands"] == list(BANDS) and len(bands["captures"]) == 10
+    assert "DJI_0005_MS_G.TIF" not in bands["captures"]
+    assert any("1 capture(s) left out" in line for line in lines)
 
 
 @pytest.mark.long

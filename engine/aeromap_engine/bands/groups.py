@@ -26,6 +26,9 @@ _MICASENSE_BANDS = {"1": "Blue", "2": "Green", "3": "Red", "4": "NIR", "5": "Red
 _CAPTURE_TAGS = ("Camera:CaptureUUID", "drone-dji:CaptureUUID", "MicaSense:CaptureId", "Camera:CaptureId",
                  "Camera:ImageUniqueID")  # the last, Sentera 6X
 AUTO = "auto"
+# A band missing from at most this share of the captures (a file lost or unreadable) is kept and those captures
+# left out; one missing from more is left out of all, as the orthophoto needs every band everywhere.
+MAX_MISSING = 0.1
 RGB = "RGB"  # the band name of a colour photograph flown with the bands
 _RGB_NAME = re.compile(r"^(?P<capture>.+?)_RGB$", re.IGNORECASE)
 
@@ -92,8 +95,8 @@ def choose_primary(bands: list[str], asked: str) -> str:
 
 def group_bands(files: dict[str, tuple[str, str] | None], asked_primary: str = AUTO) -> BandSurvey | None:
     """The band survey of photographs given as file -> (band, capture) or None, or None when they are not one:
-    fewer than two bands. Captures that lack the primary band are left out; a band missing from some captures is
-    left out of all, as the orthophoto needs every band everywhere."""
+    fewer than two bands. Captures that lack the primary band are left out, and those that lack a band kept
+    (MAX_MISSING)."""
     by_capture: dict[str, dict[str, str]] = defaultdict(dict)
     for filename, tagged in sorted(files.items()):
         if tagged is not None and tagged[0] != RGB:
@@ -104,9 +107,9 @@ def group_bands(files: dict[str, tuple[str, str] | None], asked_primary: str = A
     primary = choose_primary(sorted(counts, key=BAND_ORDER.index), asked_primary)
     kept = [capture for capture in by_capture.values() if primary in capture]
     bands = tuple(band for band in BAND_ORDER if band in counts
-                  and sum(band in capture for capture in kept) == len(kept))
+                  and sum(band not in capture for capture in kept) <= MAX_MISSING * len(kept))
     return BandSurvey(primary, bands, {capture[primary]: {band: capture[band] for band in bands}
-                                       for capture in kept})
+                                       for capture in kept if all(band in capture for band in bands)})
 
 
 def capture_companions(files: dict[str, tuple[str, str] | None], survey: BandSurvey) -> dict[str, list[str]]:

@@ -207,6 +207,7 @@ def run(ctx: "StageContext") -> None:
     survey = group_bands(tagged, ctx.options.primary_band)
     every_band = {i.photo.filename: i for i in readable}
     if survey is not None:
+        report_incomplete(tagged, survey)
         others = [i.photo.filename for i in readable if i.band is None or i.band[0] == RGB]
         if others:
             log.warning("%d photograph(s) that are not bands of the multispectral captures (%s...) are left out: "
@@ -329,6 +330,17 @@ def thermal_survey(project: "Project", usable: list[Inspection], jobs: int) -> B
         shutil.rmtree(project.temperatures_dir, ignore_errors=True)
         return None
     return BandSurvey("LWIR", ("LWIR",), {name: {"LWIR": file} for name, file in files.items()})
+
+
+def report_incomplete(tagged: dict[str, tuple[str, str] | None], survey: BandSurvey) -> None:
+    """Log the bands left out for missing from too many captures, and the captures left out for missing a band."""
+    found = {band for band, _ in filter(None, tagged.values()) if band != RGB}
+    if dropped := sorted(found - set(survey.bands)):
+        log.warning("Band(s) %s left out: missing from more than a tenth of the captures (files lost or unreadable)",
+                    ", ".join(dropped))
+    with_primary = {capture for band, capture in filter(None, tagged.values()) if band == survey.primary}
+    if incomplete := len(with_primary) - len(survey.captures):
+        log.warning("%d capture(s) left out: a band's file is missing or unreadable", incomplete)
 
 
 def _record_bands(project: "Project", survey: BandSurvey | None, inspections: dict[str, Inspection],
