@@ -21,7 +21,7 @@ from scipy import ndimage
 from aeromap_engine import pipeline
 from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal, sampling_map
 from aeromap_engine.bands.groups import band_of, capture_companions, group_bands
-from aeromap_engine.bands.lenses import BandLens, stated_alignment
+from aeromap_engine.bands.lenses import BandLens, rig_turn, stated_alignment
 from aeromap_engine.bands.radiometry import Radiometry, calibrate, temperatures, vignetting_correction
 from aeromap_engine.bands.stack import BandStack
 from aeromap_engine.crs_offset import Georef
@@ -261,9 +261,31 @@ def test_the_lenses_metadata_state_each_bands_alignment() -> None:
             errors[name] = np.hypot(map_x[::8, ::8].ravel() - truth[:, 0], map_y[::8, ::8].ravel() - truth[:, 1])
         assert errors["nominal"].max() > 5.0, camera.band
         assert errors["stated"].max() < 0.1, f"{camera.band}: {errors['stated'].max():.2f} px at worst"
+    # The same rig as MicaSense states it: millimetres, its distortion order, and each camera's turn as angles.
+    primary = BandLens.of(*_micasense_tags(RIG[0], nominal_lens))
+    for camera in RIG[1:]:
+        stated = stated_alignment(primary, BandLens.of(*_micasense_tags(camera, nominal_lens)), shape)
+        truth = band_pixels(camera.band, pixels, 1e6, nominal_lens)
+        map_x, map_y = sampling_map(stated.homography, stated.lens, shape)
+        error = np.hypot(map_x[::8, ::8].ravel() - truth[:, 0], map_y[::8, ::8].ravel() - truth[:, 1]).max()
+        assert error < 0.1, f"{camera.band} as MicaSense states it: {error:.2f} px at worst"
     noise = [cv2.GaussianBlur(np.random.default_rng(seed).random(shape).astype(np.float32), (0, 0), 2)
              for seed in (1, 2)]
     assert best_alignment([(noise[0], noise[1])], stated) is stated
+
+
+def _micasense_tags(camera, nominal_lens) -> tuple[dict, dict]:
+    """EXIF and XMP of a synthetic rig camera's lens as MicaSense writes them (rig_turn's angles: Rx Ry Rz)."""
+    lens, px_per_mm = camera.lens(nominal_lens), 250.0
+    turn = cv2.Rodrigues(np.radians(np.array(camera.turn_deg)))[0]
+    angles = np.degrees([np.arctan2(-turn[1, 2], turn[2, 2]), np.arcsin(turn[0, 2]),
+                         np.arctan2(-turn[0, 1], turn[0, 0])])
+    np.testing.assert_allclose(rig_turn(tuple(angles)), turn, atol=1e-12)
+    xmp = {"Camera:PerspectiveFocalLength": f"{lens.focal_px / px_per_mm:.9f}",
+           "Camera:PrincipalPoint": f"{lens.cx / px_per_mm:.9f},{lens.cy / px_per_mm:.9f}",
+           "Camera:PerspectiveDistortion": f"{lens.k1},{lens.k2},0,{lens.p1},{lens.p2}",
+           "Camera:RigRelatives": ",".join(f"{a:.9f}" for a in angles)}
+    return {"FocalPlaneXResolution": px_per_mm, "FocalPlaneResolutionUnit": 4}, xmp
 
 
 def test_multispectral_orthophotos_show_visible_bands_or_false_colour() -> None:

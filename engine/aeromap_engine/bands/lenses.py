@@ -4,12 +4,12 @@ DJI's multispectral cameras (P4 Multispectral, Mavic 3M) write each band's calib
 distortion (`DewarpData`: a date, then fx, fy, the principal point's offset from `CalibratedOpticalCenterX/Y`,
 k1, k2, p1, p2, k3) and the homography that carries the band's undistorted frame onto the rig's reference band's
 (`DewarpHMatrix`). MicaSense writes the focal length and principal point in millimetres (the focal length in
-pixels where its units say so), with the focal plane's resolution in EXIF, and the distortion in the order k1,
-k2, k3, p1, p2; no homography, so its cameras are taken
-as looking the same way. Where the primary's and a band's lens are both stated, they predict where each primary
-pixel falls in the band's frame for a scene far away compared with the centimetres between the cameras: the
-start the images' own alignment is refined from, and the alignment kept where the images give none (a bare
-field, a band of another kind of light). Pure."""
+pixels where its units say so), with the focal plane's resolution in EXIF, the distortion in the order k1, k2,
+k3, p1, p2, and the band camera's turn in the rig (`RigRelatives`: the angles of Rx Ry Rz, degrees, carrying the
+camera's rays into the rig's frame). Where the primary's and a band's lens are both stated, they predict where
+each primary pixel falls in the band's frame for a scene far away compared with the centimetres between the
+cameras: the start the images' own alignment is refined from, and the alignment kept where the images give none
+(a bare field, a band of another kind of light). Pure."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ class BandLens:
     centre: tuple[float, float]  # principal point, pixels
     distortion: tuple[float, float, float, float, float]  # k1, k2, p1, p2, k3
     to_reference: tuple[float, ...] | None = None  # row-major 3x3
+    turn: tuple[float, ...] | None = None  # row-major 3x3: the camera's rays into the rig's frame
 
     @staticmethod
     def of(exif: dict[str, Any], xmp: dict[str, str]) -> "BandLens | None":
@@ -48,13 +49,14 @@ class BandLens:
 
     def to_json(self) -> dict[str, Any]:
         return {"focal": list(self.focal), "centre": list(self.centre), "distortion": list(self.distortion),
-                "to_reference": list(self.to_reference) if self.to_reference else None}
+                "to_reference": list(self.to_reference) if self.to_reference else None,
+                "turn": list(self.turn) if self.turn else None}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "BandLens":
-        reference = data.get("to_reference")
+        reference, turn = data.get("to_reference"), data.get("turn")
         return BandLens(tuple(data["focal"]), tuple(data["centre"]), tuple(data["distortion"]),
-                        tuple(reference) if reference else None)
+                        tuple(reference) if reference else None, tuple(turn) if turn else None)
 
 
 def _dji(xmp: dict[str, str]) -> BandLens | None:
@@ -84,7 +86,18 @@ def _micasense(exif: dict[str, Any], xmp: dict[str, str]) -> BandLens | None:
     in_pixels = xmp.get("Camera:PerspectiveFocalLengthUnits", "mm").strip().lower() in ("px", "pixel", "pixels")
     focal = focal_stated if in_pixels else focal_stated * px_per_mm
     k1, k2, k3, p1, p2 = distortion
-    return BandLens((focal, focal), (centre_mm[0] * px_per_mm, centre_mm[1] * px_per_mm), (k1, k2, p1, p2, k3))
+    angles = number_list(xmp.get("Camera:RigRelatives"))
+    return BandLens((focal, focal), (centre_mm[0] * px_per_mm, centre_mm[1] * px_per_mm), (k1, k2, p1, p2, k3),
+                    turn=tuple(rig_turn(angles).ravel()) if len(angles) == 3 else None)
+
+
+def rig_turn(degrees: tuple[float, ...]) -> np.ndarray:
+    """The rotation Rx Ry Rz of MicaSense's RigRelatives angles (degrees)."""
+    ax, ay, az = np.radians(degrees)
+    rx = np.array([[1, 0, 0], [0, np.cos(ax), -np.sin(ax)], [0, np.sin(ax), np.cos(ax)]])
+    ry = np.array([[np.cos(ay), 0, np.sin(ay)], [0, 1, 0], [-np.sin(ay), 0, np.cos(ay)]])
+    rz = np.array([[np.cos(az), -np.sin(az), 0], [np.sin(az), np.cos(az), 0], [0, 0, 1]])
+    return rx @ ry @ rz
 
 
 def predicted_pixels(primary: BandLens, band: BandLens, pixels: np.ndarray) -> np.ndarray:
@@ -94,7 +107,10 @@ def predicted_pixels(primary: BandLens, band: BandLens, pixels: np.ndarray) -> n
                                       _UNDISTORT).reshape(-1, 2)
     if primary.to_reference is not None and band.to_reference is not None:
         onto_band = np.linalg.inv(np.reshape(band.to_reference, (3, 3))) @ np.reshape(primary.to_reference, (3, 3))
-    else:
+    elif primary.turn is not None and band.turn is not None:
+        turn = np.reshape(band.turn, (3, 3)).T @ np.reshape(primary.turn, (3, 3))
+        onto_band = band.matrix() @ turn @ np.linalg.inv(primary.matrix())
+    else:  # cameras taken as looking the same way
         onto_band = band.matrix() @ np.linalg.inv(primary.matrix())
     rays = np.hstack([undistorted, np.ones((len(undistorted), 1))]) @ (np.linalg.inv(band.matrix()) @ onto_band).T
     projected, _ = cv2.projectPoints(rays, np.zeros(3), np.zeros(3), band.matrix(), np.array(band.distortion))
