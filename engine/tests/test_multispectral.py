@@ -4,8 +4,10 @@ known (synthetic/multispectral.py), and under a high sun, each band's hotspot di
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
+import struct
 from dataclasses import replace
 from pathlib import Path
 
@@ -149,6 +151,18 @@ def test_calibration_follows_the_sequoias_sensor_model_and_2d_falloff() -> None:
     dn = 250 + signal * (0.02 * 0.001 * 200 + 0.5) / 2.2 ** 2 * falloff
     np.testing.assert_allclose(calibrate(dn, radiometry, "camera", None), signal, rtol=1e-5)
     assert Radiometry.from_json(radiometry.to_json()) == radiometry
+    # Its sunshine sensor: readings at gain index 1 and 2, each brought to gain 1 and 600 integration units, over
+    # the calibration's count at gain 1 (3000 per 200 units: 9000 per 600).
+    calibration = "0,100,1000,50,1,200,3000,60,2,400,8000,70,3,800,20000,80"
+    record = struct.Struct("<QHHHHfff")
+    readings = [record.pack(1000, 4000, 0, 1, 300, 0, 0, 0)]  # an older reading, not among the last three
+    readings += [record.pack(2000 + k, 1500, 0, 1, 300, 0, 0, 0) for k in range(2)]
+    readings.append(record.pack(3000, 2000, 0, 2, 300, 0, 0, 0))  # 2000 * 9000 / 12000 * 2 = 3000 at gain 1
+    sunshine = {**xmp, "Camera:IrradianceList": base64.b64encode(b"".join(readings)).decode(),
+                "Camera:IrradianceCalibrationMeasurement": calibration}
+    lit = Radiometry.of({"ExposureTime": 0.001, "ISOSpeedRatings": 200, "FNumber": 2.2}, sunshine)
+    assert lit.irradiance == pytest.approx(3000 / 9000)
+    assert Radiometry.of({}, {**sunshine, "Camera:IrradianceList": "not base64!"}).irradiance is None
     without_f_number = Radiometry.of({"ExposureTime": 0.001, "ISOSpeedRatings": 200}, xmp)
     assert without_f_number.sensor_model is None  # its response cannot be worked out: gain and exposure alone
 

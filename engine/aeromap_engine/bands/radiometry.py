@@ -12,12 +12,18 @@ after the other), and the reflectance pi radiance over its sunlight sensor's spe
 this model's units is the band's gain adjustment then. Parrot's Sequoia states its sensor's response as
 (A, B, C): the signal is f^2 (DN - B) / (A exposure ISO + C), f the f-number, exposure in seconds. The Sequoia
 and MicaSense's later cameras state the fall-off as a polynomial of x / width and y / height (exponent pairs
-and coefficients), divided out. Pure."""
+and coefficients), divided out. The Sequoia's sunshine sensor records its readings in each photograph
+(`IrradianceList`, base64 records of time, two channels' counts, gain index and integration time) with the
+counts its four gains gave under one light (`IrradianceCalibrationMeasurement`): the irradiance is the last three
+readings' counts, each brought to gain 1 and 600 integration units, over that calibration's at gain 1. Pure."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import statistics
+import struct
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -89,7 +95,9 @@ class Radiometry:
             adjustment=first_number(xmp.get("drone-dji:SensorGainAdjustment"))
             or (math.pi * 1e6 * micasense[0] / 2 ** bits if micasense and micasense[0] > 0 else 1.0),
             irradiance=first_number(xmp.get("drone-dji:Irradiance"), xmp.get("Camera:SpectralIrradiance"),
-                                    xmp.get("Camera:Irradiance"), xmp.get("DLS:SpectralIrradiance")),
+                                    xmp.get("Camera:Irradiance"), xmp.get("DLS:SpectralIrradiance"),
+                                    sunshine_irradiance(xmp.get("Camera:IrradianceList"),
+                                                        xmp.get("Camera:IrradianceCalibrationMeasurement"))),
             vignetting=dji_vignetting or number_list(xmp.get("Camera:VignettingPolynomial")),
             centre=centre,
             row_gradient=(micasense[1], micasense[2]) if len(micasense) >= 3 else None,
@@ -123,6 +131,32 @@ class Radiometry:
             a, _, c, f_number = self.sensor_model
             return f_number ** 2 / (a * self.exposure_us * 1e-6 * self.gain * 100 + c)
         return self.adjustment / (self.gain * self.exposure_us)
+
+
+_SUNSHINE_RECORD = struct.Struct("<QHHHHfff")  # time, CH0, CH1, gain index, integration time, yaw, pitch, roll
+SUNSHINE_READINGS = 3  # the last readings averaged: the sensor's noise, not the light's change over a second
+SUNSHINE_TIME = 600.0  # the integration time readings are brought to
+
+
+def sunshine_irradiance(readings: str | None, calibration: str | None) -> float | None:
+    """The Sequoia sunshine sensor's irradiance at a photograph (relative to its calibration light), None where
+    the readings or the calibration are missing or unreadable."""
+    gains = number_list(calibration)
+    if not readings or len(gains) != 16 or any(gains[i] <= 0 for i in (1, 5, 9, 13)):
+        return None
+    # Counts per SUNSHINE_TIME at each gain index under the calibration light.
+    at_gain = [gains[4 * i + 2] * SUNSHINE_TIME / gains[4 * i + 1] for i in range(4)]
+    try:
+        raw = base64.b64decode(readings, validate=False)
+    except (binascii.Error, ValueError):
+        return None
+    usable = len(raw) - len(raw) % _SUNSHINE_RECORD.size
+    values = [count * at_gain[1] / at_gain[gain] * SUNSHINE_TIME / time
+              for _, count, _, gain, time, *_ in _SUNSHINE_RECORD.iter_unpack(raw[:usable])
+              if gain < 4 and time > 0 and at_gain[gain] > 0]
+    if len(values) < SUNSHINE_READINGS or at_gain[1] <= 0:
+        return None
+    return statistics.fmean(values[-SUNSHINE_READINGS:]) / at_gain[1]
 
 
 def _polynomial_2d(powers: tuple[float, ...],
