@@ -26,9 +26,11 @@ from aeromap_engine.bands.groups import band_of, capture_companions, group_bands
 from aeromap_engine.bands.lenses import BandLens, rig_turn, stated_alignment
 from aeromap_engine.bands.radiometry import Radiometry, calibrate, temperatures, vignetting_correction
 from aeromap_engine.bands.stack import BandStack
+from aeromap_engine.bands.view_angle import band_view_terms
 from aeromap_engine.crs_offset import Georef
 from aeromap_engine.errors import InputError
 from aeromap_engine.io.exif import xmp_tags
+from aeromap_engine.photometry import model as photometry_model
 from aeromap_engine.project import Project
 from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, RIG, SOIL, MultispectralSpec,
                                                     MultispectralTruth, band_pixels, generate_multispectral,
@@ -520,6 +522,25 @@ def hotspot_survey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Multispect
                {"name": "skip-report", "value": True}, {"name": "min-num-features", "value": 4000}]
     corrected = Project(root / "corrected")
     return truth, corrected, with_and_without_corrections(corrected, options, root / "plain")
+
+
+@pytest.mark.long
+def test_a_hotspot_the_primary_band_does_not_show_is_sought_in_the_near_infrared(hotspot_survey) -> None:
+    """Where the primary band shows no hotspot, the near infrared's own search finds the same one, and every
+    band's brightening is solved with it."""
+    truth, corrected, _ = hotspot_survey
+    document = json.loads(corrected.bands_file.read_text())
+    stack = BandStack.load(corrected.band_files_dir(document), document, "camera+sun")
+    stack.align()
+    model = pycolmap.Reconstruction(str(corrected.reconstruction_dir))
+    terms = band_view_terms(stack, model, None, 2)
+    primary = photometry_model.load(corrected.photometry_file).hotspot
+    assert sorted(terms) == sorted(BANDS)
+    for band, found in terms.items():
+        assert found.hotspot is not None, band
+        assert 1.22 < np.exp(found.hotspot.amplitude[0]) < 1.34, band  # exp(0.25), as rendered
+        angle = np.degrees(np.arccos(np.clip(np.dot(found.hotspot.direction, primary.direction), -1, 1)))
+        assert angle < 1.0, f"{band}: {angle:.2f} degrees from the primary's direction"
 
 
 def _registered_reflectance(ortho: rasterio.io.DatasetReader, truth: MultispectralTruth, bands: np.ndarray,

@@ -11,7 +11,9 @@ import numpy as np
 import pycolmap
 
 from .. import photometry
+from ..log import log
 from ..photometry import Hotspot, Observations, Photometry
+from ..photometry.view_angle import SEARCH, HotspotShape
 from ..sfm.pixels import frame_of, observe_values, rotations_of
 
 if TYPE_CHECKING:
@@ -21,15 +23,18 @@ if TYPE_CHECKING:
 # against the colour estimate's 10,000 for the whole model with the search.
 BAND_TRACKS = 3000
 LEVELS = 255.0  # the estimate compares 8-bit colours: a band's values are scaled so its typical one sits mid-way
+# Where the primary band shows no hotspot, the band it is sought in: shadows hide behind leaves most in the near
+# infrared, where leaves are brightest.
+SOUGHT_IN = "NIR"
 
 
 def band_view_terms(stack: "BandStack", model: pycolmap.Reconstruction, primary_hotspot: Hotspot | None,
                     threads: int) -> dict[str, Photometry]:
     """Per band whose values brighten with the viewing angle, the estimate holding its hotspot and view slope
     (its gains and fall-off are not applied: see the module's notes). The sunlight's direction and the hotspot's
-    width are the same in every band: those structure from motion found on the primary band (none where it found
-    none: searching every band again would cost a quarter of the survey's time); only the amplitudes are solved
-    band by band."""
+    width are the same in every band: those found on the primary band, else those sought in SOUGHT_IN's values
+    (seeking them in every band would cost a quarter of the survey's time); only the amplitudes are solved band
+    by band."""
     if all(band == "LWIR" for band in stack.survey.bands):
         return {}
     names, observations, _ = observe_values(model, lambda name: stack.read(name, 1.0), threads)
@@ -37,12 +42,22 @@ def band_view_terms(stack: "BandStack", model: pycolmap.Reconstruction, primary_
     cameras = [str(model.find_image_with_name(name).camera_id) for name in names]
     frames = {str(i): frame_of(c) for i, c in model.cameras.items()}
     rotations = rotations_of(model)
+
+    def estimate(index: int, hotspot: HotspotShape) -> Photometry | None:
+        return photometry.estimate(band_observations(observations, index), names, cameras, frames, rotations,
+                                   hotspot)
+
+    shape: HotspotShape = primary_hotspot
+    if shape is None and SOUGHT_IN in stack.survey.bands and SOUGHT_IN != stack.survey.primary:
+        sought = estimate(stack.survey.bands.index(SOUGHT_IN), SEARCH)
+        shape = sought.hotspot if sought is not None else None
+        log.info("The %s band shows %s", SOUGHT_IN, "no hotspot either" if shape is None else
+                 f"the hotspot that {stack.survey.primary} does not: {shape.width_deg:g} degrees wide")
     terms = {}
     for index, band in enumerate(stack.survey.bands):
         if band == "LWIR":  # temperatures, not a brightness that the viewing angle scales
             continue
-        found = photometry.estimate(band_observations(observations, index), names, cameras, frames, rotations,
-                                    primary_hotspot)
+        found = estimate(index, shape)
         if found is not None and (found.hotspot is not None or found.view_slope is not None):
             terms[band] = found
     return terms
