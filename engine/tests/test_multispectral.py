@@ -230,6 +230,7 @@ def test_a_band_whose_lens_bends_otherwise_is_aligned_to_the_corners() -> None:
                                 (seen_y + 150).astype(np.float32), cv2.INTER_LINEAR)))
     found = best_alignment(pairs)
     assert found.lens is not None and found.residual_px[1] < 0.5 * found.residual_px[0]
+    assert not found.stated and found.lens_source == "images"
     true_x, true_y = band_pixel(x, y)
     inner = np.s_[16:-16, 16:-16]
     errors = {}
@@ -287,7 +288,7 @@ def test_the_lenses_metadata_state_each_bands_alignment() -> None:
         assert error < 0.1, f"{camera.band} as MicaSense states it: {error:.2f} px at worst"
     noise = [cv2.GaussianBlur(np.random.default_rng(seed).random(shape).astype(np.float32), (0, 0), 2)
              for seed in (1, 2)]
-    assert best_alignment([(noise[0], noise[1])], stated) is stated
+    assert best_alignment([(noise[0], noise[1])], stated) is stated and stated.lens_source == "metadata"
 
 
 def _micasense_tags(camera, nominal_lens) -> tuple[dict, dict]:
@@ -466,6 +467,7 @@ def test_multispectral_survey_gives_an_aligned_reflectance_orthophoto(survey) ->
     assert bands_stats["primary"] == "Green" and bands_stats["calibration"] == "camera+sun"
     assert all(correlation > 0.5 for correlation in bands_stats["alignment"].values())
     assert set(bands_stats["lens_difference_px"]) == set(BANDS[1:])
+    assert set(bands_stats["lens_source"].values()) <= {"metadata", "metadata, refined"}  # the rig states its lenses
 
     # Band to band: no tile of 512 px (every whole one, at a stride of 256) shows one band shifted against the
     # primary by more than half a pixel.

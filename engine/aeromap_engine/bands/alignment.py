@@ -63,6 +63,7 @@ class BandAlignment:
     lens: LensField | None = None
     residual_px: tuple[float, float] | None = None  # (before the measured lens field, with it)
     stated: bool = False  # the lenses' metadata alone: the images did not correlate
+    lens_source: str = "images"  # or "metadata" (the images add nothing to it), "metadata, refined"
 
 
 def _basis(x: np.ndarray, y: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -162,7 +163,8 @@ def best_alignment(pairs: list[tuple[np.ndarray, np.ndarray]],
     measured = measure_lens(pairs, best.homography, lens)
     if measured is None:
         return BandAlignment(best.homography, score)
-    return BandAlignment(best.homography, score, *measured)
+    field, residual, source = measured
+    return BandAlignment(best.homography, score, field, residual, lens_source=source)
 
 
 def bend(values: np.ndarray, lens: LensField) -> np.ndarray:
@@ -172,9 +174,10 @@ def bend(values: np.ndarray, lens: LensField) -> np.ndarray:
 
 
 def measure_lens(pairs: list[tuple[np.ndarray, np.ndarray]], homography: np.ndarray,
-                 stated: LensField | None = None) -> tuple[LensField, tuple[float, float]] | None:
-    """The lenses' difference under `homography`, from the one their metadata state where they do, and the RMS
-    tile shift before and after; the stated field where the images add nothing to it, None where there is none
+                 stated: LensField | None = None) -> tuple[LensField, tuple[float, float], str] | None:
+    """The lenses' difference under `homography`, from the one their metadata state where they do, the RMS tile
+    shift before and after, and where it comes from (BandAlignment.lens_source); the stated field where the
+    images add nothing to it, None where there is none
     to measure (MIN_GAIN: what is left is noise) or what is found is too large to be a lens's. Phase
     correlation's sub-pixel peak leans towards whole pixels, so the field is measured again under itself and
     the rest added, until what is left is small enough to be measured without that lean."""
@@ -193,7 +196,8 @@ def measure_lens(pairs: list[tuple[np.ndarray, np.ndarray]], homography: np.ndar
         lens, centres, shifts = refined, refined_centres, refined_shifts
     if lens is None or lens.largest() > MAX_FIELD_PX:
         return None
-    return lens, (before, _rms(shifts))
+    source = "images" if stated is None else "metadata" if lens is stated else "metadata, refined"
+    return lens, (before, _rms(shifts)), source
 
 
 def _rms(shifts: np.ndarray) -> float:

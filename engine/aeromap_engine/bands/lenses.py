@@ -132,4 +132,4 @@ def stated_alignment(primary: BandLens, band: BandLens, primary_shape: tuple[int
     lens = fit_field(pixels, landed - pixels, primary_shape)
     if lens.largest() > MAX_FIELD_PX:
         return None
-    return BandAlignment(homography / homography[2, 2], 0.0, lens, stated=True)
+    return BandAlignment(homography / homography[2, 2], 0.0, lens, stated=True, lens_source="metadata")

@@ -139,6 +139,10 @@ def tile_workers(concurrency: int, tiles: int) -> int:
                                  TILE_WORKING_BYTES + IMAGE_CACHE_BYTES // max(1, concurrency))
 
 
+LENS_SOURCES = {"images": "measured in the images", "metadata": "as the metadata state it, which the images bear out",
+                "metadata, refined": "as the metadata state it, refined in the images"}
+
+
 def band_stack(ctx: "StageContext") -> BandStack | None:
     """A multispectral survey's bands, calibrated as asked and aligned (logged); None for other surveys."""
     document = read_json(ctx.project.bands_file)
@@ -166,9 +170,10 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
             log.info("Band %s aligned to %s (gradient correlation %.2f)", band, stack.survey.primary,
                      alignment.correlation)
         else:
-            log.info("Band %s aligned to %s (gradient correlation %.2f); its lens differs by up to %.1f px, "
-                     "measured and corrected (tile shifts %.2f px RMS before, %.2f px after)",
-                     band, stack.survey.primary, alignment.correlation, alignment.lens.largest(),
+            source = LENS_SOURCES[alignment.lens_source]
+            log.info("Band %s aligned to %s (gradient correlation %.2f); its lens differs by up to %.1f px, %s "
+                     "(tile shifts %.2f px RMS before the images' measure, %.2f px after)", band,
+                     stack.survey.primary, alignment.correlation, alignment.lens.largest(), source,
                      *alignment.residual_px)
     if options.photometric_correction:
         primary = photometry.load(ctx.project.photometry_file)
@@ -184,6 +189,8 @@ def band_stack(ctx: "StageContext") -> BandStack | None:
                                                      for band, a in found.items()},
                                        "lens_difference_px": {band: round(a.lens.largest(), 2)
                                                               for band, a in found.items() if a and a.lens},
+                                       "lens_source": {band: a.lens_source for band, a in found.items()
+                                                       if a and a.lens},
                                        "view_angle": view_angle})
     return stack
 
