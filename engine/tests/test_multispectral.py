@@ -16,6 +16,7 @@ import numpy as np
 import pycolmap
 import pytest
 import rasterio
+from PIL import ExifTags, Image
 from rasterio.enums import ColorInterp, MaskFlags, Resampling
 from rasterio.warp import reproject
 from scipy import ndimage
@@ -24,7 +25,7 @@ from aeromap_engine import pipeline
 from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal, sampling_map
 from aeromap_engine.bands.groups import band_of, capture_companions, group_bands
 from aeromap_engine.bands.lenses import BandLens, rig_turn, stated_alignment
-from aeromap_engine.bands.radiometry import Radiometry, calibrate, temperatures, vignetting_correction
+from aeromap_engine.bands.radiometry import Radiometry, calibrate, number_list, temperatures, vignetting_correction
 from aeromap_engine.bands.stack import BandStack
 from aeromap_engine.bands.view_angle import band_view_terms
 from aeromap_engine.crs_offset import Georef
@@ -32,9 +33,9 @@ from aeromap_engine.errors import InputError
 from aeromap_engine.io.exif import xmp_tags
 from aeromap_engine.photometry import model as photometry_model
 from aeromap_engine.project import Project
-from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, RIG, SOIL, MultispectralSpec,
-                                                    MultispectralTruth, band_pixels, generate_multispectral,
-                                                    lens_xmp)
+from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, MICASENSE, RIG, SOIL,
+                                                    MultispectralSpec, MultispectralTruth, band_pixels,
+                                                    generate_multispectral, lens_xmp, micasense_xmp)
 from aeromap_engine.synthetic.render import sun_direction
 from aeromap_engine.tiles.formulas import RasterBands
 from aeromap_engine.tiles.render import display_bands, preview_rgb
@@ -292,17 +293,13 @@ def test_the_lenses_metadata_state_each_bands_alignment() -> None:
 
 
 def _micasense_tags(camera, nominal_lens) -> tuple[dict, dict]:
-    """EXIF and XMP of a synthetic rig camera's lens as MicaSense writes them (rig_turn's angles: Rx Ry Rz)."""
-    lens, px_per_mm = camera.lens(nominal_lens), 250.0
+    """EXIF and XMP tags of a synthetic rig camera as the generator writes them for MicaSense."""
+    exif = Image.Exif()
+    exif.get_ifd(ExifTags.IFD.Exif)[ExifTags.Base.FocalPlaneXResolution] = 2500.0  # per centimetre
+    xmp = xmp_tags(micasense_xmp(camera, nominal_lens, exif, 2000.0, 1.0, 350.0))
     turn = cv2.Rodrigues(np.radians(np.array(camera.turn_deg)))[0]
-    angles = np.degrees([np.arctan2(-turn[1, 2], turn[2, 2]), np.arcsin(turn[0, 2]),
-                         np.arctan2(-turn[0, 1], turn[0, 0])])
-    np.testing.assert_allclose(rig_turn(tuple(angles)), turn, atol=1e-12)
-    xmp = {"Camera:PerspectiveFocalLength": f"{lens.focal_px / px_per_mm:.9f}",
-           "Camera:PrincipalPoint": f"{lens.cx / px_per_mm:.9f},{lens.cy / px_per_mm:.9f}",
-           "Camera:PerspectiveDistortion": f"{lens.k1},{lens.k2},0,{lens.p1},{lens.p2}",
-           "Camera:RigRelatives": ",".join(f"{a:.9f}" for a in angles)}
-    return {"FocalPlaneXResolution": px_per_mm, "FocalPlaneResolutionUnit": 4}, xmp
+    np.testing.assert_allclose(rig_turn(number_list(xmp["Camera:RigRelatives"])), turn, atol=1e-9)
+    return {"FocalPlaneXResolution": 2500.0, "FocalPlaneResolutionUnit": 3}, xmp
 
 
 def test_multispectral_orthophotos_show_visible_bands_or_false_colour() -> None:
@@ -311,16 +308,20 @@ def test_multispectral_orthophotos_show_visible_bands_or_false_colour() -> None:
     assert display_bands(RasterBands((1,), ("L",))) == [1, 1, 1]
 
 
-@pytest.fixture(scope="module")
-def survey(tmp_path_factory: pytest.TempPathFactory):
-    """The synthetic multispectral survey, processed with camera+sun calibration to the orthophoto."""
-    root = tmp_path_factory.mktemp("multispectral")
-    truth = generate_multispectral(root, workers=2)
+def processed_survey(root: Path, spec: MultispectralSpec) -> tuple[MultispectralTruth, Project]:
+    """A synthetic multispectral survey, processed with camera+sun calibration to the orthophoto."""
+    truth = generate_multispectral(root, spec, workers=2)
     project = Project(root)
     pipeline.run(project, [{"name": "radiometric-calibration", "value": "camera+sun"},
                            {"name": "fast-orthophoto", "value": True}, {"name": "skip-report", "value": True},
                            {"name": "min-num-features", "value": 4000}])
     return truth, project
+
+
+@pytest.fixture(scope="module")
+def survey(tmp_path_factory: pytest.TempPathFactory):
+    """The synthetic multispectral survey (as a DJI Mavic 3M writes it), processed."""
+    return processed_survey(tmp_path_factory.mktemp("multispectral"), MultispectralSpec())
 
 
 @pytest.mark.long
@@ -448,7 +449,32 @@ def _block_errors(bands: np.ndarray, truth: np.ndarray, covered: np.ndarray, siz
 
 @pytest.mark.long
 def test_multispectral_survey_gives_an_aligned_reflectance_orthophoto(survey) -> None:
-    truth, project = survey
+    assert_aligned_reflectance(*survey)
+
+
+@pytest.fixture(scope="module")
+def micasense_survey(tmp_path_factory: pytest.TempPathFactory):
+    """The synthetic survey as a MicaSense RedEdge writes it, processed as `survey` is."""
+    return processed_survey(tmp_path_factory.mktemp("micasense"), replace(MultispectralSpec(), maker=MICASENSE))
+
+
+@pytest.mark.long
+def test_a_micasense_survey_gives_an_aligned_reflectance_orthophoto(micasense_survey) -> None:
+    """The same survey through MicaSense's file names and tags: its radiometric calibration, fall-off (divided
+    out), sunlight sensor, lenses and rig turns read as MicaSense states them."""
+    truth, project = micasense_survey
+    bands = json.loads(project.bands_file.read_text())
+    assert sorted(bands["captures"])[0] == "IMG_0001_2.tif" and bands["captures"]["IMG_0001_2.tif"]["NIR"] == \
+        "IMG_0001_4.tif"
+    radiometry = bands["radiometry"]["IMG_0001_3.tif"]
+    assert radiometry["black_level"] == BLACK_LEVEL and radiometry["falloff"] and radiometry["irradiance"]
+    assert all(lens["turn"] is not None for lens in bands["lenses"].values())
+    assert_aligned_reflectance(truth, project)
+
+
+def assert_aligned_reflectance(truth: MultispectralTruth, project: Project) -> None:
+    """The orthophoto of a synthetic multispectral survey: its bands, band-to-band alignment, reflectance and
+    NDVI against the truth."""
     with rasterio.open(project.orthophoto()) as ortho:
         assert ortho.count == len(BANDS) + 1 and ortho.dtypes[0] == "float32"
         assert ortho.descriptions[:len(BANDS)] == BANDS and ortho.colorinterp[-1] == ColorInterp.alpha

@@ -2,7 +2,8 @@
 (DJI_0001_MS_G.TIF, _MS_R, _MS_RE, _MS_NIR), each from its own camera of the rig (its own focal length and
 principal point, centimetres and a fraction of a degree from the others), with the black level, gain, exposure,
 vignetting, gain adjustment, the sunlight sensor's irradiance and the band camera's lens in DJI's XMP
-(bands/radiometry.py and bands/lenses.py read them back). The scene is farmland: strips of crop and of bare
+(bands/radiometry.py and bands/lenses.py read them back); or, as a MicaSense RedEdge writes the same captures,
+IMG_0001_2.tif and so on with MicaSense's tags (`maker`). The scene is farmland: strips of crop and of bare
 soil. The truth beside it: the reflectance of every band as a perfect orthophoto shows it (truth/reflectance.tif)
 and the surface classes (truth/classes.tif).
 
@@ -18,7 +19,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 from PIL import ExifTags, Image
+from PIL.TiffImagePlugin import IFDRational
 
+from ..io.exif_write import dji_xmp as dji_xmp_packet
 from ..parallel import forked_map
 from .camera import Lens, LensSpec, Pose, Shot, lawnmower
 from .metadata import Barometer, dji_xmp, exif_for, photograph_record, tiff_tags
@@ -98,6 +101,44 @@ def lens_xmp(camera: BandCamera, nominal: Lens) -> dict[str, str]:
             "drone-dji:DewarpHMatrix": ",".join(f"{value:.9g}" for value in (homography / homography[2, 2]).ravel())}
 
 
+MICASENSE = "MicaSense"
+MICASENSE_NUMBERS = {"Blue": 1, "Green": 2, "Red": 3, "NIR": 4, "RedEdge": 5}  # the file's band number
+MICASENSE_FALLOFF = (0.0, -1e-6)  # MicaSense's fall-off polynomial, r in pixels: 0.75 in the corners
+
+
+def micasense_falloff(lens: Lens) -> np.ndarray:
+    """(h, w) the share of light reaching each pixel: MicaSense's polynomial is the fall-off itself."""
+    yy, xx = np.mgrid[0:lens.height, 0:lens.width].astype(np.float64)
+    r = np.hypot(xx - lens.cx, yy - lens.cy)
+    return 1.0 + sum(k * r ** (i + 1) for i, k in enumerate(MICASENSE_FALLOFF))
+
+
+def micasense_xmp(camera: BandCamera, nominal: Lens, exif: Image.Exif, sunlight: float, gain: float,
+                  exposure_us: float) -> str:
+    """A band file's XMP as MicaSense writes it, and the EXIF it keeps its exposure, gain and black level in
+    (`exif` is completed): the radiometric calibration a1 that makes the band's gain adjustment, the fall-off,
+    the sunlight sensor's spectral irradiance and the band camera's lens and turn in the rig."""
+    details = exif.get_ifd(ExifTags.IFD.Exif)
+    details[ExifTags.Base.ExposureTime] = IFDRational(int(round(exposure_us * 100)), 100_000_000)
+    details[ExifTags.Base.ISOSpeedRatings] = int(round(gain * 100))
+    exif[0xC61A] = (BLACK_LEVEL,) * 4  # BlackLevel, per colour channel as DNG writes it
+    px_per_mm = float(details[ExifTags.Base.FocalPlaneXResolution]) / 10  # exif_for states it per centimetre
+    lens = camera.lens(nominal)
+    turn = _turn(camera)
+    angles = np.degrees([np.arctan2(-turn[1, 2], turn[2, 2]), np.arcsin(turn[0, 2]),
+                         np.arctan2(-turn[0, 1], turn[0, 0])])  # rig_turn's Rx Ry Rz
+    a1 = camera.adjustment * 2 ** 16 / (math.pi * 1e6)
+    return dji_xmp_packet({
+        "Camera:BandName": camera.band, "Camera:RadiometricCalibration": f"{a1:.9g},0,0",
+        "Camera:VignettingCenter": f"{lens.cx:.3f},{lens.cy:.3f}",
+        "Camera:VignettingPolynomial": ",".join(f"{k:g}" for k in MICASENSE_FALLOFF),
+        "Camera:SpectralIrradiance": f"{sunlight:.3f}",
+        "Camera:PerspectiveFocalLength": f"{lens.focal_px / px_per_mm:.9f}",
+        "Camera:PrincipalPoint": f"{lens.cx / px_per_mm:.9f},{lens.cy / px_per_mm:.9f}",
+        "Camera:PerspectiveDistortion": f"{lens.k1:.9g},{lens.k2:.9g},0,{lens.p1:.9g},{lens.p2:.9g}",
+        "Camera:RigRelatives": ",".join(f"{a:.9f}" for a in angles)})
+
+
 def _matrix(lens: Lens) -> np.ndarray:
     return np.array([[lens.focal_px, 0, lens.cx], [0, lens.focal_px, lens.cy], [0, 0, 1.0]])
 
@@ -116,6 +157,9 @@ class MultispectralSpec:
     irradiance_swing: float = 0.2  # the cloud's dimming, as a share of the clear sunlight
     # As the Parrot Sequoia: the band files carry no position, an RGB photograph per capture (_RGB.JPG) does.
     position_on_rgb: bool = False
+    # "MicaSense": the files named and tagged as a MicaSense RedEdge writes them (IMG_0001_2.tif, its
+    # radiometric calibration, fall-off, lenses and sunlight sensor), rather than as DJI's.
+    maker: str = "DJI"
 
 
 @dataclass(frozen=True)
@@ -174,8 +218,10 @@ def generate_multispectral(out_dir: Path, spec: MultispectralSpec = Multispectra
     takeoff = float(scene.ground.sample(shots[0].pose.centre[:1], shots[0].pose.centre[1:2])[0])
     images_dir = out_dir / "images"
     images_dir.mkdir(parents=True, exist_ok=True)
+    if spec.maker == MICASENSE:
+        survey = replace(survey, make="MicaSense", model="RedEdge-M")
     job = _CaptureJob(survey, site, model, nominal, Barometer(takeoff, 0.0, survey.barometer_sigma_m), images_dir,
-                      len(shots), spec.irradiance_swing, spec.position_on_rgb)
+                      len(shots), spec.irradiance_swing, spec.position_on_rgb, spec.maker)
     list(forked_map(job, list(enumerate(shots)), workers))
 
     truth_dir = out_dir / "truth"
@@ -201,6 +247,7 @@ class _CaptureJob:
     count: int
     swing: float
     position_on_rgb: bool
+    maker: str
 
     def __call__(self, item: tuple[int, Shot]) -> None:
         index, shot = item
@@ -211,19 +258,24 @@ class _CaptureJob:
         for camera in RIG:
             lens, pose = camera.lens(self.nominal), camera.pose(shot.pose)
             reflectance = render(self.model, lens, pose)[:, :, BANDS.index(camera.band)] * np.float32(FULL_SCALE)
-            signal = reflectance * sunlight * gain * exposure_us / camera.adjustment * vignetting_factor(lens)
+            light = vignetting_factor(lens) if self.maker != MICASENSE else micasense_falloff(lens)
+            signal = reflectance * sunlight * gain * exposure_us / camera.adjustment * light
             dn = BLACK_LEVEL + signal + rng.normal(0.0, READ_NOISE_DN, signal.shape)
-            name = f"DJI_{index + 1:04d}_MS_{camera.suffix}.TIF"
+            name = (f"IMG_{index + 1:04d}_{MICASENSE_NUMBERS[camera.band]}.tif" if self.maker == MICASENSE
+                    else f"DJI_{index + 1:04d}_MS_{camera.suffix}.TIF")
             photo = photograph_record(self.spec, self.site, replace(shot, pose=pose), name, self.barometer, rng)
-            xmp = dji_xmp(self.spec, self.site, photo, {
-                "Camera:BandName": camera.band, "drone-dji:CaptureUUID": f"capture-{index + 1:04d}",
-                "drone-dji:BlackLevel": str(BLACK_LEVEL), "drone-dji:SensorGain": f"{gain:.1f}",
-                "drone-dji:ExposureTime": f"{exposure_us:.2f}", "drone-dji:SensorGainAdjustment": f"{camera.adjustment}",
-                "drone-dji:Irradiance": f"{sunlight:.3f}",
-                "drone-dji:VignettingData": ", ".join(f"{k:g}" for k in VIGNETTING),
-                **lens_xmp(camera, self.nominal)})
-            pixels = np.clip(np.round(dn), 0, 65535).astype(np.uint16)
             exif = exif_for(self.spec, lens, photo)
+            if self.maker == MICASENSE:
+                xmp = micasense_xmp(camera, self.nominal, exif, sunlight, gain, exposure_us)
+            else:
+                xmp = dji_xmp(self.spec, self.site, photo, {
+                    "Camera:BandName": camera.band, "drone-dji:CaptureUUID": f"capture-{index + 1:04d}",
+                    "drone-dji:BlackLevel": str(BLACK_LEVEL), "drone-dji:SensorGain": f"{gain:.1f}",
+                    "drone-dji:ExposureTime": f"{exposure_us:.2f}",
+                    "drone-dji:SensorGainAdjustment": f"{camera.adjustment}", "drone-dji:Irradiance": f"{sunlight:.3f}",
+                    "drone-dji:VignettingData": ", ".join(f"{k:g}" for k in VIGNETTING),
+                    **lens_xmp(camera, self.nominal)})
+            pixels = np.clip(np.round(dn), 0, 65535).astype(np.uint16)
             if self.position_on_rgb:
                 exif.get_ifd(ExifTags.IFD.GPSInfo).clear()
             Image.fromarray(pixels).save(self.images_dir / name, tiffinfo=tiff_tags(exif, xmp))
