@@ -33,7 +33,7 @@ from aeromap_engine.errors import InputError
 from aeromap_engine.io.exif import xmp_tags
 from aeromap_engine.photometry import model as photometry_model
 from aeromap_engine.project import Project
-from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, MICASENSE, RIG, SOIL,
+from aeromap_engine.synthetic.multispectral import (BANDS, BLACK_LEVEL, CROP, MICASENSE, RIG, SEQUOIA, SOIL,
                                                     MultispectralSpec, MultispectralTruth, band_pixels,
                                                     generate_multispectral, lens_xmp, micasense_xmp)
 from aeromap_engine.synthetic.render import sun_direction
@@ -472,9 +472,33 @@ def test_a_micasense_survey_gives_an_aligned_reflectance_orthophoto(micasense_su
     assert_aligned_reflectance(truth, project)
 
 
-def assert_aligned_reflectance(truth: MultispectralTruth, project: Project) -> None:
+@pytest.fixture(scope="module")
+def sequoia_survey(tmp_path_factory: pytest.TempPathFactory):
+    """The synthetic survey as a Parrot Sequoia writes it (positions on the RGB photographs), processed."""
+    return processed_survey(tmp_path_factory.mktemp("sequoia"),
+                            replace(MultispectralSpec(), maker=SEQUOIA, position_on_rgb=True))
+
+
+@pytest.mark.long
+def test_a_sequoia_survey_gives_an_aligned_reflectance_orthophoto(sequoia_survey) -> None:
+    """The same survey through the Sequoia's file names and tags: its sensor model, 2D fall-off (divided out) and
+    sunshine sensor, its band files placed by the RGB photographs beside them."""
+    truth, project = sequoia_survey
+    bands = json.loads(project.bands_file.read_text())
+    assert sorted(bands["captures"])[0] == "IMG_0001_GRE.TIF"
+    radiometry = bands["radiometry"]["IMG_0001_NIR.TIF"]
+    assert radiometry["sensor_model"] and radiometry["falloff_2d"] and radiometry["irradiance"]
+    assert_aligned_reflectance(truth, project, {"images"})  # its fisheye lenses' tags are not read
+
+
+STATED_LENSES = {"metadata", "metadata, refined"}
+
+
+def assert_aligned_reflectance(truth: MultispectralTruth, project: Project, lens_sources: set[str] = STATED_LENSES
+                               ) -> None:
     """The orthophoto of a synthetic multispectral survey: its bands, band-to-band alignment, reflectance and
-    NDVI against the truth."""
+    NDVI against the truth, and where the bands' lens differences came from (the rig's metadata, unless its
+    maker writes no lenses)."""
     with rasterio.open(project.orthophoto()) as ortho:
         assert ortho.count == len(BANDS) + 1 and ortho.dtypes[0] == "float32"
         assert ortho.descriptions[:len(BANDS)] == BANDS and ortho.colorinterp[-1] == ColorInterp.alpha
@@ -493,7 +517,7 @@ def assert_aligned_reflectance(truth: MultispectralTruth, project: Project) -> N
     assert bands_stats["primary"] == "Green" and bands_stats["calibration"] == "camera+sun"
     assert all(correlation > 0.5 for correlation in bands_stats["alignment"].values())
     assert set(bands_stats["lens_difference_px"]) == set(BANDS[1:])
-    assert set(bands_stats["lens_source"].values()) <= {"metadata", "metadata, refined"}  # the rig states its lenses
+    assert set(bands_stats["lens_source"].values()) <= lens_sources
 
     # Band to band: no tile of 512 px (every whole one, at a stride of 256) shows one band shifted against the
     # primary by more than half a pixel.

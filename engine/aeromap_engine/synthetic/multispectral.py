@@ -2,17 +2,19 @@
 (DJI_0001_MS_G.TIF, _MS_R, _MS_RE, _MS_NIR), each from its own camera of the rig (its own focal length and
 principal point, centimetres and a fraction of a degree from the others), with the black level, gain, exposure,
 vignetting, gain adjustment, the sunlight sensor's irradiance and the band camera's lens in DJI's XMP
-(bands/radiometry.py and bands/lenses.py read them back); or, as a MicaSense RedEdge writes the same captures,
-IMG_0001_2.tif and so on with MicaSense's tags (`maker`). The scene is farmland: strips of crop and of bare
-soil. The truth beside it: the reflectance of every band as a perfect orthophoto shows it (truth/reflectance.tif)
-and the surface classes (truth/classes.tif).
+(bands/radiometry.py and bands/lenses.py read them back); or, as a MicaSense RedEdge or a Parrot Sequoia writes
+the same captures, IMG_0001_2.tif or IMG_0001_GRE.TIF and so on with that maker's tags (`maker`). The scene is
+farmland: strips of crop and of bare soil. The truth beside it: the reflectance of every band as a perfect
+orthophoto shows it (truth/reflectance.tif) and the surface classes (truth/classes.tif).
 
 The sunlight changes through the flight (a thin cloud passing), and the exposure and gain follow it as a camera's
 automatic exposure does, so that only calibration by the sunlight sensor gives the same reflectance throughout."""
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -101,9 +103,19 @@ def lens_xmp(camera: BandCamera, nominal: Lens) -> dict[str, str]:
             "drone-dji:DewarpHMatrix": ",".join(f"{value:.9g}" for value in (homography / homography[2, 2]).ravel())}
 
 
-MICASENSE = "MicaSense"
+MICASENSE, SEQUOIA = "MicaSense", "Sequoia"
 MICASENSE_NUMBERS = {"Blue": 1, "Green": 2, "Red": 3, "NIR": 4, "RedEdge": 5}  # the file's band number
 MICASENSE_FALLOFF = (0.0, -1e-6)  # MicaSense's fall-off polynomial, r in pixels: 0.75 in the corners
+SEQUOIA_SUFFIXES = {"Green": "GRE", "Red": "RED", "RedEdge": "REG", "NIR": "NIR"}
+# The Sequoia's sensor model (A, B, C; B its dark level), f-number, and fall-off over (x / width, y / height):
+# 1 - 0.8 ((u - 1/2)^2 + (v - 1/2)^2), 0.6 in the corners, as exponent pairs and coefficients.
+SEQUOIA_MODEL = (1.3e7, float(BLACK_LEVEL), 3e4)
+SEQUOIA_F_NUMBER = 2.2
+SEQUOIA_FALLOFF = ((0, 0, 0.6), (1, 0, 0.8), (0, 1, 0.8), (2, 0, -0.8), (0, 2, -0.8))
+# The sunshine sensor's counts at gain index 0 to 3 under its calibration light (gain index, integration time,
+# CH0, CH1 each), and its counts in the clear at gain index 1 over 600 units.
+SUNSHINE_CALIBRATION = (0, 100, 1000, 50, 1, 200, 3000, 60, 2, 400, 8000, 70, 3, 800, 20000, 80)
+SUNSHINE_CLEAR = 4500
 
 
 def micasense_falloff(lens: Lens) -> np.ndarray:
@@ -113,14 +125,55 @@ def micasense_falloff(lens: Lens) -> np.ndarray:
     return 1.0 + sum(k * r ** (i + 1) for i, k in enumerate(MICASENSE_FALLOFF))
 
 
+def sequoia_falloff(lens: Lens) -> np.ndarray:
+    """(h, w) the share of light reaching each pixel, as the Sequoia's 2D polynomial states it."""
+    v, u = np.mgrid[0:lens.height, 0:lens.width].astype(np.float64)
+    u, v = u / lens.width, v / lens.height
+    return sum(c * u ** px * v ** py for px, py, c in SEQUOIA_FALLOFF)
+
+
+def sunshine_counts(sunlight: float) -> int:
+    """The Sequoia sunshine sensor's count at gain index 1 over 600 units under `sunlight`."""
+    return int(round(SUNSHINE_CLEAR * sunlight / IRRADIANCE))
+
+
+def sequoia_scale(sunlight: float, gain: float, exposure_us: float) -> float:
+    """Digital numbers above the dark level per unit of reflectance: the irradiance the sunshine sensor reads
+    (its counts over the calibration's at gain 1) times the sensor model's response."""
+    a, _, c = SEQUOIA_MODEL
+    calibration = SUNSHINE_CALIBRATION[6] * 600 / SUNSHINE_CALIBRATION[5]
+    return sunshine_counts(sunlight) / calibration * (a * exposure_us * 1e-6 * gain * 100 + c) / SEQUOIA_F_NUMBER ** 2
+
+
+def sequoia_xmp(camera: BandCamera, exif: Image.Exif, sunlight: float, gain: float, exposure_us: float) -> str:
+    """A band file's XMP as the Parrot Sequoia writes it, and its EXIF's exposure, ISO and f-number (`exif` is
+    completed): the sensor model, the 2D fall-off and the sunshine sensor's last readings and calibration."""
+    _exposure_exif(exif, gain, exposure_us)
+    exif.get_ifd(ExifTags.IFD.Exif)[ExifTags.Base.FNumber] = IFDRational(int(SEQUOIA_F_NUMBER * 10), 10)
+    record = struct.Struct("<QHHHHfff")  # time, CH0, CH1, gain index, integration time, yaw, pitch, roll
+    readings = b"".join(record.pack(k, sunshine_counts(sunlight), 0, 1, 600, 0, 0, 0) for k in range(4))
+    return dji_xmp_packet({
+        "Camera:BandName": camera.band, "Camera:SensorModel": ",".join(f"{value:g}" for value in SEQUOIA_MODEL),
+        "Camera:VignettingPolynomial2DName": ",".join(f"{px},{py}" for px, py, _ in SEQUOIA_FALLOFF),
+        "Camera:VignettingPolynomial2D": ",".join(f"{c:g}" for *_, c in SEQUOIA_FALLOFF),
+        "Camera:IrradianceList": base64.b64encode(readings).decode("ascii"),
+        "Camera:IrradianceCalibrationMeasurement": ",".join(str(value) for value in SUNSHINE_CALIBRATION)})
+
+
+def _exposure_exif(exif: Image.Exif, gain: float, exposure_us: float) -> None:
+    """The capture's exposure time and ISO (gain 1: ISO 100) in EXIF, where MicaSense and Parrot keep them."""
+    details = exif.get_ifd(ExifTags.IFD.Exif)
+    details[ExifTags.Base.ExposureTime] = IFDRational(int(round(exposure_us * 100)), 100_000_000)
+    details[ExifTags.Base.ISOSpeedRatings] = int(round(gain * 100))
+
+
 def micasense_xmp(camera: BandCamera, nominal: Lens, exif: Image.Exif, sunlight: float, gain: float,
                   exposure_us: float) -> str:
     """A band file's XMP as MicaSense writes it, and the EXIF it keeps its exposure, gain and black level in
     (`exif` is completed): the radiometric calibration a1 that makes the band's gain adjustment, the fall-off,
     the sunlight sensor's spectral irradiance and the band camera's lens and turn in the rig."""
+    _exposure_exif(exif, gain, exposure_us)
     details = exif.get_ifd(ExifTags.IFD.Exif)
-    details[ExifTags.Base.ExposureTime] = IFDRational(int(round(exposure_us * 100)), 100_000_000)
-    details[ExifTags.Base.ISOSpeedRatings] = int(round(gain * 100))
     exif[0xC61A] = (BLACK_LEVEL,) * 4  # BlackLevel, per colour channel as DNG writes it
     px_per_mm = float(details[ExifTags.Base.FocalPlaneXResolution]) / 10  # exif_for states it per centimetre
     lens = camera.lens(nominal)
@@ -158,7 +211,8 @@ class MultispectralSpec:
     # As the Parrot Sequoia: the band files carry no position, an RGB photograph per capture (_RGB.JPG) does.
     position_on_rgb: bool = False
     # "MicaSense": the files named and tagged as a MicaSense RedEdge writes them (IMG_0001_2.tif, its
-    # radiometric calibration, fall-off, lenses and sunlight sensor), rather than as DJI's.
+    # radiometric calibration, fall-off, lenses and sunlight sensor); "Sequoia", as the Parrot Sequoia does
+    # (IMG_0001_GRE.TIF, its sensor model, 2D fall-off and sunshine sensor); else as DJI's.
     maker: str = "DJI"
 
 
@@ -218,8 +272,9 @@ def generate_multispectral(out_dir: Path, spec: MultispectralSpec = Multispectra
     takeoff = float(scene.ground.sample(shots[0].pose.centre[:1], shots[0].pose.centre[1:2])[0])
     images_dir = out_dir / "images"
     images_dir.mkdir(parents=True, exist_ok=True)
-    if spec.maker == MICASENSE:
-        survey = replace(survey, make="MicaSense", model="RedEdge-M")
+    if spec.maker in (MICASENSE, SEQUOIA):
+        survey = replace(survey, make="MicaSense" if spec.maker == MICASENSE else "Parrot",
+                         model="RedEdge-M" if spec.maker == MICASENSE else "Sequoia")
     job = _CaptureJob(survey, site, model, nominal, Barometer(takeoff, 0.0, survey.barometer_sigma_m), images_dir,
                       len(shots), spec.irradiance_swing, spec.position_on_rgb, spec.maker)
     list(forked_map(job, list(enumerate(shots)), workers))
@@ -258,15 +313,21 @@ class _CaptureJob:
         for camera in RIG:
             lens, pose = camera.lens(self.nominal), camera.pose(shot.pose)
             reflectance = render(self.model, lens, pose)[:, :, BANDS.index(camera.band)] * np.float32(FULL_SCALE)
-            light = vignetting_factor(lens) if self.maker != MICASENSE else micasense_falloff(lens)
-            signal = reflectance * sunlight * gain * exposure_us / camera.adjustment * light
+            if self.maker == SEQUOIA:
+                signal = reflectance * sequoia_scale(sunlight, gain, exposure_us) * sequoia_falloff(lens)
+            else:
+                light = vignetting_factor(lens) if self.maker != MICASENSE else micasense_falloff(lens)
+                signal = reflectance * sunlight * gain * exposure_us / camera.adjustment * light
             dn = BLACK_LEVEL + signal + rng.normal(0.0, READ_NOISE_DN, signal.shape)
             name = (f"IMG_{index + 1:04d}_{MICASENSE_NUMBERS[camera.band]}.tif" if self.maker == MICASENSE
+                    else f"IMG_{index + 1:04d}_{SEQUOIA_SUFFIXES[camera.band]}.TIF" if self.maker == SEQUOIA
                     else f"DJI_{index + 1:04d}_MS_{camera.suffix}.TIF")
             photo = photograph_record(self.spec, self.site, replace(shot, pose=pose), name, self.barometer, rng)
             exif = exif_for(self.spec, lens, photo)
             if self.maker == MICASENSE:
                 xmp = micasense_xmp(camera, self.nominal, exif, sunlight, gain, exposure_us)
+            elif self.maker == SEQUOIA:
+                xmp = sequoia_xmp(camera, exif, sunlight, gain, exposure_us)
             else:
                 xmp = dji_xmp(self.spec, self.site, photo, {
                     "Camera:BandName": camera.band, "drone-dji:CaptureUUID": f"capture-{index + 1:04d}",
@@ -287,7 +348,7 @@ class _CaptureJob:
         bands = render(self.model, self.nominal, shot.pose) * np.float32(FULL_SCALE)
         colour = np.dstack([bands[:, :, BANDS.index("Red")], bands[:, :, BANDS.index("Green")],
                             0.6 * bands[:, :, BANDS.index("Green")]])
-        name = f"DJI_{index + 1:04d}_RGB.JPG"
+        name = f"{'DJI' if self.maker == 'DJI' else 'IMG'}_{index + 1:04d}_RGB.JPG"
         photo = photograph_record(self.spec, self.site, shot, name, self.barometer, rng)
         pixels = np.clip(colour * 4 * 255, 0, 255).astype(np.uint8)
         Image.fromarray(pixels).save(self.images_dir / name, "JPEG", quality=90,
