@@ -23,7 +23,7 @@ from scipy import ndimage
 
 from aeromap_engine import pipeline
 from aeromap_engine.bands.alignment import best_alignment, estimate, gradients, nominal, sampling_map
-from aeromap_engine.bands.groups import band_of, capture_companions, group_bands
+from aeromap_engine.bands.groups import band_of, by_instant, capture_companions, group_bands
 from aeromap_engine.bands.lenses import BandLens, rig_turn, stated_alignment
 from aeromap_engine.bands.radiometry import Radiometry, calibrate, number_list, temperatures, vignetting_correction
 from aeromap_engine.bands.stack import BandStack
@@ -71,6 +71,21 @@ def test_a_capture_shares_its_position_with_its_bands() -> None:
     assert companions == {"IMG_0_GRE.TIF": ["IMG_0_NIR.TIF", "IMG_0_RGB.JPG"],
                           "IMG_1_GRE.TIF": ["IMG_1_NIR.TIF", "DJI_0001.JPG"],
                           "IMG_2_GRE.TIF": ["IMG_2_NIR.TIF"]}
+
+
+def test_band_files_named_by_a_counter_group_by_their_instant() -> None:
+    """As the P4 Multispectral names its files (DJI_0011.TIF to DJI_0015.TIF, the band in XMP alone): without a
+    capture id, the files taken at one instant are one capture."""
+    names = {f"DJI_{10 * k + j:04d}.TIF": band for k in (1, 2) for j, band in enumerate(("Blue", "Green", "NIR"), 1)}
+    tagged = {name: band_of(name, {"Camera:BandName": band}) for name, band in names.items()}
+    times = {name: 1_700_000_000_000.0 + 2000 * (int(name[4:8]) // 10) + int(name[4:8]) % 10 for name in names}
+    survey = group_bands(by_instant(tagged, times))
+    assert survey.bands == ("Blue", "Green", "NIR") and sorted(survey.captures) == ["DJI_0012.TIF", "DJI_0022.TIF"]
+    assert survey.captures["DJI_0022.TIF"] == {"Blue": "DJI_0021.TIF", "Green": "DJI_0022.TIF", "NIR": "DJI_0023.TIF"}
+    untimed = by_instant(tagged, {**times, "DJI_0023.TIF": None})
+    assert untimed["DJI_0023.TIF"] == ("NIR", "DJI_0023")  # without a time, no capture to join
+    named = {"C1_MS_G.TIF": band_of("C1_MS_G.TIF", {}), "C1_MS_R.TIF": band_of("C1_MS_R.TIF", {})}
+    assert by_instant(named, {"C1_MS_G.TIF": 0.0, "C1_MS_R.TIF": 5000.0}) == named  # grouped by name already
 
 
 def test_captures_group_on_the_primary_band() -> None:

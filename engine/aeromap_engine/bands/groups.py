@@ -1,12 +1,14 @@
 """Which photographs are bands of one capture. Multispectral cameras write a file per band: the band is named in
 XMP (`Camera:BandName`, as DJI, MicaSense and Parrot write it) or by the file name's suffix (Mavic 3M `_MS_G`,
 `_MS_R`, `_MS_RE`, `_MS_NIR`; Sequoia `_GRE`, `_RED`, `_REG`, `_NIR`; MicaSense `_1` to `_6`), and the capture by
-an XMP capture id or else by the name without its band suffix. Some rigs fly an RGB camera with the bands (the
+an XMP capture id, else by the name without its band suffix, else (files named by a counter, the band in XMP
+alone) by the instant the bands were taken together, as ODM does. Some rigs fly an RGB camera with the bands (the
 Sequoia's `_RGB.JPG`, BandName `RGB`): its photograph is the capture's companion, not a band. Pure: names and tags
 in, groups out."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -51,6 +53,26 @@ def band_of(filename: str, xmp: dict[str, str]) -> tuple[str, str] | None:
         return None
     band = named or by_name[0]
     return band, capture or (by_name[1] if by_name else PurePath(filename).stem)
+
+
+SAME_INSTANT_MS = 200.0  # the band files of one capture are stamped within this of each other
+
+
+def by_instant(tagged: dict[str, tuple[str, str] | None],
+               times: dict[str, float | None]) -> dict[str, tuple[str, str] | None]:
+    """`tagged` (file -> (band, capture) or None, as band_of gives them) with the files that nothing else grouped
+    (their capture is their own name) grouped by capture time (ms): files stamped within SAME_INSTANT_MS of the
+    one before are one capture."""
+    alone = sorted((times[name], name) for name, found in tagged.items()
+                   if found is not None and found[1] == PurePath(name).stem and times.get(name) is not None)
+    regrouped = dict(tagged)
+    key, last = "", -math.inf
+    for time, name in alone:
+        if time - last > SAME_INSTANT_MS:
+            key = f"captured at {time:.0f} ms"
+        last = time
+        regrouped[name] = (tagged[name][0], key)
+    return regrouped
 
 
 def _named_by_file(filename: str) -> tuple[str, str] | None:

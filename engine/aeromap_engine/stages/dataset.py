@@ -30,7 +30,7 @@ import numpy as np
 from PIL import UnidentifiedImageError
 
 from ..atomic_files import read_json, write_json
-from ..bands.groups import AUTO, RGB, BandSurvey, band_of, capture_companions, group_bands
+from ..bands.groups import AUTO, RGB, BandSurvey, band_of, by_instant, capture_companions, group_bands
 from ..bands.lenses import BandLens
 from ..bands.radiometry import Radiometry
 from ..bands.thermal import convert as convert_temperatures
@@ -203,7 +203,8 @@ def run(ctx: "StageContext") -> None:
                 rejected[path.name] = outcome
                 log.warning("Skipping %s: %s", path.name, outcome)
             ctx.progress(0.9 * (i + 1) / max(1, len(files)))
-    tagged = {i.photo.filename: i.band for i in readable}
+    tagged = by_instant({i.photo.filename: i.band for i in readable},
+                        {i.photo.filename: i.photo.utc_time for i in readable})
     survey = group_bands(tagged, ctx.options.primary_band)
     every_band = {i.photo.filename: i for i in readable}
     if survey is not None:
