@@ -305,6 +305,11 @@ def test_the_lenses_metadata_state_each_bands_alignment() -> None:
     noise = [cv2.GaussianBlur(np.random.default_rng(seed).random(shape).astype(np.float32), (0, 0), 2)
              for seed in (1, 2)]
     assert best_alignment([(noise[0], noise[1])], stated) is stated and stated.lens_source == "metadata"
+    # Metadata 40 px wrong (a firmware's other convention), over images that correlate: the images' own alignment.
+    green, nir = _leafy_scene(3, (800, 600))
+    wrong = replace(stated, homography=np.array([[1, 0, 40], [0, 1, -40], [0, 0, 1.0]]) @ np.eye(3), lens=None)
+    found = best_alignment([(green.astype(np.float32), nir.astype(np.float32))], wrong)
+    assert not found.stated and found.correlation > 0.8 and np.abs(found.homography - np.eye(3)).max() < 0.05
 
 
 def _micasense_tags(camera, nominal_lens) -> tuple[dict, dict]:

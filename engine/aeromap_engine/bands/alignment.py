@@ -148,7 +148,16 @@ def best_alignment(pairs: list[tuple[np.ndarray, np.ndarray]],
     """The rig's alignment of one band from several captures (primary values, band values), from the one the
     lenses' metadata state where they do, else from the cameras' nominal framing: each capture's homography
     scored on all of them, the best mean kept, then the lenses' difference measured under it. Where the images
-    do not correlate, the stated alignment, None without one."""
+    do not correlate from the stated start but do from the nominal one, the metadata are wrong and the images'
+    alignment is kept; where they correlate from neither, the stated alignment, None without one."""
+    found = _aligned_from(pairs, stated)
+    if stated is not None and found is stated:
+        return _aligned_from(pairs, None) or stated
+    return found
+
+
+def _aligned_from(pairs: list[tuple[np.ndarray, np.ndarray]],
+                  stated: BandAlignment | None) -> BandAlignment | None:
     lens = None if stated is None else stated.lens
     # Under a stated lens field the homography is sought between the band and the primary bent by that field.
     bent = [(primary if lens is None else bend(primary, lens), band) for primary, band in pairs]
