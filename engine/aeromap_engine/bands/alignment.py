@@ -151,24 +151,26 @@ def best_alignment(pairs: list[tuple[np.ndarray, np.ndarray]],
     do not correlate from the stated start but do from the nominal one, the metadata are wrong and the images'
     alignment is kept; where they correlate from neither, the stated alignment, None without one."""
     found = _aligned_from(pairs, stated)
-    if stated is not None and found is stated:
-        return _aligned_from(pairs, None) or stated
-    return found
+    if found is None and stated is not None:
+        found = _aligned_from(pairs, None)
+    return found or stated
 
 
 def _aligned_from(pairs: list[tuple[np.ndarray, np.ndarray]],
                   stated: BandAlignment | None) -> BandAlignment | None:
+    """The images' alignment from the stated one, or from the nominal framing without; None where they do not
+    correlate."""
     lens = None if stated is None else stated.lens
     # Under a stated lens field the homography is sought between the band and the primary bent by that field.
     bent = [(primary if lens is None else bend(primary, lens), band) for primary, band in pairs]
     start = nominal(pairs[0][0].shape, pairs[0][1].shape) if stated is None else stated.homography
     candidates = [found for primary, band in bent if (found := estimate(primary, band, start)) is not None]
     if not candidates:
-        return stated
+        return None
     scored = [(float(np.mean([correlation(p, b, c.homography) for p, b in bent])), c) for c in candidates]
     score, best = max(scored, key=lambda item: item[0])
     if score < MIN_CORRELATION:
-        return stated
+        return None
     measured = measure_lens(pairs, best.homography, lens)
     if measured is None:
         return BandAlignment(best.homography, score)
@@ -186,10 +188,10 @@ def measure_lens(pairs: list[tuple[np.ndarray, np.ndarray]], homography: np.ndar
                  stated: LensField | None = None) -> tuple[LensField, tuple[float, float], str] | None:
     """The lenses' difference under `homography`, from the one their metadata state where they do, the RMS tile
     shift before and after, and where it comes from (BandAlignment.lens_source); the stated field where the
-    images add nothing to it, None where there is none
-    to measure (MIN_GAIN: what is left is noise) or what is found is too large to be a lens's. Phase
-    correlation's sub-pixel peak leans towards whole pixels, so the field is measured again under itself and
-    the rest added, until what is left is small enough to be measured without that lean."""
+    images add nothing to it, None where there is none to measure (MIN_GAIN: what is left is noise) or what is
+    found is too large to be a lens's. Phase correlation's sub-pixel peak leans towards whole pixels, so the field
+    is measured again under itself and the rest added, until what is left is small enough to be measured without
+    that lean."""
     templates = [gradients(primary) for primary, _ in pairs]
     centres, shifts = residual_shifts(pairs, templates, homography, stated)
     before = _rms(shifts)
