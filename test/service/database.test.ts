@@ -4,11 +4,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compiledQuery } from '../../src/db/compiled.ts';
 import { openDatabase } from '../../src/db/connect.ts';
 import { migrateToLatest } from '../../src/db/migrations.ts';
 import type { Database } from '../../src/db/schema.ts';
+import { POSTGRES_URL, isolatedDatabase } from './helpers.ts';
 
 describe('the SQLite connection', () => {
   let dataDir: string;
@@ -46,5 +48,46 @@ describe('the SQLite connection', () => {
     expect(await groups(db, { byName: false }, { name: '', above: 2 })).toEqual([{ name: 'c' }]);
     expect(await groups(db, { byName: true }, { name: 'b', above: 0 })).toEqual([{ name: 'b' }]);
     expect(await groups(db, { byName: true }, { name: 'b', above: 2 })).toEqual([]);
+  });
+});
+
+describe('the PostgreSQL schema of one Aeromap among others', () => {
+  let database: Awaited<ReturnType<typeof isolatedDatabase>>;
+  let db: Kysely<Database>;
+  beforeAll(async () => {
+    database = await isolatedDatabase('postgres');
+    db = openDatabase(database.databaseUrl, database.dataDir).db;
+    await migrateToLatest(db);
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await database.drop();
+  });
+
+  // Other Aeromaps (and other test files) create and drop their schemas on the same database at any time; a check
+  // that reads every schema's tables fails when one goes between its catalog read and its lookups by name.
+  it('starts while other schemas on the database come and go', async () => {
+    const neighbour = new pg.Client({ connectionString: POSTGRES_URL });
+    await neighbour.connect();
+    let starting = true;
+    const churn = (async () => {
+      for (let i = 0; starting; i++) {
+        const name = `aeromap_churn_${process.pid}_${i}`;
+        await neighbour.query(`create schema ${name}`);
+        await neighbour.query(`create table ${name}.t (id serial primary key)`);
+        await neighbour.query(`drop schema ${name} cascade`);
+      }
+    })();
+    const applied = () => sql`select name from kysely_migration`.execute(db).then((result) => result.rows.length);
+    const before = await applied();
+    try {
+      for (let start = 0; start < 40; start++) await migrateToLatest(db);
+    } finally {
+      starting = false;
+      await churn;
+      await neighbour.end();
+    }
+    expect(before).toBeGreaterThan(0);
+    expect(await applied()).toBe(before);
   });
 });
